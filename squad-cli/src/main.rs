@@ -1,0 +1,63 @@
+//! The `squad` command-line tool. See the crate README and `squad --help`.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line tool prints its results and errors"
+)]
+
+mod ctx;
+mod schema_cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::ctx::Ctx;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  failure (nothing half-written)
+  2  bad usage or invalid input (nothing changed)
+  3-6  `squad approval wait` only: 3 changes requested, 4 stopped, 5 still pending, 6 expired";
+
+/// Building blocks for a squad of AI agents: notes, approval gates, memory and routing.
+#[derive(Debug, Parser)]
+#[command(name = "squad", version, about, after_help = EXIT_CODES)]
+struct Cli {
+    /// Run as if started in PATH (like `git -C`).
+    #[arg(short = 'C', value_name = "PATH")]
+    dir: Option<std::path::PathBuf>,
+
+    /// Keep squad state (.squad/) in DIR instead of the repository root.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<std::path::PathBuf>,
+
+    /// Print machine-readable JSON on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print a JSON Schema shipped with squad.
+    Schema(schema_cmd::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let ctx = match Ctx::new(cli.dir, cli.state_dir, cli.json) {
+        Ok(ctx) => ctx,
+        Err(e) => return e.report(),
+    };
+    let result = match cli.command {
+        Command::Schema(args) => schema_cmd::run(&args, &ctx),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => e.report(),
+    }
+}

@@ -1,0 +1,7 @@
+//! Integration tests of the `squad` binary.
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test panics on failure; that is the point"
+)]
+
+mod schema;

@@ -1,0 +1,227 @@
+//! Identifiers: note entry ids and the ids of the squad object model.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::{Error, Result};
+
+/// The unique, sortable id of a note entry: a UUIDv7 or a ULID.
+///
+/// Both forms start with a millisecond timestamp, so ids of one form sort by creation time.
+/// [`EntryId::generate`] makes a UUIDv7 (lowercase, hyphenated); ids written by other tools in
+/// ULID form (26 Crockford base-32 characters) are accepted too.
+///
+/// ```
+/// use squad_model::EntryId;
+///
+/// let a = EntryId::generate();
+/// let b = EntryId::generate();
+/// assert!(a < b, "ids made later sort later");
+/// assert!("01ARZ3NDEKTSV4RRFFQ69G5FAV".parse::<EntryId>().is_ok()); // a ULID
+/// assert!("not-an-id".parse::<EntryId>().is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EntryId(String);
+
+impl EntryId {
+    /// A fresh UUIDv7, monotonic within this process.
+    pub fn generate() -> Self {
+        Self(uuid::Uuid::now_v7().hyphenated().to_string())
+    }
+
+    /// Checks that `value` is a UUIDv7 or a ULID and wraps it unchanged.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`] when it is neither.
+    pub fn new(value: impl Into<String>) -> Result<Self> {
+        let value = value.into();
+        if is_ulid(&value) || is_uuid_v7(&value) {
+            Ok(Self(value))
+        } else {
+            Err(Error::InvalidId {
+                what: "entry id",
+                value,
+                reason: "must be a UUIDv7 (8-4-4-4-12 hex, version 7) or a ULID (26 Crockford base-32 characters)",
+            })
+        }
+    }
+
+    /// The id as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+fn is_ulid(s: &str) -> bool {
+    const CROCKFORD: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let bytes = s.as_bytes();
+    bytes.len() == 26
+        && matches!(bytes[0], b'0'..=b'7')
+        && bytes
+            .iter()
+            .all(|b| CROCKFORD.contains(&b.to_ascii_uppercase()))
+}
+
+fn is_uuid_v7(s: &str) -> bool {
+    s.len() == 36
+        && s.as_bytes().get(14) == Some(&b'7')
+        && uuid::Uuid::try_parse(s).is_ok_and(|u| u.get_version_num() == 7)
+}
+
+impl fmt::Display for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl FromStr for EntryId {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Self::new(s)
+    }
+}
+
+impl Serialize for EntryId {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for EntryId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::new(s).map_err(serde::de::Error::custom)
+    }
+}
+
+macro_rules! opaque_id {
+    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        $(#[$doc])*
+        ///
+        /// Opaque: any non-empty string without whitespace or control characters
+        /// (multica uses UUIDs). Compared and hashed as its string.
+        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Checks and wraps `value`.
+            ///
+            /// # Errors
+            ///
+            /// [`Error::InvalidId`] when it is empty or holds whitespace or control characters.
+            pub fn new(value: impl Into<String>) -> Result<Self> {
+                let value = value.into();
+                if value.is_empty() {
+                    return Err(Error::InvalidId { what: $what, value, reason: "must not be empty" });
+                }
+                if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    return Err(Error::InvalidId {
+                        what: $what,
+                        value,
+                        reason: "must not contain whitespace or control characters",
+                    });
+                }
+                Ok(Self(value))
+            }
+
+            /// The id as a string slice.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({:?})", stringify!($name), self.0)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                Self::new(s)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                s.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                Self::new(s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+opaque_id!(
+    /// The id of a human user (a workspace member).
+    UserId, "user id"
+);
+opaque_id!(
+    /// The id of an agent.
+    AgentId, "agent id"
+);
+opaque_id!(
+    /// The id of a squad.
+    SquadId, "squad id"
+);
+opaque_id!(
+    /// The id of a squad membership row.
+    SquadMemberId, "squad member id"
+);
+opaque_id!(
+    /// The id of a workspace.
+    WorkspaceId, "workspace id"
+);
+opaque_id!(
+    /// The id of an issue.
+    IssueId, "issue id"
+);
+opaque_id!(
+    /// The id of a task in an agent's queue.
+    TaskId, "task id"
+);
+opaque_id!(
+    /// The id of an agent runtime (the process host an agent is bound to).
+    RuntimeId, "runtime id"
+);
+opaque_id!(
+    /// The id of a comment on an issue.
+    CommentId, "comment id"
+);
+opaque_id!(
+    /// The id of an autopilot.
+    AutopilotId, "autopilot id"
+);

@@ -1,0 +1,10 @@
+//! Integration tests of squad-model: round trips, naming rules and schema validation.
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test panics on failure; that is the point"
+)]
+
+mod agent_name;
+mod roundtrip;
+mod schema;
+mod values;
