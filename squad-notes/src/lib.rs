@@ -1,2 +1,6 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod error;
+
+pub use error::{Error, ErrorKind, Result};

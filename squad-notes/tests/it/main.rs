@@ -1,0 +1,13 @@
+//! Integration tests of squad-notes.
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test panics on failure; that is the point"
+)]
+
+#[test]
+fn error_kinds_classify_user_errors() {
+    use squad_notes::{Error, ErrorKind};
+    assert!(Error::new(ErrorKind::InvalidInput, "t", "bad").is_user_error());
+    assert!(Error::new(ErrorKind::PermissionDenied, "t", "no").is_user_error());
+    assert!(!Error::new(ErrorKind::Backend, "t", "io").is_user_error());
+}
