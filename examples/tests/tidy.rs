@@ -1,0 +1,139 @@
+//! Workspace conventions, checked as a test (the house style's `tidy`).
+//!
+//! - every dependency of every member is declared once, in `[workspace.dependencies]`, and members
+//!   write `x.workspace = true` (internal crates too);
+//! - every member inherits the workspace lints and package metadata;
+//! - every library crate uses its README as crate docs and ships it;
+//! - no library crate depends on another library crate except `squad-model`.
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test panics on failure; that is the point"
+)]
+
+use std::path::{Path, PathBuf};
+
+use toml::Table;
+
+const LIBRARIES: [&str; 5] = [
+    "squad-model",
+    "squad-notes",
+    "squad-notify",
+    "squad-memory",
+    "squad-routing",
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn manifest(path: &Path) -> Table {
+    std::fs::read_to_string(path).unwrap().parse().unwrap()
+}
+
+fn members() -> Vec<(String, Table)> {
+    let root_manifest = manifest(&root().join("Cargo.toml"));
+    root_manifest["workspace"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let dir = m.as_str().unwrap().to_owned();
+            let t = manifest(&root().join(&dir).join("Cargo.toml"));
+            (dir, t)
+        })
+        .collect()
+}
+
+#[test]
+fn dependencies_come_from_the_workspace() {
+    let root_manifest = manifest(&root().join("Cargo.toml"));
+    let declared = root_manifest["workspace"]["dependencies"]
+        .as_table()
+        .unwrap();
+    let mut problems = Vec::new();
+    for (dir, t) in members() {
+        let own_name = t["package"]["name"].as_str().unwrap().to_owned();
+        for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+            let Some(deps) = t.get(section).and_then(|d| d.as_table()) else {
+                continue;
+            };
+            for (name, spec) in deps {
+                // A crate may dev-depend on itself to turn on its own test features.
+                let self_dep =
+                    name == &own_name && spec.get("path").and_then(|p| p.as_str()) == Some(".");
+                if self_dep {
+                    continue;
+                }
+                let inherits = spec.get("workspace").and_then(|w| w.as_bool()) == Some(true);
+                if !inherits {
+                    problems.push(format!(
+                        "{dir}: [{section}] {name} does not use `workspace = true`"
+                    ));
+                }
+                if !declared.contains_key(name) {
+                    problems.push(format!(
+                        "{dir}: [{section}] {name} is missing from [workspace.dependencies]"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn members_inherit_lints_and_metadata() {
+    let mut problems = Vec::new();
+    for (dir, t) in members() {
+        if t.get("lints")
+            .and_then(|l| l.get("workspace"))
+            .and_then(|w| w.as_bool())
+            != Some(true)
+        {
+            problems.push(format!("{dir}: missing `[lints] workspace = true`"));
+        }
+        for key in ["version", "edition", "rust-version", "license"] {
+            let inherited = t["package"]
+                .get(key)
+                .and_then(|v| v.get("workspace"))
+                .and_then(|w| w.as_bool())
+                == Some(true);
+            if !inherited {
+                problems.push(format!("{dir}: package.{key} is not `.workspace = true`"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn libraries_use_their_readme_as_docs_and_respect_the_dependency_rule() {
+    let mut problems = Vec::new();
+    for lib in LIBRARIES {
+        let dir = root().join(lib);
+        let lib_rs = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+        if !lib_rs.contains(r#"#![doc = include_str!("../README.md")]"#) {
+            problems.push(format!(
+                "{lib}: src/lib.rs does not include README.md as crate docs"
+            ));
+        }
+        let t = manifest(&dir.join("Cargo.toml"));
+        let include = t["package"].get("include").and_then(|i| i.as_array());
+        if !include.is_some_and(|i| i.iter().any(|v| v.as_str() == Some("README.md"))) {
+            problems.push(format!("{lib}: package.include does not ship README.md"));
+        }
+        if let Some(deps) = t.get("dependencies").and_then(|d| d.as_table()) {
+            for other in LIBRARIES {
+                if other != lib && other != "squad-model" && deps.contains_key(other) {
+                    problems.push(format!(
+                        "{lib}: depends on {other}; libraries may depend only on squad-model"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
