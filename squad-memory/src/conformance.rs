@@ -51,7 +51,10 @@ pub fn run_all<S: MemoryStore + ?Sized>(store: &S) {
 /// `read` of a document never written is `Ok(None)`.
 pub fn read_missing_is_none<S: MemoryStore + ?Sized>(store: &S) {
     let r = ok(store.read(&DocRef::Hot(agent("nobody"))), "read missing");
-    assert!(r.is_none(), "conformance: read of a missing document must be None");
+    assert!(
+        r.is_none(),
+        "conformance: read of a missing document must be None"
+    );
 }
 
 /// `write` then `read` returns the exact text, including non-ASCII and empty text.
@@ -173,7 +176,11 @@ pub fn scribe_conserves_entries<S: MemoryStore + ?Sized>(store: &S) {
     ];
     let ids = ok(all_ids(store, &docs), "read back");
     let unique: HashSet<&MemoryId> = ids.iter().collect();
-    assert_eq!(unique.len(), ids.len(), "conformance: scribe duplicated an entry");
+    assert_eq!(
+        unique.len(),
+        ids.len(),
+        "conformance: scribe duplicated an entry"
+    );
     for want in ["c-hot-1", "c-old-dec", "c-old-note", "c-new-note"] {
         assert!(
             ids.iter().any(|i| i.as_str() == want),

@@ -355,9 +355,10 @@ fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc
         if let Some(rest) = line.strip_prefix("### ") {
             let rest = rest.trim();
             let first = rest.split_whitespace().next().unwrap_or("");
-            let looks_dated = first.len() >= 5
-                && first.as_bytes()[..4].iter().all(u8::is_ascii_digit)
-                && first.as_bytes()[4] == b'-';
+            // An entry heading starts with its date; a heading that starts with a digit and
+            // has a ':' is taken as one (and reported if the date is bad), never skipped.
+            let looks_dated =
+                first.as_bytes().first().is_some_and(u8::is_ascii_digit) && rest.contains(':');
             if looks_dated {
                 if let Some(o) = open.take() {
                     close(o, &mut doc, &mut problem);
@@ -384,15 +385,15 @@ fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc
                     }
                     continue;
                 }
-                if let Some((key, value)) = field(line) {
-                    if let Some(key) = known_field(key) {
-                        if !o.seen.insert(key) {
-                            problem(n, format!("field {key} given twice"));
-                        } else if let Err(msg) = apply_field(o, key, value.trim()) {
-                            problem(n, msg);
-                        }
-                        continue;
+                if let Some((key, value)) = field(line)
+                    && let Some(key) = known_field(key)
+                {
+                    if !o.seen.insert(key) {
+                        problem(n, format!("field {key} given twice"));
+                    } else if let Err(msg) = apply_field(o, key, value.trim()) {
+                        problem(n, msg);
                     }
+                    continue;
                 }
                 o.body.push(line.to_owned());
             }
@@ -429,7 +430,10 @@ fn parse_heading(rest: &str) -> std::result::Result<Entry, String> {
     let (kind_str, summary) = after
         .split_once(':')
         .ok_or_else(|| "entry heading needs '<date>: <kind>: <summary>'".to_owned())?;
-    let kind: Kind = kind_str.trim().parse().map_err(|e: Error| e.message().to_owned())?;
+    let kind: Kind = kind_str
+        .trim()
+        .parse()
+        .map_err(|e: Error| e.message().to_owned())?;
     let summary = summary.trim();
     if summary.is_empty() {
         return Err("entry heading has an empty summary".into());
@@ -523,7 +527,8 @@ mod tests {
 
     #[test]
     fn duplicate_ids_are_reported() {
-        let text = "### 2026-11-02: note: a\n**id:** x\n---\n### 2026-11-03: note: b\n**id:** x\n---\n";
+        let text =
+            "### 2026-11-02: note: a\n**id:** x\n---\n### 2026-11-03: note: b\n**id:** x\n---\n";
         let e = MemoryDoc::parse("f", text).unwrap_err();
         assert_eq!(e.problems()[0].line, 4);
     }

@@ -246,7 +246,7 @@ fn assemble(units: &[Unit<'_>], keep: &[bool]) -> Section {
             Unit::Entry(e) => dated.push(e),
         }
     }
-    dated.sort_by(|a, b| a.date.cmp(&b.date));
+    dated.sort_by_key(|e| e.date);
     for e in dated {
         text.push_str(&e.prompt_text());
         entries.push(e.id.clone());
@@ -355,8 +355,8 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
             Unit::Entry(e) => Some(e.date),
             Unit::Line(..) => None,
         });
-        let lines = (0..units.len())
-            .filter(|&i| matches!(units[i], Unit::Line(_, t) if !is_pinned(t)));
+        let lines =
+            (0..units.len()).filter(|&i| matches!(units[i], Unit::Line(_, t) if !is_pinned(t)));
         let order: Vec<usize> = entries.into_iter().chain(lines).collect();
         let before = left.len();
         let section = fit(Tier::Hot, src, &units, &order, budget.hot, &mut left);

@@ -104,7 +104,12 @@ impl Summarizer for ExtractiveSummarizer {
             };
             match key.as_str() {
                 "current task" if !is_none(value) => {
-                    out.push(session_entry(now, Kind::Note, &format!("Task: {value}"), ""));
+                    out.push(session_entry(
+                        now,
+                        Kind::Note,
+                        &format!("Task: {value}"),
+                        "",
+                    ));
                 }
                 "active decisions" => {
                     for d in value.split(';').filter(|d| !is_none(d)) {
@@ -199,7 +204,8 @@ impl ScribeReport {
 /// let store = InMemoryStore::new();
 /// let data: squad_model::AgentName = "data".parse()?;
 /// store.write(&DocRef::Hot(data.clone()), "Current task: fix login\nActive decisions: use RS256\n")?;
-/// let scribe = Scribe::new(&store, &ExtractiveSummarizer::default(), ScribeConfig::default());
+/// let summarizer = ExtractiveSummarizer::default();
+/// let scribe = Scribe::new(&store, &summarizer, ScribeConfig::default());
 /// let report = scribe.run(&data, "2026-11-30T12:00:00Z".parse()?)?;
 /// assert_eq!(report.created, 2);
 /// assert_eq!(report.before, report.kept + report.moved_total() + report.merged);
@@ -289,7 +295,11 @@ impl<'a> Scribe<'a> {
         }
     }
 
-    fn load(&self, doc: &DocRef, problems: &mut Vec<Problem>) -> Result<(MemoryDoc, Option<String>)> {
+    fn load(
+        &self,
+        doc: &DocRef,
+        problems: &mut Vec<Problem>,
+    ) -> Result<(MemoryDoc, Option<String>)> {
         match self.store.read(doc) {
             Ok(None) => Ok((MemoryDoc::default(), None)),
             Ok(Some(text)) => match MemoryDoc::parse(&doc.path(), &text) {
@@ -370,7 +380,11 @@ impl<'a> Scribe<'a> {
             return Err(Error::malformed("scribe.run", problems));
         }
         let mut report = ScribeReport {
-            summarized_lines: hot.free.iter().filter(|l| !l.text.trim().is_empty()).count(),
+            summarized_lines: hot
+                .free
+                .iter()
+                .filter(|l| !l.text.trim().is_empty())
+                .count(),
             ..ScribeReport::default()
         };
         let mut originals: HashSet<MemoryId> = HashSet::new();
@@ -447,9 +461,15 @@ impl<'a> Scribe<'a> {
         report.before = hot.entries.len()
             + cold.entries.len()
             + archive.entries.len()
-            + wiki_docs.values().map(|(d, _)| d.entries.len()).sum::<usize>();
+            + wiki_docs
+                .values()
+                .map(|(d, _)| d.entries.len())
+                .sum::<usize>();
         report.kept = archive.entries.len()
-            + wiki_docs.values().map(|(d, _)| d.entries.len()).sum::<usize>();
+            + wiki_docs
+                .values()
+                .map(|(d, _)| d.entries.len())
+                .sum::<usize>();
 
         let moved = |report: &mut ScribeReport, from: Origin, to: &str| {
             if from == Origin::Created {
@@ -458,15 +478,19 @@ impl<'a> Scribe<'a> {
             if from.tier() == to {
                 report.kept += 1;
             } else {
-                *report.moved.entry(format!("{}->{to}", from.tier())).or_insert(0) += 1;
+                *report
+                    .moved
+                    .entry(format!("{}->{to}", from.tier()))
+                    .or_insert(0) += 1;
             }
         };
         let mut must_wiki: HashMap<TopicName, HashSet<MemoryId>> = HashMap::new();
         for (topic, list) in to_wiki {
-            let (doc, _) = wiki_docs
-                .get_mut(&topic)
-                .ok_or_else(|| Error::new(ErrorKind::Backend, "scribe.run", "wiki doc not loaded"))?;
-            let mut tagged: Vec<(Origin, Entry)> = doc.entries.drain(..).map(|e| (Origin::Cold, e)).collect();
+            let (doc, _) = wiki_docs.get_mut(&topic).ok_or_else(|| {
+                Error::new(ErrorKind::Backend, "scribe.run", "wiki doc not loaded")
+            })?;
+            let mut tagged: Vec<(Origin, Entry)> =
+                doc.entries.drain(..).map(|e| (Origin::Cold, e)).collect();
             let must = must_wiki.entry(topic.clone()).or_default();
             for (o, e) in list {
                 must.insert(e.id.clone());
@@ -484,7 +508,11 @@ impl<'a> Scribe<'a> {
             doc.entries = tagged.into_iter().map(|(_, e)| e).collect();
         }
         let mut must_archive: HashSet<MemoryId> = HashSet::new();
-        let mut tagged: Vec<(Origin, Entry)> = archive.entries.drain(..).map(|e| (Origin::Cold, e)).collect();
+        let mut tagged: Vec<(Origin, Entry)> = archive
+            .entries
+            .drain(..)
+            .map(|e| (Origin::Cold, e))
+            .collect();
         for (o, e) in to_archive {
             must_archive.insert(e.id.clone());
             must_archive.extend(e.merged.iter().cloned());
@@ -519,7 +547,10 @@ impl<'a> Scribe<'a> {
         }
         report.after = new_cold.entries.len()
             + archive.entries.len()
-            + wiki_docs.values().map(|(d, _)| d.entries.len()).sum::<usize>();
+            + wiki_docs
+                .values()
+                .map(|(d, _)| d.entries.len())
+                .sum::<usize>();
         let lost = originals.iter().find(|id| !after_ids.contains(*id));
         if report.before != report.kept + report.moved_total() + report.merged
             || report.after + report.merged + report.merged_created

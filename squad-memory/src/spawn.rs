@@ -23,7 +23,11 @@ pub enum Touch {
     At(Timestamp),
 }
 
-fn read_source(store: &dyn MemoryStore, doc: &DocRef, problems: &mut Vec<Problem>) -> Result<Option<Source>> {
+fn read_source(
+    store: &dyn MemoryStore,
+    doc: &DocRef,
+    problems: &mut Vec<Problem>,
+) -> Result<Option<Source>> {
     let text = match store.read(doc) {
         Ok(t) => t,
         Err(e) if !e.problems().is_empty() => {
@@ -186,17 +190,14 @@ pub fn validate(store: &dyn MemoryStore, budget: &Budget) -> Result<Vec<Problem>
                 }
                 Err(e) => return Err(e),
             };
-            if let Some(cap) = budget.file_cap(tier) {
-                if text.len() > cap {
-                    problems.push(Problem {
-                        file: path.clone(),
-                        line: 1,
-                        message: format!(
-                            "{} bytes, over the {tier} cap of {cap} bytes",
-                            text.len()
-                        ),
-                    });
-                }
+            if let Some(cap) = budget.file_cap(tier)
+                && text.len() > cap
+            {
+                problems.push(Problem {
+                    file: path.clone(),
+                    line: 1,
+                    message: format!("{} bytes, over the {tier} cap of {cap} bytes", text.len()),
+                });
             }
             if let Err(e) = MemoryDoc::parse(&path, &text) {
                 problems.extend(e.problems().iter().cloned());

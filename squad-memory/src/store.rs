@@ -225,7 +225,9 @@ impl InMemoryStore {
     fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<(Tier, String), String>> {
         // A panic while holding the lock cannot leave the map half-updated (single inserts),
         // so a poisoned lock is still safe to use.
-        self.docs.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.docs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -354,11 +356,7 @@ impl MemoryStore for FsStore {
         let op = "memory.write";
         fs::create_dir_all(&dir)
             .map_err(|e| Error::io(op, format_args!("create {}", dir.display()), e))?;
-        let tmp = dir.join(format!(
-            ".{}.md.tmp-{}",
-            doc.name(),
-            std::process::id()
-        ));
+        let tmp = dir.join(format!(".{}.md.tmp-{}", doc.name(), std::process::id()));
         let result = (|| -> std::io::Result<()> {
             let mut f = OpenOptions::new()
                 .write(true)
@@ -393,8 +391,8 @@ impl MemoryStore for FsStore {
         };
         let mut names = Vec::new();
         for ent in rd {
-            let ent =
-                ent.map_err(|e| Error::io("memory.list", format_args!("list {}", dir.display()), e))?;
+            let ent = ent
+                .map_err(|e| Error::io("memory.list", format_args!("list {}", dir.display()), e))?;
             let name = ent.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') {
                 continue;

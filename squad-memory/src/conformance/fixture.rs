@@ -59,13 +59,28 @@ impl Lcg {
 }
 
 const VERBS: &[&str] = &[
-    "reviewed", "refactored", "renamed", "documented", "benchmarked", "profiled", "linted",
-    "triaged", "paired on", "cleaned up",
+    "reviewed",
+    "refactored",
+    "renamed",
+    "documented",
+    "benchmarked",
+    "profiled",
+    "linted",
+    "triaged",
+    "paired on",
+    "cleaned up",
 ];
 const THINGS: &[&str] = &[
-    "the ledger module", "invoice rendering", "the tax tables", "currency rounding",
-    "the CSV exporter", "report pagination", "the admin dashboard", "audit log formatting",
-    "the settings page", "customer search",
+    "the ledger module",
+    "invoice rendering",
+    "the tax tables",
+    "currency rounding",
+    "the CSV exporter",
+    "report pagination",
+    "the admin dashboard",
+    "audit log formatting",
+    "the settings page",
+    "customer search",
 ];
 const DETAILS: &[&str] = &[
     "No behaviour change was intended and the tests stayed green.",
@@ -80,10 +95,20 @@ fn ts(now: Timestamp, days_ago: i64, hour: i64) -> Timestamp {
 }
 
 fn sem(out: &mut String, date: Timestamp, kind: &str, summary: &str, fields: &str, body: &str) {
-    let _ = write!(out, "### {date}: {kind}: {summary}\n{fields}{body}\n\n---\n\n");
+    let _ = write!(
+        out,
+        "### {date}: {kind}: {summary}\n{fields}{body}\n\n---\n\n"
+    );
 }
 
-fn noise(rng: &mut Lcg, out: &mut String, now: Timestamp, days_ago: i64, n: usize, id_prefix: Option<&str>) {
+fn noise(
+    rng: &mut Lcg,
+    out: &mut String,
+    now: Timestamp,
+    days_ago: i64,
+    n: usize,
+    id_prefix: Option<&str>,
+) {
     for i in 0..n {
         let summary = format!(
             "{} {} (task {})",
@@ -96,7 +121,14 @@ fn noise(rng: &mut Lcg, out: &mut String, now: Timestamp, days_ago: i64, n: usiz
             Some(p) => format!("**id:** {p}-{days_ago}-{i}\n"),
             None => String::new(),
         };
-        sem(out, ts(now, days_ago, i as i64), "note", &summary, &fields, &body);
+        sem(
+            out,
+            ts(now, days_ago, i as i64),
+            "note",
+            &summary,
+            &fields,
+            &body,
+        );
     }
 }
 
@@ -123,9 +155,30 @@ impl Fixture {
              Blockers: the staging signing secret is missing ({HOT_BLOCK})\n\
              Talking to: worf\n\n"
         );
-        sem(&mut hot, ts(now, 0, -3), "action", "drafted the signature verifier", "**id:** hot-a1\n", "Constant-time compare; rejects missing headers.");
-        sem(&mut hot, ts(now, 0, -2), "decision", "reject unsigned webhooks with 400 (STALE-HOT-1)", "**id:** hot-d1\n**superseded_by:** hot-d2\n", "");
-        sem(&mut hot, ts(now, 0, -1), "decision", "reject unsigned webhooks with 401", "**id:** hot-d2\n", "401 tells the sender to fix credentials.");
+        sem(
+            &mut hot,
+            ts(now, 0, -3),
+            "action",
+            "drafted the signature verifier",
+            "**id:** hot-a1\n",
+            "Constant-time compare; rejects missing headers.",
+        );
+        sem(
+            &mut hot,
+            ts(now, 0, -2),
+            "decision",
+            "reject unsigned webhooks with 400 (STALE-HOT-1)",
+            "**id:** hot-d1\n**superseded_by:** hot-d2\n",
+            "",
+        );
+        sem(
+            &mut hot,
+            ts(now, 0, -1),
+            "decision",
+            "reject unsigned webhooks with 401",
+            "**id:** hot-d2\n",
+            "401 tells the sender to fix credentials.",
+        );
 
         // Cold: about a month of summarised sessions, mostly routine, with the facts that
         // resuming and debugging need, and superseded ones.
@@ -133,41 +186,124 @@ impl Fixture {
         for day in (1..30).rev() {
             noise(&mut rng, &mut cold, now, day, 3, Some("c"));
             if day == 12 {
-                sem(&mut cold, ts(now, day, 5), "note", &format!("recurring flaky deploy timeout in staging traced to the DNS cache TTL; pin the resolver ({COLD_DEBUG})"), "**id:** c-debug\n", "Seen three times; each time the deploy timeout hit after a DNS change.");
-                sem(&mut cold, ts(now, day, 6), "decision", "sign webhooks with HS256 shared keys (STALE-COLD-1)", "**id:** c-old-sig\n**superseded_by:** c-new-sig\n**topic:** webhooks\n", "");
+                sem(
+                    &mut cold,
+                    ts(now, day, 5),
+                    "note",
+                    &format!(
+                        "recurring flaky deploy timeout in staging traced to the DNS cache TTL; pin the resolver ({COLD_DEBUG})"
+                    ),
+                    "**id:** c-debug\n",
+                    "Seen three times; each time the deploy timeout hit after a DNS change.",
+                );
+                sem(
+                    &mut cold,
+                    ts(now, day, 6),
+                    "decision",
+                    "sign webhooks with HS256 shared keys (STALE-COLD-1)",
+                    "**id:** c-old-sig\n**superseded_by:** c-new-sig\n**topic:** webhooks\n",
+                    "",
+                );
             }
             if day == 4 {
-                sem(&mut cold, ts(now, day, 7), "decision", "sign webhooks with HMAC-SHA256 over the raw body", "**id:** c-new-sig\n**topic:** webhooks\n", "");
+                sem(
+                    &mut cold,
+                    ts(now, day, 7),
+                    "decision",
+                    "sign webhooks with HMAC-SHA256 over the raw body",
+                    "**id:** c-new-sig\n**topic:** webhooks\n",
+                    "",
+                );
             }
             if day == 2 {
-                sem(&mut cold, ts(now, day, 8), "action", &format!("paused midway through the webhook retry queue refactor; next step is dead-letter handling ({COLD_RESUME})"), "**id:** c-resume\n", "The retry queue branch is pushed; dead-letter handling is the open part.");
+                sem(
+                    &mut cold,
+                    ts(now, day, 8),
+                    "action",
+                    &format!(
+                        "paused midway through the webhook retry queue refactor; next step is dead-letter handling ({COLD_RESUME})"
+                    ),
+                    "**id:** c-resume\n",
+                    "The retry queue branch is pushed; dead-letter handling is the open part.",
+                );
             }
         }
 
         // Wiki: durable references.
-        let mut webhooks = String::from(
-            "# Webhooks\n\nHow squad services sign and verify webhook payloads.\n\n",
+        let mut webhooks =
+            String::from("# Webhooks\n\nHow squad services sign and verify webhook payloads.\n\n");
+        sem(
+            &mut webhooks,
+            ts(now, 200, 0),
+            "contract",
+            "webhook signature header is X-Hub-Signature with sha1 (STALE-WIKI-1)",
+            "**id:** w-sig-old\n**superseded_by:** w-sig\n",
+            "",
         );
-        sem(&mut webhooks, ts(now, 200, 0), "contract", "webhook signature header is X-Hub-Signature with sha1 (STALE-WIKI-1)", "**id:** w-sig-old\n**superseded_by:** w-sig\n", "");
-        sem(&mut webhooks, ts(now, 90, 0), "contract", &format!("webhook payloads are signed with HMAC-SHA256 over the raw body in header X-Squad-Signature ({WIKI_SPEC})"), "**id:** w-sig\n", "Verify with a constant-time compare; reject on mismatch.");
-        sem(&mut webhooks, ts(now, 80, 0), "convention", "webhook handlers are idempotent by delivery id", "**id:** w-idem\n", "");
+        sem(
+            &mut webhooks,
+            ts(now, 90, 0),
+            "contract",
+            &format!(
+                "webhook payloads are signed with HMAC-SHA256 over the raw body in header X-Squad-Signature ({WIKI_SPEC})"
+            ),
+            "**id:** w-sig\n",
+            "Verify with a constant-time compare; reject on mismatch.",
+        );
+        sem(
+            &mut webhooks,
+            ts(now, 80, 0),
+            "convention",
+            "webhook handlers are idempotent by delivery id",
+            "**id:** w-idem\n",
+            "",
+        );
         let mut deploy = String::from(
             "# Deploy pipeline\n\nEvery change goes through staging, then a canary, then production.\n\n",
         );
-        sem(&mut deploy, ts(now, 120, 0), "convention", &format!("deploys go through the staging canary for 30 minutes before production rollout ({WIKI_ONBOARD})"), "**id:** dp-canary\n", "Roll back automatically when the canary error rate doubles.");
-        sem(&mut deploy, ts(now, 300, 0), "convention", "canary lasts 5 minutes (STALE-WIKI-2)", "**id:** dp-canary-old\n**superseded_by:** dp-canary\n", "");
+        sem(
+            &mut deploy,
+            ts(now, 120, 0),
+            "convention",
+            &format!(
+                "deploys go through the staging canary for 30 minutes before production rollout ({WIKI_ONBOARD})"
+            ),
+            "**id:** dp-canary\n",
+            "Roll back automatically when the canary error rate doubles.",
+        );
+        sem(
+            &mut deploy,
+            ts(now, 300, 0),
+            "convention",
+            "canary lasts 5 minutes (STALE-WIKI-2)",
+            "**id:** dp-canary-old\n**superseded_by:** dp-canary\n",
+            "",
+        );
         let mut conventions = String::from("# Conventions\n\n");
         for i in 0..8 {
-            let _ = writeln!(conventions, "- {} {} before merging (rule {i}).", rng.pick(VERBS), rng.pick(THINGS));
+            let _ = writeln!(
+                conventions,
+                "- {} {} before merging (rule {i}).",
+                rng.pick(VERBS),
+                rng.pick(THINGS)
+            );
         }
 
         // Archive: aged entries; never loaded.
         let mut archive = String::new();
-        sem(&mut archive, ts(now, 140, 0), "note", "old staging outage notes (STALE-ARCH-1)", "**id:** a-1\n", "");
+        sem(
+            &mut archive,
+            ts(now, 140, 0),
+            "note",
+            "old staging outage notes (STALE-ARCH-1)",
+            "**id:** a-1\n",
+            "",
+        );
         noise(&mut rng, &mut archive, now, 150, 10, Some("a"));
 
         // The upstream baseline: the whole history and every decision, stale ones included.
-        let mut history = String::from("# picard history\n\n## Core Context\n\nBilling and webhooks owner.\n\n");
+        let mut history =
+            String::from("# picard history\n\n## Core Context\n\nBilling and webhooks owner.\n\n");
         for day in (1..90).rev() {
             noise(&mut rng, &mut history, now, day, 2, None);
         }
@@ -175,7 +311,18 @@ impl Fixture {
         history.push_str(&hot);
         let mut decisions = String::from("# decisions\n\n");
         for i in 0..45 {
-            sem(&mut decisions, ts(now, 200 - i, 0), "decision", &format!("{} {} is owned by the billing team", rng.pick(VERBS), rng.pick(THINGS)), "", &format!("{} {}", rng.pick(DETAILS), rng.pick(DETAILS)));
+            sem(
+                &mut decisions,
+                ts(now, 200 - i, 0),
+                "decision",
+                &format!(
+                    "{} {} is owned by the billing team",
+                    rng.pick(VERBS),
+                    rng.pick(THINGS)
+                ),
+                "",
+                &format!("{} {}", rng.pick(DETAILS), rng.pick(DETAILS)),
+            );
         }
         decisions.push_str(&webhooks);
         decisions.push_str(&deploy);
@@ -183,7 +330,11 @@ impl Fixture {
         let t = |s: &str| TopicName::new(s);
         let hot_facts = [HOT_TASK, HOT_DEC, HOT_BLOCK];
         let with = |extra: &[&'static str]| -> Vec<&'static str> {
-            hot_facts.iter().copied().chain(extra.iter().copied()).collect()
+            hot_facts
+                .iter()
+                .copied()
+                .chain(extra.iter().copied())
+                .collect()
         };
         let cases = vec![
             Case {
@@ -272,12 +423,26 @@ pub fn cold_with_entries(n: usize) -> Result<String> {
     let mut out = String::new();
     for i in 0..n {
         if i == n / 2 {
-            sem(&mut out, now.plus_seconds(-(i as i64) * 600), "note", "recurring flaky deploy timeout in staging", &format!("**id:** bench-{i}\n"), "DNS cache TTL.");
+            sem(
+                &mut out,
+                now.plus_seconds(-(i as i64) * 600),
+                "note",
+                "recurring flaky deploy timeout in staging",
+                &format!("**id:** bench-{i}\n"),
+                "DNS cache TTL.",
+            );
             continue;
         }
         let summary = format!("{} {} (task {})", rng.pick(VERBS), rng.pick(THINGS), i);
         let body = rng.pick(DETAILS);
-        sem(&mut out, now.plus_seconds(-(i as i64) * 600), "note", &summary, &format!("**id:** bench-{i}\n"), body);
+        sem(
+            &mut out,
+            now.plus_seconds(-(i as i64) * 600),
+            "note",
+            &summary,
+            &format!("**id:** bench-{i}\n"),
+            body,
+        );
     }
     Ok(out)
 }

@@ -28,7 +28,12 @@ fn fs_store_uses_the_seed_layout_and_leaves_no_temp_files() {
     let root = dir.path().join(".squad/memory");
     let store = FsStore::new(&root);
     run_all(&store);
-    for (tier, name) in [("hot", "nobody"), ("cold", "conf-rt"), ("wiki", "conf-ow"), ("archive", "aa-list")] {
+    for (tier, name) in [
+        ("hot", "nobody"),
+        ("cold", "conf-rt"),
+        ("wiki", "conf-ow"),
+        ("archive", "aa-list"),
+    ] {
         let p = root.join(tier).join(format!("{name}.md"));
         assert_eq!(p.exists(), name != "nobody", "{}", p.display());
     }
@@ -60,7 +65,11 @@ fn fs_store_reports_non_utf8_with_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let store = FsStore::new(dir.path());
     std::fs::create_dir_all(dir.path().join("hot")).unwrap();
-    std::fs::write(dir.path().join("hot/data.md"), b"Current task: x\nbad \xff byte\n").unwrap();
+    std::fs::write(
+        dir.path().join("hot/data.md"),
+        b"Current task: x\nbad \xff byte\n",
+    )
+    .unwrap();
     let err = store
         .read(&squad_memory::DocRef::Hot(crate::agent("data")))
         .unwrap_err();
