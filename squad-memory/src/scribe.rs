@@ -427,36 +427,61 @@ impl<'a> Scribe<'a> {
             }
         }
 
+        // Every wiki document is read (and must parse) before anything is written: an entry
+        // already present in the archive or a wiki document is the leftover of a move that a
+        // crash interrupted, and the move is completed whatever the entry's age.
+        let mut wiki_docs: BTreeMap<TopicName, (MemoryDoc, Option<String>)> = BTreeMap::new();
+        for name in self.store.list(Tier::Wiki)? {
+            let Ok(topic) = TopicName::new(name) else {
+                continue; // `validate` reports names that are not valid topics.
+            };
+            let loaded = self.load(&DocRef::Wiki(topic.clone()), &mut problems)?;
+            originals.extend(ids_of(&loaded.0));
+            wiki_docs.insert(topic, loaded);
+        }
+        if !problems.is_empty() {
+            return Err(Error::malformed("scribe.run", problems));
+        }
+        let mut placed: HashMap<MemoryId, Option<TopicName>> = HashMap::new();
+        for id in ids_of(&archive) {
+            placed.insert(id, None);
+        }
+        for (topic, (doc, _)) in &wiki_docs {
+            for id in ids_of(doc) {
+                placed.insert(id, Some(topic.clone()));
+            }
+        }
+
         // 2. Rolling TTL.
         let ttl = self.config.ttl_days.saturating_mul(86_400);
         let mut keep: Vec<(Origin, Entry)> = Vec::new();
         let mut to_archive: Vec<(Origin, Entry)> = Vec::new();
         let mut to_wiki: BTreeMap<TopicName, Vec<(Origin, Entry)>> = BTreeMap::new();
         for (o, e) in work {
-            if now.seconds_since(&e.last_touched()) > ttl {
-                if e.kind.is_structured() && !e.is_superseded() {
-                    let topic = match &e.topic {
-                        Some(t) => t.clone(),
-                        None => TopicName::new(e.kind.default_topic())?,
-                    };
-                    to_wiki.entry(topic).or_default().push((o, e));
-                } else {
-                    to_archive.push((o, e));
+            let leftover = std::iter::once(&e.id)
+                .chain(&e.merged)
+                .find_map(|id| placed.get(id).cloned());
+            match leftover {
+                Some(Some(topic)) => to_wiki.entry(topic).or_default().push((o, e)),
+                Some(None) => to_archive.push((o, e)),
+                None if now.seconds_since(&e.last_touched()) > ttl => {
+                    if e.kind.is_structured() && !e.is_superseded() {
+                        let topic = match &e.topic {
+                            Some(t) => t.clone(),
+                            None => TopicName::new(e.kind.default_topic())?,
+                        };
+                        to_wiki.entry(topic).or_default().push((o, e));
+                    } else {
+                        to_archive.push((o, e));
+                    }
                 }
-            } else {
-                keep.push((o, e));
+                None => keep.push((o, e)),
             }
         }
-
-        // Destinations are read (and must parse) before anything is written.
-        let mut wiki_docs: BTreeMap<TopicName, (MemoryDoc, Option<String>)> = BTreeMap::new();
         for topic in to_wiki.keys() {
-            let loaded = self.load(&DocRef::Wiki(topic.clone()), &mut problems)?;
-            originals.extend(ids_of(&loaded.0));
-            wiki_docs.insert(topic.clone(), loaded);
-        }
-        if !problems.is_empty() {
-            return Err(Error::malformed("scribe.run", problems));
+            if !wiki_docs.contains_key(topic) {
+                wiki_docs.insert(topic.clone(), (MemoryDoc::default(), None));
+            }
         }
         report.before = hot.entries.len()
             + cold.entries.len()
