@@ -6,6 +6,7 @@
 )]
 
 mod ctx;
+mod memory_cmd;
 mod schema_cmd;
 
 use std::process::ExitCode;
@@ -45,6 +46,8 @@ struct Cli {
 enum Command {
     /// Print a JSON Schema shipped with squad.
     Schema(schema_cmd::Args),
+    /// Tiered agent memory: spawn context, the Scribe, validation.
+    Memory(memory_cmd::Args),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Schema(args) => schema_cmd::run(&args, &ctx),
+        Command::Memory(args) => memory_cmd::run(&args, &ctx),
     };
     match result {
         Ok(code) => ExitCode::from(code),

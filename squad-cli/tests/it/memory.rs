@@ -1,0 +1,314 @@
+//! `squad memory spawn|scribe|validate` against real files in a temp directory.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn squad(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_squad"))
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let p = dir.join(".squad/memory").join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn read(dir: &Path, rel: &str) -> String {
+    std::fs::read_to_string(dir.join(".squad/memory").join(rel)).unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+const HOT: &str = "Current task: fix login\nActive decisions: RS256\nLast actions: tests\nBlockers: none\nTalking to: worf\n";
+
+fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    write(dir.path(), "hot/data.md", HOT);
+    write(
+        dir.path(),
+        "cold/data.md",
+        "### 2026-11-20T00:00:00Z: note: staging deploy timeout traced to DNS\n**id:** c1\n---\n",
+    );
+    write(dir.path(), "wiki/auth.md", "# Auth\nTokens are RS256.\n");
+    dir
+}
+
+#[test]
+fn spawn_prints_the_hot_block_by_default() {
+    let dir = repo();
+    let o = squad(
+        dir.path(),
+        &["memory", "spawn", "--agent", "data", "--no-touch"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!("## Memory Context\n### Hot (current session)\n{HOT}")
+    );
+}
+
+#[test]
+fn spawn_json_has_the_contract_shape() {
+    let dir = repo();
+    let o = squad(
+        dir.path(),
+        &[
+            "memory",
+            "spawn",
+            "--agent",
+            "data",
+            "--situation",
+            "post-incident",
+            "--include-wiki",
+            "auth",
+            "--task",
+            "deploy timeout",
+            "--no-touch",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let prompt = v["prompt"].as_str().unwrap();
+    assert!(
+        prompt.contains("### Cold (summarized history)\n- 2026-11-20 note: staging deploy timeout")
+    );
+    assert!(prompt.contains("### Wiki (durable reference: auth)\n# Auth\nTokens are RS256.\n"));
+    let tiers = &v["manifest"]["tiers"];
+    assert_eq!(tiers["hot"]["bytes"], HOT.len());
+    assert_eq!(tiers["hot"]["files"][0]["path"], "hot/data.md");
+    assert_eq!(
+        tiers["hot"]["files"][0]["sha256"].as_str().unwrap().len(),
+        64
+    );
+    assert!(tiers["cold"]["bytes"].as_u64().unwrap() > 0);
+    assert_eq!(tiers["wiki"]["files"][0]["path"], "wiki/auth.md");
+    assert_eq!(v["manifest"]["left_out"], serde_json::json!([]));
+}
+
+#[test]
+fn spawn_over_budget_says_so_in_the_prompt_and_the_manifest() {
+    let dir = repo();
+    let mut hot = String::from(HOT);
+    for i in 0..80 {
+        hot.push_str(&format!("Note {i}: {}\n", "z".repeat(50)));
+    }
+    write(dir.path(), "hot/data.md", &hot);
+    let o = squad(
+        dir.path(),
+        &["memory", "spawn", "--agent", "data", "--no-touch", "--json"],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["manifest"]["tiers"]["hot"]["bytes"].as_u64().unwrap() <= 4096);
+    assert_eq!(v["manifest"]["left_out"][0]["tier"], "hot");
+    assert_eq!(v["manifest"]["left_out"][0]["reason"], "budget");
+    let prompt = v["prompt"].as_str().unwrap();
+    assert!(prompt.contains("> Memory notice:"), "{prompt}");
+    assert!(prompt.contains("Current task: fix login") && prompt.contains("Talking to: worf"));
+}
+
+#[test]
+fn spawn_touch_refreshes_ttl_and_no_touch_writes_nothing() {
+    let dir = repo();
+    let before = read(dir.path(), "cold/data.md");
+    let o = squad(
+        dir.path(),
+        &[
+            "memory",
+            "spawn",
+            "--agent",
+            "data",
+            "--situation",
+            "resuming",
+            "--no-touch",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(read(dir.path(), "cold/data.md"), before);
+    let o = squad(
+        dir.path(),
+        &[
+            "memory",
+            "spawn",
+            "--agent",
+            "data",
+            "--situation",
+            "resuming",
+            "--now",
+            "2026-11-29T00:00:00Z",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(read(dir.path(), "cold/data.md").contains("**last_loaded:** 2026-11-29T00:00:00Z"));
+}
+
+#[test]
+fn bad_names_and_values_are_exit_2_and_change_nothing() {
+    let dir = repo();
+    let cases: [(&[&str], &str); 7] = [
+        (&["--agent", "../x"], "invalid agent name"),
+        (&["--agent", "/etc/passwd"], "invalid agent name"),
+        (&["--agent", "a/b"], "invalid agent name"),
+        (
+            &["--agent", "data", "--include-wiki", "../secrets"],
+            "must not contain '..'",
+        ),
+        (
+            &["--agent", "data", "--include-wiki", "/etc/passwd"],
+            "must not be an absolute path",
+        ),
+        (
+            &["--agent", "data", "--situation", "panic"],
+            "unknown situation",
+        ),
+        (
+            &["--agent", "data", "--include-wiki", "nope"],
+            "wiki topic \"nope\" not found",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut full = vec!["memory", "spawn"];
+        full.extend_from_slice(args);
+        let o = squad(dir.path(), &full);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty());
+    }
+    let o = squad(
+        dir.path(),
+        &["memory", "scribe", "--agent", "data", "--now", "yesterday"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(read(dir.path(), "hot/data.md"), HOT);
+}
+
+#[test]
+fn a_malformed_file_is_exit_2_with_file_and_line() {
+    let dir = repo();
+    write(
+        dir.path(),
+        "cold/data.md",
+        "intro\n\n### 2026-11-02: wish: y\n",
+    );
+    let o = squad(
+        dir.path(),
+        &[
+            "memory",
+            "spawn",
+            "--agent",
+            "data",
+            "--situation",
+            "resuming",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains(".squad/memory/cold/data.md:3: unknown kind \"wish\""),
+        "{err}"
+    );
+    let o = squad(dir.path(), &["memory", "validate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stdout(&o).starts_with(".squad/memory/cold/data.md:3: unknown kind \"wish\""),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stderr(&o).contains("1 problem(s)"));
+    let o = squad(dir.path(), &["memory", "scribe", "--agent", "data"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(read(dir.path(), "hot/data.md"), HOT, "nothing written");
+}
+
+#[test]
+fn validate_passes_a_clean_tree_and_reports_oversize_files() {
+    let dir = repo();
+    let o = squad(dir.path(), &["memory", "validate", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v, serde_json::json!({"ok": true, "problems": []}));
+    write(dir.path(), "wiki/big.md", &"x".repeat(21 * 1024));
+    let o = squad(dir.path(), &["memory", "validate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stdout(&o),
+        ".squad/memory/wiki/big.md:1: 21504 bytes, over the wiki cap of 20480 bytes\n"
+    );
+}
+
+#[test]
+fn scribe_reports_conserved_counts() {
+    let dir = repo();
+    write(
+        dir.path(),
+        "cold/data.md",
+        "### 2026-09-01T00:00:00Z: decision: use postgres\n**id:** d1\n---\n### 2026-09-01T00:00:00Z: note: old\n**id:** n1\n---\n",
+    );
+    let o = squad(
+        dir.path(),
+        &[
+            "memory",
+            "scribe",
+            "--agent",
+            "data",
+            "--now",
+            "2026-11-30T12:00:00Z",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["before"], 2);
+    assert_eq!(v["moved"]["cold->wiki"], 1);
+    assert_eq!(v["moved"]["cold->archive"], 1);
+    assert_eq!(
+        v["before"].as_u64().unwrap(),
+        v["kept"].as_u64().unwrap() + 2 + v["merged"].as_u64().unwrap()
+    );
+    assert!(read(dir.path(), "wiki/decisions.md").contains("**id:** d1"));
+    assert!(read(dir.path(), "archive/data.md").contains("**id:** n1"));
+    assert_eq!(read(dir.path(), "hot/data.md"), "");
+}
+
+#[test]
+fn a_second_scribe_is_refused_while_one_holds_the_lock() {
+    let dir = repo();
+    let store = squad_memory::FsStore::new(dir.path().join(".squad/memory"));
+    let held = squad_memory::MemoryStore::lock(&store).unwrap();
+    let o = squad(dir.path(), &["memory", "scribe", "--agent", "data"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("another Scribe holds the memory lock"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(read(dir.path(), "hot/data.md"), HOT);
+    drop(held);
+    let o = squad(dir.path(), &["memory", "scribe", "--agent", "data"]);
+    assert_eq!(o.status.code(), Some(0));
+}
+
+#[test]
+fn every_memory_command_has_help_with_an_example() {
+    for sub in ["spawn", "scribe", "validate"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_squad"))
+            .args(["memory", sub, "--help"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        assert!(stdout(&o).contains("Example:"), "{sub}");
+    }
+}

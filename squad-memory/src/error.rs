@@ -1,0 +1,203 @@
+//! The one public error type of `squad-memory`.
+
+use std::fmt;
+
+/// Result alias used throughout `squad-memory`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What the caller should do about an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A memory document or wiki topic asked for does not exist.
+    NotFound,
+    /// The input is malformed or breaks a rule (a bad agent or topic name, a malformed memory
+    /// file). Nothing was changed.
+    InvalidInput,
+    /// Another Scribe holds the memory lock. Retrying later may succeed.
+    Locked,
+    /// The store does not support this operation.
+    Unsupported,
+    /// The file system (or another storage back end) failed.
+    Backend,
+}
+
+impl ErrorKind {
+    /// A short lowercase name (`not found`, `invalid input`, ...).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not found",
+            ErrorKind::InvalidInput => "invalid input",
+            ErrorKind::Locked => "locked",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Backend => "backend failure",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One problem found in a memory file, reported as `file:line: message`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Problem {
+    /// The file, as the store names it (for example `hot/data.md`).
+    pub file: String,
+    /// The 1-based line the problem is on (1 for whole-file problems such as size).
+    pub line: usize,
+    /// What is wrong, one lowercase sentence.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.message)
+    }
+}
+
+/// An error of `squad-memory`: a kind, the operation that failed, a message, the problems found
+/// in memory files (if any) and the source.
+///
+/// `Display` prints the message alone; when the error carries [`Problem`]s the message is one
+/// `file:line: problem` line per problem, joined by newlines. `{:#}` appends the chain of sources.
+/// `Debug` prints every field. I/O errors are kept as the boxed `source` and never appear in the
+/// API.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    op: &'static str,
+    message: String,
+    problems: Vec<Problem>,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl Error {
+    /// A new error of `kind` raised by operation `op` (for example `"memory.write"`).
+    pub fn new(kind: ErrorKind, op: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            op,
+            message: message.into(),
+            problems: Vec::new(),
+            source: None,
+        }
+    }
+
+    /// An [`ErrorKind::InvalidInput`] error listing malformed-file problems.
+    pub fn malformed(op: &'static str, problems: Vec<Problem>) -> Self {
+        let message = problems
+            .iter()
+            .map(Problem::to_string)
+            .collect::<Vec<_>>()
+            .join("\n");
+        Self {
+            kind: ErrorKind::InvalidInput,
+            op,
+            message,
+            problems,
+            source: None,
+        }
+    }
+
+    /// Attaches the underlying cause.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    /// What the caller should do about it.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The operation that failed.
+    pub fn op(&self) -> &'static str {
+        self.op
+    }
+
+    /// The message (one line, or one line per problem).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The malformed-file problems, if this error is about file contents.
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// `true` when trying again later may succeed (the Scribe lock was busy).
+    pub fn is_retryable(&self) -> bool {
+        self.kind == ErrorKind::Locked
+    }
+
+    /// `true` for errors caused by the caller's input (exit code 2 at the CLI): nothing was
+    /// changed.
+    pub fn is_user_error(&self) -> bool {
+        matches!(self.kind, ErrorKind::InvalidInput | ErrorKind::NotFound)
+    }
+
+    pub(crate) fn io(op: &'static str, what: impl fmt::Display, e: std::io::Error) -> Self {
+        Error::new(ErrorKind::Backend, op, format!("cannot {what}: {e}")).with_source(e)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if f.alternate() {
+            let mut source = std::error::Error::source(self);
+            while let Some(s) = source {
+                write!(f, ": {s}")?;
+                source = s.source();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<squad_model::Error> for Error {
+    fn from(e: squad_model::Error) -> Self {
+        Error::new(ErrorKind::InvalidInput, "validate", e.to_string()).with_source(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_lists_one_line_per_problem() {
+        let e = Error::malformed(
+            "memory.parse",
+            vec![
+                Problem {
+                    file: "hot/data.md".into(),
+                    line: 3,
+                    message: "unknown kind \"x\"".into(),
+                },
+                Problem {
+                    file: "cold/data.md".into(),
+                    line: 9,
+                    message: "bad date".into(),
+                },
+            ],
+        );
+        assert_eq!(
+            e.to_string(),
+            "hot/data.md:3: unknown kind \"x\"\ncold/data.md:9: bad date"
+        );
+        assert!(e.is_user_error() && !e.is_retryable());
+        assert_eq!(e.problems().len(), 2);
+    }
+}

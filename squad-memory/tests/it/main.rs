@@ -1,0 +1,21 @@
+//! Integration tests of `squad-memory`.
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test panics on failure; that is the point"
+)]
+
+mod conformance;
+mod fixture;
+mod names;
+mod render;
+mod scribe;
+
+use squad_model::{AgentName, Timestamp};
+
+pub(crate) fn agent(s: &str) -> AgentName {
+    s.parse().unwrap()
+}
+
+pub(crate) fn at(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
