@@ -318,6 +318,7 @@ pub fn parse_date(s: &str) -> Option<Timestamp> {
 struct Open {
     entry: Entry,
     line: usize,
+    has_id: bool,
     seen: HashSet<&'static str>,
     body: Vec<String>,
 }
@@ -335,6 +336,9 @@ fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc
     };
     let mut close = |o: Open, doc: &mut MemoryDoc, problem: &mut dyn FnMut(usize, String)| {
         let mut e = o.entry;
+        if !o.has_id {
+            e.id = Entry::derived_id(&e.date, e.kind, &e.summary);
+        }
         let body = o.body.join("\n");
         e.body = body.trim_matches('\n').to_owned();
         if e.superseded_by.as_ref() == Some(&e.id) {
@@ -368,6 +372,7 @@ fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc
                         open = Some(Open {
                             entry,
                             line: n,
+                            has_id: false,
                             seen: HashSet::new(),
                             body: Vec::new(),
                         });
@@ -438,7 +443,18 @@ fn parse_heading(rest: &str) -> std::result::Result<Entry, String> {
     if summary.is_empty() {
         return Err("entry heading has an empty summary".into());
     }
-    Ok(Entry::new(date, kind, summary))
+    // The id is derived when the entry closes without an `**id:**` field.
+    Ok(Entry {
+        id: MemoryId(String::new()),
+        date,
+        kind,
+        summary: summary.to_owned(),
+        body: String::new(),
+        superseded_by: None,
+        last_loaded: None,
+        topic: None,
+        merged: Vec::new(),
+    })
 }
 
 fn field(line: &str) -> Option<(&str, &str)> {
@@ -461,6 +477,7 @@ fn apply_field(o: &mut Open, key: &'static str, value: &str) -> std::result::Res
     match key {
         "id" => {
             e.id = MemoryId::new(value).map_err(|x| x.message().to_owned())?;
+            o.has_id = true;
         }
         "superseded_by" => {
             e.superseded_by = Some(MemoryId::new(value).map_err(|x| x.message().to_owned())?);
