@@ -319,8 +319,8 @@ struct Open {
     entry: Entry,
     line: usize,
     has_id: bool,
-    seen: HashSet<&'static str>,
-    body: Vec<String>,
+    seen: u8,
+    body: String,
 }
 
 fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc {
@@ -339,8 +339,7 @@ fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc
         if !o.has_id {
             e.id = Entry::derived_id(&e.date, e.kind, &e.summary);
         }
-        let body = o.body.join("\n");
-        e.body = body.trim_matches('\n').to_owned();
+        e.body = o.body.trim_matches('\n').to_owned();
         if e.superseded_by.as_ref() == Some(&e.id) {
             problem(o.line, format!("entry {} is superseded by itself", e.id));
         }
@@ -373,8 +372,8 @@ fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc
                             entry,
                             line: n,
                             has_id: false,
-                            seen: HashSet::new(),
-                            body: Vec::new(),
+                            seen: 0,
+                            body: String::new(),
                         });
                     }
                     Err(msg) => problem(n, msg),
@@ -393,14 +392,19 @@ fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc
                 if let Some((key, value)) = field(line)
                     && let Some(key) = known_field(key)
                 {
-                    if !o.seen.insert(key) {
+                    let bit = 1u8 << FIELDS.iter().position(|k| *k == key).unwrap_or(7);
+                    if o.seen & bit != 0 {
                         problem(n, format!("field {key} given twice"));
-                    } else if let Err(msg) = apply_field(o, key, value.trim()) {
-                        problem(n, msg);
+                    } else {
+                        o.seen |= bit;
+                        if let Err(msg) = apply_field(o, key, value.trim()) {
+                            problem(n, msg);
+                        }
                     }
                     continue;
                 }
-                o.body.push(line.to_owned());
+                o.body.push_str(line);
+                o.body.push('\n');
             }
             None => {
                 if line.trim() == "---" && doc.free.is_empty() && doc.entries.is_empty() {
@@ -463,10 +467,10 @@ fn field(line: &str) -> Option<(&str, &str)> {
     Some((key.trim(), value))
 }
 
+const FIELDS: [&str; 5] = ["id", "superseded_by", "last_loaded", "topic", "merged"];
+
 fn known_field(key: &str) -> Option<&'static str> {
-    ["id", "superseded_by", "last_loaded", "topic", "merged"]
-        .into_iter()
-        .find(|k| k.eq_ignore_ascii_case(key))
+    FIELDS.into_iter().find(|k| k.eq_ignore_ascii_case(key))
 }
 
 fn apply_field(o: &mut Open, key: &'static str, value: &str) -> std::result::Result<(), String> {

@@ -613,10 +613,3 @@ impl<'a> Scribe<'a> {
         Ok(report)
     }
 }
-
-impl Tier {
-    /// `true` for the tiers a spawn can load (hot, cold, wiki); the archive never loads.
-    pub fn loads(&self) -> bool {
-        !matches!(self, Tier::Archive)
-    }
-}
