@@ -411,6 +411,11 @@ fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc
                     // A leading thematic break carries nothing.
                     continue;
                 }
+                if line.trim().is_empty() && (!doc.entries.is_empty() || doc.free.is_empty()) {
+                    // Blank lines between entries (and before any text) separate, nothing more;
+                    // blank lines inside the free text before the first entry are kept.
+                    continue;
+                }
                 doc.free.push(FreeLine {
                     line: n,
                     text: line.to_owned(),
