@@ -318,8 +318,9 @@ pub fn parse_date(s: &str) -> Option<Timestamp> {
 struct Open {
     entry: Entry,
     line: usize,
-    seen: HashSet<&'static str>,
-    body: Vec<String>,
+    has_id: bool,
+    seen: u8,
+    body: String,
 }
 
 fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc {
@@ -335,8 +336,10 @@ fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc
     };
     let mut close = |o: Open, doc: &mut MemoryDoc, problem: &mut dyn FnMut(usize, String)| {
         let mut e = o.entry;
-        let body = o.body.join("\n");
-        e.body = body.trim_matches('\n').to_owned();
+        if !o.has_id {
+            e.id = Entry::derived_id(&e.date, e.kind, &e.summary);
+        }
+        e.body = o.body.trim_matches('\n').to_owned();
         if e.superseded_by.as_ref() == Some(&e.id) {
             problem(o.line, format!("entry {} is superseded by itself", e.id));
         }
@@ -368,8 +371,9 @@ fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc
                         open = Some(Open {
                             entry,
                             line: n,
-                            seen: HashSet::new(),
-                            body: Vec::new(),
+                            has_id: false,
+                            seen: 0,
+                            body: String::new(),
                         });
                     }
                     Err(msg) => problem(n, msg),
@@ -388,18 +392,28 @@ fn parse_inner(file: &str, text: &str, problems: &mut Vec<Problem>) -> MemoryDoc
                 if let Some((key, value)) = field(line)
                     && let Some(key) = known_field(key)
                 {
-                    if !o.seen.insert(key) {
+                    let bit = 1u8 << FIELDS.iter().position(|k| *k == key).unwrap_or(7);
+                    if o.seen & bit != 0 {
                         problem(n, format!("field {key} given twice"));
-                    } else if let Err(msg) = apply_field(o, key, value.trim()) {
-                        problem(n, msg);
+                    } else {
+                        o.seen |= bit;
+                        if let Err(msg) = apply_field(o, key, value.trim()) {
+                            problem(n, msg);
+                        }
                     }
                     continue;
                 }
-                o.body.push(line.to_owned());
+                o.body.push_str(line);
+                o.body.push('\n');
             }
             None => {
                 if line.trim() == "---" && doc.free.is_empty() && doc.entries.is_empty() {
                     // A leading thematic break carries nothing.
+                    continue;
+                }
+                if line.trim().is_empty() && (!doc.entries.is_empty() || doc.free.is_empty()) {
+                    // Blank lines between entries (and before any text) separate, nothing more;
+                    // blank lines inside the free text before the first entry are kept.
                     continue;
                 }
                 doc.free.push(FreeLine {
@@ -438,7 +452,18 @@ fn parse_heading(rest: &str) -> std::result::Result<Entry, String> {
     if summary.is_empty() {
         return Err("entry heading has an empty summary".into());
     }
-    Ok(Entry::new(date, kind, summary))
+    // The id is derived when the entry closes without an `**id:**` field.
+    Ok(Entry {
+        id: MemoryId(String::new()),
+        date,
+        kind,
+        summary: summary.to_owned(),
+        body: String::new(),
+        superseded_by: None,
+        last_loaded: None,
+        topic: None,
+        merged: Vec::new(),
+    })
 }
 
 fn field(line: &str) -> Option<(&str, &str)> {
@@ -447,10 +472,10 @@ fn field(line: &str) -> Option<(&str, &str)> {
     Some((key.trim(), value))
 }
 
+const FIELDS: [&str; 5] = ["id", "superseded_by", "last_loaded", "topic", "merged"];
+
 fn known_field(key: &str) -> Option<&'static str> {
-    ["id", "superseded_by", "last_loaded", "topic", "merged"]
-        .into_iter()
-        .find(|k| k.eq_ignore_ascii_case(key))
+    FIELDS.into_iter().find(|k| k.eq_ignore_ascii_case(key))
 }
 
 fn apply_field(o: &mut Open, key: &'static str, value: &str) -> std::result::Result<(), String> {
@@ -461,6 +486,7 @@ fn apply_field(o: &mut Open, key: &'static str, value: &str) -> std::result::Res
     match key {
         "id" => {
             e.id = MemoryId::new(value).map_err(|x| x.message().to_owned())?;
+            o.has_id = true;
         }
         "superseded_by" => {
             e.superseded_by = Some(MemoryId::new(value).map_err(|x| x.message().to_owned())?);

@@ -111,6 +111,8 @@ pub enum Reason {
     Truncated,
     /// The situation loads the wiki but no topic was named and no task text was given.
     NoTopic,
+    /// A wiki document ranked below the ones loaded (or not at all) for the task text.
+    NotRelevant,
 }
 
 /// One thing left out of a prompt, and why.
@@ -436,17 +438,33 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
                 })
                 .collect::<Result<_>>()?
         } else if let Some(task) = plan.task.as_deref() {
+            // Rank on what could load: superseded entries do not make a document relevant.
             let idx = Bm25::new(inputs.wiki.iter().map(|(t, s)| {
                 let mut text = t.as_str().replace(['-', '_'], " ");
-                text.push(' ');
-                text.push_str(&s.doc.to_text());
+                for u in units_of(s) {
+                    text.push(' ');
+                    text.push_str(&u.text());
+                }
                 text
             }));
-            idx.rank(task)
+            let picked: Vec<usize> = idx
+                .rank(task)
                 .into_iter()
                 .take(budget.wiki_auto_max)
-                .map(|(i, _)| &inputs.wiki[i])
-                .collect()
+                .map(|(i, _)| i)
+                .collect();
+            for (i, (topic, src)) in inputs.wiki.iter().enumerate() {
+                if !picked.contains(&i) {
+                    left.push(LeftOut {
+                        tier: Tier::Wiki,
+                        file: src.path.clone(),
+                        item: topic.to_string(),
+                        bytes: src.bytes,
+                        reason: Reason::NotRelevant,
+                    });
+                }
+            }
+            picked.into_iter().map(|i| &inputs.wiki[i]).collect()
         } else {
             left.push(LeftOut {
                 tier: Tier::Wiki,

@@ -27,6 +27,11 @@ use crate::store::{DocRef, MemoryStore, Tier};
 ///   derived from their content ([`Entry::derived_id`]-style), so that re-running after a crash
 ///   produces the same ids and the Scribe merges them instead of duplicating them.
 ///
+/// # Behavior
+///
+/// - [`summarize`](Summarizer::summarize): infallible and synchronous; an empty hot document
+///   gives an empty list.
+///
 /// # Implementing
 ///
 /// Deterministic output for the same input keeps Scribe re-runs idempotent.
@@ -611,12 +616,5 @@ impl<'a> Scribe<'a> {
         }
         report.written = written;
         Ok(report)
-    }
-}
-
-impl Tier {
-    /// `true` for the tiers a spawn can load (hot, cold, wiki); the archive never loads.
-    pub fn loads(&self) -> bool {
-        !matches!(self, Tier::Archive)
     }
 }

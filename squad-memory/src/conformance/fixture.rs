@@ -155,6 +155,19 @@ impl Fixture {
              Blockers: the staging signing secret is missing ({HOT_BLOCK})\n\
              Talking to: worf\n\n"
         );
+        // Recent actions of this session, so the hot file sits in the seed's 2-4 KB range.
+        for i in 0..8 {
+            let summary = format!("session step {i}: {} {}", rng.pick(VERBS), rng.pick(THINGS));
+            let body = rng.pick(DETAILS);
+            sem(
+                &mut hot,
+                ts(now, 0, -11 + i),
+                "action",
+                &summary,
+                &format!("**id:** hot-s{i}\n"),
+                body,
+            );
+        }
         sem(
             &mut hot,
             ts(now, 0, -3),

@@ -118,3 +118,55 @@ fn every_situation_loads_exactly_its_tiers() {
         );
     }
 }
+
+/// The labelled markers (`FACT-...`, `STALE-...`) present in a text.
+fn markers(text: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for prefix in ["FACT-", "STALE-"] {
+        for (i, _) in text.match_indices(prefix) {
+            let m: String = text[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '-')
+                .collect();
+            out.insert(m);
+        }
+    }
+    out
+}
+
+/// The memory-value gate (reference §4), per situation, against the full-history baseline:
+/// at least 50 % fewer bytes, recall no worse, precision better, stale facts avoided.
+#[test]
+fn every_situation_passes_the_memory_value_gate() {
+    let (f, store) = setup();
+    let baseline = f.baseline_prompt();
+    let base_loaded = markers(&baseline);
+    for case in &f.cases {
+        let out = spawn(&store, &f.agent, &case.plan, &Budget::default(), Touch::No).unwrap();
+        let ours = markers(&out.prompt);
+        let required: std::collections::BTreeSet<String> =
+            case.required.iter().map(|s| (*s).to_owned()).collect();
+        let recall = |loaded: &std::collections::BTreeSet<String>| {
+            required.intersection(loaded).count() as f64 / required.len() as f64
+        };
+        let precision = |loaded: &std::collections::BTreeSet<String>| {
+            required.intersection(loaded).count() as f64 / loaded.len().max(1) as f64
+        };
+        let stale = |loaded: &std::collections::BTreeSet<String>| {
+            loaded.iter().filter(|m| m.starts_with("STALE-")).count()
+        };
+        let name = case.plan.situation;
+        assert!(
+            out.prompt.len() * 2 <= baseline.len(),
+            "{name}: reduction below 50 %"
+        );
+        assert!(recall(&ours) >= recall(&base_loaded), "{name}: recall");
+        assert_eq!(recall(&ours), 1.0, "{name}: recall");
+        assert!(
+            precision(&ours) > precision(&base_loaded),
+            "{name}: precision {ours:?}"
+        );
+        assert_eq!(stale(&ours), 0, "{name}");
+        assert!(stale(&base_loaded) > 0, "the baseline loads stale facts");
+    }
+}

@@ -278,12 +278,12 @@ fn a_second_run_is_a_no_op() {
 /// A store that "crashes" (fails every write) after `budget` successful writes: the state on
 /// disk is what a process killed at that point leaves behind.
 #[derive(Debug)]
-struct CrashAfter {
-    inner: InMemoryStore,
+struct CrashAfter<S = InMemoryStore> {
+    inner: S,
     budget: AtomicUsize,
 }
 
-impl MemoryStore for CrashAfter {
+impl<S: MemoryStore> MemoryStore for CrashAfter<S> {
     fn read(&self, doc: &DocRef) -> Result<Option<String>> {
         self.inner.read(doc)
     }
@@ -309,7 +309,7 @@ impl MemoryStore for CrashAfter {
     }
 }
 
-fn session_fixture(store: &InMemoryStore, who: &AgentName) {
+fn session_fixture(store: &dyn MemoryStore, who: &AgentName) {
     let hot = format!(
         "Current task: ship it\nActive decisions: a; b\n\n{}{}",
         entry(
@@ -375,6 +375,64 @@ fn a_crash_between_any_write_and_the_next_loses_nothing_and_the_rerun_duplicates
         );
         assert_eq!(after, expected, "crash after {crash_after}");
     }
+}
+
+#[test]
+fn a_crash_on_real_files_loses_nothing_and_the_rerun_converges() {
+    let who = agent("data");
+    for crash_after in 0..4 {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = squad_memory::FsStore::new(dir.path());
+        session_fixture(&fs, &who);
+        let originals: BTreeSet<String> = census(&fs).into_keys().collect();
+        let crashing = CrashAfter {
+            inner: fs.clone(),
+            budget: AtomicUsize::new(crash_after),
+        };
+        let err = run(&crashing, &who, "2026-11-30T00:00:00Z").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Backend, "crash after {crash_after}");
+        let mid = census(&fs);
+        assert!(
+            originals.iter().all(|id| mid.contains_key(id)),
+            "crash after {crash_after}: {mid:?}"
+        );
+        run(&fs, &who, "2026-11-30T00:00:00Z").unwrap();
+        let after = census(&fs);
+        assert!(
+            after.values().all(|n| *n == 1),
+            "crash after {crash_after}: {after:?}"
+        );
+        assert!(originals.iter().all(|id| after.contains_key(id)));
+        // The lock was released by the crashed run.
+        drop(fs.lock().unwrap());
+    }
+}
+
+#[test]
+fn touch_is_skipped_and_reported_while_a_scribe_holds_the_lock() {
+    let store = InMemoryStore::new();
+    let who = agent("data");
+    let cold = entry(
+        "2026-11-20T00:00:00Z",
+        "note",
+        "deploy timeout",
+        "**id:** t1\n",
+    );
+    store.write(&DocRef::Cold(who.clone()), &cold).unwrap();
+    let held = store.lock().unwrap();
+    let plan = LoadPlan::new(Situation::Debugging).task("deploy timeout");
+    let out = spawn(
+        &store,
+        &who,
+        &plan,
+        &Budget::default(),
+        Touch::At(at("2026-11-25T00:00:00Z")),
+    )
+    .unwrap();
+    assert!(!out.manifest.touched);
+    assert!(out.prompt.contains("deploy timeout"));
+    assert_eq!(store.read(&DocRef::Cold(who)).unwrap().unwrap(), cold);
+    drop(held);
 }
 
 #[derive(Debug, Clone)]
