@@ -5,6 +5,7 @@
     reason = "a command-line tool prints its results and errors"
 )]
 
+mod approval_cmd;
 mod ctx;
 mod schema_cmd;
 
@@ -45,6 +46,9 @@ struct Cli {
 enum Command {
     /// Print a JSON Schema shipped with squad.
     Schema(schema_cmd::Args),
+    /// Approval gates: configure the channel, request a gate, wait for a human's decision.
+    #[command(subcommand)]
+    Approval(approval_cmd::Cmd),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Schema(args) => schema_cmd::run(&args, &ctx),
+        Command::Approval(cmd) => approval_cmd::run(cmd, &ctx),
     };
     match result {
         Ok(code) => ExitCode::from(code),
