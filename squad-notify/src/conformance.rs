@@ -1,4 +1,4 @@
-//! A conformance suite for [`ApprovalChannel`](crate::ApprovalChannel) implementors (feature
+//! A conformance suite for [`crate::ApprovalChannel`] implementors (feature
 //! `conformance`; exempt from semver).
 //!
 //! Each scenario takes a fresh channel and checks a sentence of the trait's `# Contract` and

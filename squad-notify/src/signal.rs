@@ -231,12 +231,11 @@ fn parse_changes(after: &str, rest: &str) -> Parsed {
         s = stripped;
     }
     let mut note = s.trim().to_owned();
-    let rest = rest.trim();
-    if !rest.is_empty() {
-        if !note.is_empty() {
-            note.push('\n');
-        }
-        note.push_str(rest);
+    if note.is_empty() {
+        note = rest.trim().to_owned();
+    } else if !rest.trim().is_empty() {
+        note.push('\n');
+        note.push_str(rest.trim_end());
     }
     let (note, note_truncated) = cap_note(&note);
     Parsed::Command(ParsedCommand {
