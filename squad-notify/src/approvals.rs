@@ -313,6 +313,7 @@ impl Approvals {
         }
         entry = entry.field("Resolved", "pending");
         self.log(&mut doc, &entry)?;
+        gate.deliveries = delivered.into_iter().cloned().collect();
         doc.approval.pending_gate = Some(gate.clone());
         self.dir.write(&doc, &lock)?;
         Ok(RequestOutcome::Opened { gate, deliveries })
@@ -353,14 +354,16 @@ impl Approvals {
         Ok(())
     }
 
-    /// Consumes candidate `signals` (oldest first) against the pending gate: parses each, checks
-    /// the gate id it names, authorizes its author (now, at consumption), and applies the first
+    /// Consumes candidate `signals` (oldest first) against the pending gate: parses each, refuses
+    /// commands sent before the gate was opened, checks the gate id it names, authorizes its author (now, at consumption), and applies the first
     /// valid command. Text that is not a command is skipped; refused commands are logged and
     /// ignored. A pending gate past its expiry becomes `expired` first, and nothing counts.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::NotFound`] when no gate is pending.
+    /// [`ErrorKind::NotFound`] when no gate is pending; [`ErrorKind::Corrupt`] when the pending
+    /// gate in `state.json` no longer matches its digest (its payload or expiry was altered after
+    /// the ping): then no signal counts.
     pub async fn consume(
         &self,
         signals: &[Signal],
@@ -370,6 +373,18 @@ impl Approvals {
         let lock = self.dir.lock()?;
         let mut doc = self.dir.read()?;
         let mut out = Consumed::default();
+        if let Some(p) = &doc.approval.pending_gate
+            && !p.digest_matches()
+        {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                "gate.decide",
+                format!(
+                    "the pending gate {} in state.json no longer matches its digest: its payload or expiry was altered after the ping; nothing counts",
+                    p.id
+                ),
+            ));
+        }
         if let Some(expired) = self.expire_due(&mut doc)? {
             self.dir.write(&doc, &lock)?;
             out.decided = Some(expired);
@@ -393,6 +408,13 @@ impl Approvals {
                 }),
             };
             let Some(cmd) = parsed else { continue };
+            if signal.at < gate.created {
+                // A reused thread still holds answers to earlier gates: they never count here.
+                let reason = format!("sent at {} before gate {} was opened", signal.at, gate.id);
+                self.ignore(&mut doc, &gate, signal, reason, &mut out)?;
+                changed = true;
+                continue;
+            }
             if let Some(named) = &cmd.gate
                 && named != &gate.id
             {

@@ -49,6 +49,11 @@ pub struct Delivery {
     /// A unique id of this delivery, when the channel has one (the webhook's delivery id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery_id: Option<String>,
+    /// Where the notification lives, machine-readable and channel-specific (for example the
+    /// number of the approval issue). Stored with the pending gate, so that a fresh process can
+    /// poll the same thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locator: Option<String>,
     /// How many attempts it took.
     pub attempts: u32,
 }
@@ -115,7 +120,8 @@ pub trait ApprovalChannel: Send + Sync + fmt::Debug {
     fn capabilities(&self) -> Capabilities;
     /// Tells a human that `gate` waits for a decision.
     async fn notify(&self, gate: &Gate) -> Result<Delivery>;
-    /// New candidate signals for `gate`.
+    /// New candidate signals for `gate`. `gate.deliveries` holds what `notify` returned (for
+    /// example the issue number in `locator`), also in a fresh process.
     async fn poll(&self, gate: &Gate) -> Result<Polled>;
 }
 
@@ -195,7 +201,12 @@ struct Inbox {
 /// types is a candidate signal. An explicit keyword is required; an empty line never approves.
 ///
 /// The host feeds lines (`feed`) from wherever the chat is (the CLI reads stdin on a thread) and
-/// calls `close` at the end of input.
+/// calls `close` at the end of input. Each line is one message, parsed on its own (so a fenced
+/// block spread over several lines is not recognised as a fence).
+///
+/// Every line counts as coming from the person at the session: whoever controls the chat input
+/// is the approver. That is the point of in-chat for an attended run; an unattended run should
+/// approve through a channel that identifies its responders (a GitHub issue).
 pub struct InChatChannel {
     out: Mutex<Box<dyn Write + Send>>,
     inbox: Mutex<Inbox>,
@@ -259,6 +270,7 @@ impl ApprovalChannel for InChatChannel {
             channel: ChannelKind::InChat,
             approval_ref: "in-chat".to_owned(),
             delivery_id: None,
+            locator: None,
             attempts: 1,
         })
     }
@@ -337,6 +349,7 @@ impl ApprovalChannel for InMemoryChannel {
             channel: self.kind,
             approval_ref: format!("in-memory {}", self.kind),
             delivery_id: None,
+            locator: None,
             attempts: 1,
         })
     }
@@ -433,6 +446,7 @@ impl ApprovalChannel for FanOut {
                     .collect::<Vec<_>>()
                     .join("; "),
                 delivery_id: first.delivery_id.clone(),
+                locator: first.locator.clone(),
                 attempts: ok.iter().map(|d| d.attempts).sum(),
             }),
             None => Err(Error::new(

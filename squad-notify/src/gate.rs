@@ -516,6 +516,9 @@ pub struct Gate {
     /// The decision, once there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<DecisionRecord>,
+    /// What each channel that delivered the notification returned (not covered by the digest).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deliveries: Vec<crate::channel::Delivery>,
 }
 
 /// Default lifetime of a gate: one day.
@@ -564,6 +567,7 @@ impl Gate {
             expires: now.plus_seconds(secs),
             state: GateState::Pending,
             decision: None,
+            deliveries: Vec::new(),
         };
         gate.digest = gate.compute_digest();
         Ok(gate)

@@ -266,6 +266,7 @@ impl ApprovalChannel for WebhookChannel {
                         channel: ChannelKind::Webhook,
                         approval_ref: "webhook (outbound only)".to_owned(),
                         delivery_id: Some(delivery_id),
+                        locator: None,
                         attempts: attempt,
                     });
                 }

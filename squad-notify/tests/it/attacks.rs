@@ -319,3 +319,94 @@ async fn labels_are_authorized_like_comments() {
         .await;
     assert_eq!(out.decided.unwrap().state, GateState::Stopped);
 }
+
+#[tokio::test]
+async fn a_gate_altered_in_state_json_after_the_ping_cannot_be_decided() {
+    let e = env();
+    e.open(Mode::Autopilot, Trigger::ImpactfulAction).await;
+    let path = e.approvals.dir().state_path();
+    let text = std::fs::read_to_string(&path).unwrap();
+    for (what, altered) in [
+        (
+            "topic",
+            text.replace(
+                "Deploy the staging migration",
+                "Delete the production database",
+            ),
+        ),
+        (
+            "expiry",
+            text.replace(
+                "\"expires\": \"2027-01-15T09:00:00Z\"",
+                "\"expires\": \"2099-01-01T00:00:00Z\"",
+            ),
+        ),
+        (
+            "trigger",
+            text.replace(
+                "\"trigger\": \"impactful-action\"",
+                "\"trigger\": \"final-outcome\"",
+            ),
+        ),
+    ] {
+        assert_ne!(altered, text, "{what}");
+        std::fs::write(&path, &altered).unwrap();
+        let err = e
+            .approvals
+            .consume(
+                &[gh("octocat", 583231, "/approve")],
+                &rules(),
+                &StaticAuthorizer::new(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt, "{what}");
+        assert!(
+            err.to_string().contains("no longer matches its digest"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            altered,
+            "nothing written"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_answer_older_than_the_gate_is_a_replay_and_does_not_count() {
+    let e = env();
+    e.clock.advance_seconds(100);
+    let gate = e.open(Mode::Autopilot, Trigger::ImpactfulAction).await;
+    // An /approve left on a reused issue for an earlier gate, by the registered approver.
+    let old = gh("octocat", 583231, "/approve");
+    assert!(old.at < gate.created);
+    let out = e.consume(&[old], &rules(), &StaticAuthorizer::new()).await;
+    assert!(out.decided.is_none());
+    assert!(
+        out.ignored[0].reason.contains("before gate"),
+        "{:?}",
+        out.ignored
+    );
+    let mut fresh = gh("octocat", 583231, "/approve");
+    fresh.at = e.clock.now();
+    assert_eq!(
+        e.consume(&[fresh], &rules(), &StaticAuthorizer::new())
+            .await
+            .decided
+            .unwrap()
+            .state,
+        GateState::Approved
+    );
+}
+
+#[tokio::test]
+async fn the_pending_gate_keeps_what_each_channel_returned() {
+    let e = env();
+    let gate = e.open(Mode::Autopilot, Trigger::RiskGate).await;
+    let stored = e.approvals.state().unwrap().approval.pending_gate.unwrap();
+    assert_eq!(stored.deliveries.len(), 1);
+    assert_eq!(stored.deliveries[0].channel, ChannelKind::GithubIssue);
+    assert_eq!(stored.id, gate.id);
+    assert!(stored.digest_matches(), "deliveries are outside the digest");
+}

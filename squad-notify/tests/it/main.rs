@@ -12,6 +12,7 @@ mod common;
 mod crash;
 mod log;
 mod machine;
+mod model;
 mod parser;
 mod policy;
 mod store;

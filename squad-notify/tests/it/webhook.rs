@@ -168,7 +168,7 @@ async fn a_500_gets_bounded_retries_a_logged_failure_and_the_gate_stays_pending(
 }
 
 #[tokio::test]
-async fn a_slow_server_times_out_with_bounded_retries() {
+async fn a_slow_server_times_out_with_bounded_retries_and_the_gate_stays_pending() {
     let server = HttpServer::start(Behavior::Slow(Duration::from_secs(3)));
     let hook = channel(
         Some(server.url(CANARY_PATH)),
@@ -192,6 +192,38 @@ async fn a_slow_server_times_out_with_bounded_retries() {
     // Give the server a moment to record the second request.
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(server.received().len(), 2);
+
+    // Through the service: the failure is logged and the gate stays pending.
+    let e = env();
+    let fan = FanOut::new().with(Arc::new(hook)).with(e.phone.clone());
+    let RequestOutcome::Opened { gate, deliveries } = e
+        .approvals
+        .request(
+            &request(Mode::Autopilot, Trigger::FinalOutcome),
+            None,
+            60,
+            &fan,
+        )
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert!(deliveries[0].result.is_err() && deliveries[1].result.is_ok());
+    assert_eq!(
+        e.approvals
+            .state()
+            .unwrap()
+            .approval
+            .pending_gate
+            .unwrap()
+            .id,
+        gate.id
+    );
+    let log = e.log();
+    assert!(log.contains("* Delivery: webhook failed: webhook delivery failed after 2 attempts: timed out (degraded to in-chat)"), "{log}");
+    assert!(log.contains("* Resolved: pending"));
+    assert_no_canary("log", &log);
 }
 
 #[tokio::test]
