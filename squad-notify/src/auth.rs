@@ -81,6 +81,22 @@ pub trait Authorizer: Send + Sync + fmt::Debug {
     async fn role(&self, who: &Responder) -> Result<Role>;
 }
 
+#[async_trait::async_trait]
+#[deny(clippy::missing_trait_methods)]
+impl<T: Authorizer + ?Sized> Authorizer for std::sync::Arc<T> {
+    async fn role(&self, who: &Responder) -> Result<Role> {
+        (**self).role(who).await
+    }
+}
+
+#[async_trait::async_trait]
+#[deny(clippy::missing_trait_methods)]
+impl<T: Authorizer + ?Sized> Authorizer for Box<T> {
+    async fn role(&self, who: &Responder) -> Result<Role> {
+        (**self).role(who).await
+    }
+}
+
 /// A fixed table of roles: the in-memory reference [`Authorizer`].
 ///
 /// ```

@@ -126,6 +126,7 @@ pub trait ApprovalChannel: Send + Sync + fmt::Debug {
 }
 
 #[async_trait::async_trait]
+#[deny(clippy::missing_trait_methods)]
 impl<T: ApprovalChannel + ?Sized> ApprovalChannel for Arc<T> {
     fn kind(&self) -> ChannelKind {
         (**self).kind()
@@ -142,6 +143,7 @@ impl<T: ApprovalChannel + ?Sized> ApprovalChannel for Arc<T> {
 }
 
 #[async_trait::async_trait]
+#[deny(clippy::missing_trait_methods)]
 impl<T: ApprovalChannel + ?Sized> ApprovalChannel for Box<T> {
     fn kind(&self) -> ChannelKind {
         (**self).kind()

@@ -513,16 +513,40 @@ fn timeout_keeps_the_gate_pending_and_expiry_is_exit_6() {
     let o = f.record(child.wait_with_output().unwrap());
     assert_eq!(o.code, 5, "{}", o.stderr);
     assert_eq!(f.state()["approval"]["pendingGate"]["id"], gate.as_str());
-    std::thread::sleep(Duration::from_millis(2100));
-    let o = f.squad(&["approval", "wait"], Some("/approve\n"));
-    assert_eq!(
-        o.code, 6,
-        "a decision after expiry does not count: {}",
-        o.stderr
-    );
+    // Still waiting when the gate expires: 6, long before the timeout.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_squad"))
+        .arg("-C")
+        .arg(f.tmp.path())
+        .args([
+            "--state-dir",
+            "state",
+            "approval",
+            "wait",
+            "--timeout",
+            "30",
+        ])
+        .envs(&f.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _keep_open2 = child.stdin.take();
+    let started = std::time::Instant::now();
+    let o = f.record(child.wait_with_output().unwrap());
+    assert_eq!(o.code, 6, "{}", o.stderr);
+    assert!(started.elapsed() < Duration::from_secs(20));
     assert_eq!(o.stdout.trim(), "expired");
+    // A decision after expiry does not count.
+    let o = f.squad(&["approval", "wait", "--gate", &gate], Some("/approve\n"));
+    assert_eq!(o.code, 6, "{}", o.stderr);
     assert!(f.log().contains("Resolved: expired"));
     assert_eq!(f.state()["approval"]["runs"][0]["id"], "nightly-42");
+    // Nobody waits while a gate expires: the next wait finds it expired.
+    f.request("autopilot", "risk-gate", &["--expires-in", "1"]);
+    std::thread::sleep(Duration::from_millis(1100));
+    let o = f.squad(&["approval", "wait"], Some("/approve\n"));
+    assert_eq!(o.code, 6, "{}", o.stderr);
 }
 
 #[test]
