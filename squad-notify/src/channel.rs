@@ -41,6 +41,7 @@ pub struct Signal {
 
 /// What a channel did with a notification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Delivery {
     /// The channel that delivered it.
     pub channel: ChannelKind,

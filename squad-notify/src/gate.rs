@@ -406,6 +406,7 @@ impl Responder {
 
 /// The decision recorded on a gate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DecisionRecord {
     /// Who decided; `None` for expiry and for pre-approval by an earlier `/approve-all`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
