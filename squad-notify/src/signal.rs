@@ -16,7 +16,8 @@
 //! Keywords are matched case-insensitively and must end at a space, a colon (for `/changes`) or
 //! the end of the line: `/approve-foo` and `/approvefoo` are not commands. Any other text on an
 //! `/approve`, `/approve-all` or `/stop` line makes the whole comment a note (`/approve thanks`
-//! does not approve). The `/changes` note is the rest of its line plus every following line,
+//! does not approve); lines after such a command line are ignored (they never change the
+//! decision). The `/changes` note is the rest of its line plus every following line,
 //! capped at [`MAX_NOTE_CHARS`] characters; it is data for a role to consider, never a command.
 //! Quoted (`> /approve`), fenced, indented, inline-code, emphasised or linked commands never count.
 //!

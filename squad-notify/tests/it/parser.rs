@@ -250,3 +250,50 @@ proptest! {
         prop_assert!(parse_comment(&text).command().is_none());
     }
 }
+
+fn random_case(s: &str, mask: u64) -> String {
+    s.chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if mask >> (i % 64) & 1 == 1 {
+                c.to_ascii_uppercase()
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn notes_are_always_capped(note in "\\PC{0,1500}") {
+        let p = parse_comment(&format!("/changes: {note}"));
+        let c = p.command().unwrap();
+        let Command::Changes(n) = &c.command else { panic!() };
+        prop_assert!(n.chars().count() <= MAX_NOTE_CHARS);
+        prop_assert!(!n.chars().any(|ch| ch.is_control() && ch != '\n' && ch != '\t'));
+    }
+
+    #[test]
+    fn keywords_match_in_any_case_with_or_without_a_gate(
+        kw in prop::sample::select(vec!["/approve", "/approve-all", "/stop"]),
+        mask in any::<u64>(),
+        hex in "[0-9a-f]{12}",
+        with_gate in any::<bool>(),
+    ) {
+        let text = if with_gate { format!("{} g-{hex}", random_case(kw, mask)) } else { random_case(kw, mask) };
+        let p = parse_comment(&text);
+        let c = p.command().unwrap();
+        prop_assert_eq!(c.command.keyword(), &kw[1..]);
+        prop_assert_eq!(c.gate.as_ref().map(|g| g.as_str().to_owned()), with_gate.then(|| format!("g-{hex}")));
+    }
+
+    #[test]
+    fn a_malformed_gate_id_never_yields_a_command(kw in prop::sample::select(vec!["/approve", "/approve-all", "/stop"]), junk in "[g-z0-9-]{1,20}") {
+        prop_assume!(squad_notify::GateId::new(&junk).is_err());
+        let text = format!("{kw} {junk}");
+        prop_assert!(parse_comment(&text).command().is_none());
+    }
+}
