@@ -41,6 +41,7 @@ pub use store::{ApprovalState, RunRecord, StateDir, StateDoc};
 #[cfg(test)]
 mod tests {
     use super::*;
+    use squad_model::Timestamp;
 
     fn assert_send_sync<T: Send + Sync>() {}
 
@@ -53,5 +54,30 @@ mod tests {
         assert_send_sync::<Error>();
         assert_send_sync::<std::sync::Arc<dyn ApprovalChannel>>();
         assert_send_sync::<std::sync::Arc<dyn Authorizer>>();
+    }
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    #[test]
+    fn returned_futures_are_send() {
+        // Building the futures does no I/O; they are dropped unpolled.
+        let clock = std::sync::Arc::new(FixedClock::at_unix_seconds(0));
+        let a = Approvals::new(StateDir::new("/nonexistent/squad-notify"), clock.clone());
+        let fan = FanOut::new();
+        let req = GateRequest {
+            mode: Mode::Autopilot,
+            trigger: Trigger::RiskGate,
+            topic: "t".into(),
+            awaiting: "a".into(),
+            detail: String::new(),
+        };
+        let rules = ApproverRules::default();
+        let auth = StaticAuthorizer::new();
+        assert_send(&a.request(&req, None, 60, &fan));
+        assert_send(&a.consume(&[], &rules, &auth));
+        let chat = InChatChannel::new(Box::new(std::io::sink()), clock);
+        assert_send(
+            &chat.poll(&Gate::open(&req, RunId::generate(), Timestamp::now(), 60).unwrap()),
+        );
     }
 }
