@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use squad_model::{ChannelKind, NotifySettings};
 
-use crate::auth::{ApproverRules, Authorizer, Refusal, authorize};
+use crate::auth::{Allowed, ApproverRules, Authorizer, Refusal, authorize};
 use crate::channel::{ChannelReport, FanOut, Signal, SignalBody};
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
@@ -106,6 +106,14 @@ fn who(r: &Responder) -> String {
         Some(id) => format!("@{} (id {id})", r.login),
         None if r.login == "in-chat" => "in-chat".to_owned(),
         None => format!("@{}", r.login),
+    }
+}
+
+fn allowed_as(a: Allowed) -> String {
+    match a {
+        Allowed::ChatSession => "the chat session".to_owned(),
+        Allowed::RegisteredApprover => "the registered approver".to_owned(),
+        Allowed::Collaborator(role) => format!("collaborator ({role})"),
     }
 }
 
@@ -423,15 +431,18 @@ impl Approvals {
                 changed = true;
                 continue;
             }
-            if let Err(refusal) = authorize(signal, rules, authorizer).await {
-                let reason = match &refusal {
-                    Refusal::LookupFailed(_) => refusal.to_string(),
-                    _ => format!("unauthorized: {refusal}"),
-                };
-                self.ignore(&mut doc, &gate, signal, reason, &mut out)?;
-                changed = true;
-                continue;
-            }
+            let allowed = match authorize(signal, rules, authorizer).await {
+                Ok(allowed) => allowed,
+                Err(refusal) => {
+                    let reason = match &refusal {
+                        Refusal::LookupFailed(_) => refusal.to_string(),
+                        _ => format!("unauthorized: {refusal}"),
+                    };
+                    self.ignore(&mut doc, &gate, signal, reason, &mut out)?;
+                    changed = true;
+                    continue;
+                }
+            };
             let now = self.clock.now();
             let applied = gate.apply(
                 &cmd.command,
@@ -453,7 +464,8 @@ impl Approvals {
                 }
                 _ => {}
             }
-            let mut entry = Self::gate_entry(&gate, signal.source, signal.source.as_str(), now);
+            let mut entry = Self::gate_entry(&gate, signal.source, signal.source.as_str(), now)
+                .field("Authorized As", &allowed_as(allowed));
             if let Some(r) = &signal.reference {
                 entry = entry.field("Signal Ref", r);
             }

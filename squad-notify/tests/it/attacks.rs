@@ -295,6 +295,10 @@ async fn collaborators_with_write_maintain_or_admin_may_decide() {
         let g = out.decided.unwrap();
         assert_eq!(g.state, GateState::ChangesRequested, "{role}");
         assert_eq!(g.decision.unwrap().note.as_deref(), Some("smaller PR"));
+        assert!(
+            e.log()
+                .contains(&format!("* Authorized As: collaborator ({role})"))
+        );
     }
 }
 

@@ -63,6 +63,10 @@ async fn entries_follow_the_seed_format_and_are_only_appended() {
         "{added}"
     );
     assert!(added.contains("* Signal Ref: comment-1"));
+    assert!(
+        added.contains("* Authorized As: the registered approver"),
+        "{added}"
+    );
 }
 
 #[tokio::test]
