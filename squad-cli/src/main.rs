@@ -5,6 +5,7 @@
     reason = "a command-line tool prints its results and errors"
 )]
 
+mod approval_cmd;
 mod ctx;
 mod memory_cmd;
 mod schema_cmd;
@@ -48,6 +49,9 @@ enum Command {
     Schema(schema_cmd::Args),
     /// Tiered agent memory: spawn context, the Scribe, validation.
     Memory(memory_cmd::Args),
+    /// Approval gates: configure the channel, request a gate, wait for a human's decision.
+    #[command(subcommand)]
+    Approval(approval_cmd::Cmd),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Schema(args) => schema_cmd::run(&args, &ctx),
         Command::Memory(args) => memory_cmd::run(&args, &ctx),
+        Command::Approval(cmd) => approval_cmd::run(cmd, &ctx),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,2 +1,83 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod approvals;
+mod auth;
+mod channel;
+mod clock;
+mod error;
+mod gate;
+pub mod log;
+mod signal;
+pub mod store;
+#[cfg(feature = "webhook")]
+#[cfg_attr(docsrs, doc(cfg(feature = "webhook")))]
+pub mod webhook;
+
+#[cfg(feature = "conformance")]
+#[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
+pub mod conformance;
+
+pub use approvals::{Approvals, Consumed, Ignored, RequestOutcome};
+pub use auth::{
+    Allowed, ApproverRules, Authorizer, Identity, Refusal, Role, StaticAuthorizer, authorize,
+};
+pub use channel::{
+    ApprovalChannel, Capabilities, ChannelReport, Delivery, FanOut, InChatChannel, InMemoryChannel,
+    Polled, Signal, SignalBody, render_payload,
+};
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use error::{Error, ErrorKind, Result};
+pub use gate::{
+    Applied, DEFAULT_EXPIRES_IN_SECS, DecisionRecord, Gate, GateId, GatePolicy, GateRequest,
+    GateState, MAX_DETAIL_CHARS, MAX_LINE_CHARS, Mode, PolicyDecision, Responder, RunId, Trigger,
+};
+pub use log::{LOG_HEADER, LogEntry, LogReport, log_head, verify_log};
+pub use signal::{
+    Command, MAX_NOTE_CHARS, NotCommand, Parsed, ParsedCommand, parse_comment, parse_label,
+};
+pub use store::{ApprovalState, RunRecord, StateDir, StateDoc};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use squad_model::Timestamp;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        assert_send_sync::<Gate>();
+        assert_send_sync::<Approvals>();
+        assert_send_sync::<FanOut>();
+        assert_send_sync::<InChatChannel>();
+        assert_send_sync::<Error>();
+        assert_send_sync::<std::sync::Arc<dyn ApprovalChannel>>();
+        assert_send_sync::<std::sync::Arc<dyn Authorizer>>();
+    }
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    #[test]
+    fn returned_futures_are_send() {
+        // Building the futures does no I/O; they are dropped unpolled.
+        let clock = std::sync::Arc::new(FixedClock::at_unix_seconds(0));
+        let a = Approvals::new(StateDir::new("/nonexistent/squad-notify"), clock.clone());
+        let fan = FanOut::new();
+        let req = GateRequest {
+            mode: Mode::Autopilot,
+            trigger: Trigger::RiskGate,
+            topic: "t".into(),
+            awaiting: "a".into(),
+            detail: String::new(),
+        };
+        let rules = ApproverRules::default();
+        let auth = StaticAuthorizer::new();
+        assert_send(&a.request(&req, None, 60, &fan));
+        assert_send(&a.consume(&[], &rules, &auth));
+        let chat = InChatChannel::new(Box::new(std::io::sink()), clock);
+        assert_send(
+            &chat.poll(&Gate::open(&req, RunId::generate(), Timestamp::now(), 60).unwrap()),
+        );
+    }
+}

@@ -5,4 +5,5 @@
 )]
 
 mod memory;
+mod approval;
 mod schema;

@@ -1,0 +1,521 @@
+//! The approval service: opens gates, notifies, consumes signals, keeps `state.json` and
+//! `notifications.md` in step.
+
+use std::sync::Arc;
+
+use squad_model::{ChannelKind, NotifySettings};
+
+use crate::auth::{Allowed, ApproverRules, Authorizer, Refusal, authorize};
+use crate::channel::{ChannelReport, FanOut, Signal, SignalBody};
+use crate::clock::Clock;
+use crate::error::{Error, ErrorKind, Result};
+use crate::gate::{
+    Applied, Gate, GateId, GatePolicy, GateRequest, GateState, PolicyDecision, Responder, RunId,
+};
+use crate::log::{LogEntry, append_entry};
+use crate::signal::{parse_comment, parse_label};
+use crate::store::{RunRecord, StateDir, StateDoc};
+
+/// What `request` did.
+#[derive(Debug)]
+pub enum RequestOutcome {
+    /// The mode does not ping at this trigger: no gate, nothing recorded.
+    NoGate {
+        /// Why, in one sentence.
+        reason: &'static str,
+    },
+    /// An earlier `/approve-all` of the run covers this gate: recorded as approved, no ping.
+    PreApproved(Gate),
+    /// A pending gate was opened and the channels were notified.
+    Opened {
+        /// The gate.
+        gate: Gate,
+        /// What each channel did (failures included: the gate stays pending, in-chat remains).
+        deliveries: Vec<ChannelReport>,
+    },
+}
+
+/// A signal that was ignored, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ignored {
+    /// The signal.
+    pub signal: Signal,
+    /// Why it did not count.
+    pub reason: String,
+}
+
+/// What consuming a batch of signals did.
+#[derive(Debug, Default)]
+pub struct Consumed {
+    /// The gate, when it left `pending` (decided or expired).
+    pub decided: Option<Gate>,
+    /// Command signals that did not count (refused, or naming another gate), also logged.
+    pub ignored: Vec<Ignored>,
+}
+
+/// Gates over one state directory.
+///
+/// ```
+/// use std::sync::Arc;
+/// use squad_model::ChannelKind;
+/// use squad_notify::*;
+///
+/// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     let waker = std::task::Waker::noop();
+/// #     let mut cx = std::task::Context::from_waker(&waker);
+/// #     let mut f = std::pin::pin!(f);
+/// #     loop { if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
+/// # }
+/// # let tmp = std::env::temp_dir().join(format!("squad-notify-doc-{}", std::process::id()));
+/// let clock = Arc::new(FixedClock::at_unix_seconds(1_800_000_000));
+/// let approvals = Approvals::new(StateDir::new(&tmp), clock.clone());
+/// let chat = Arc::new(InMemoryChannel::new(ChannelKind::InChat));
+/// let channels = FanOut::new().with(chat.clone());
+/// let request = GateRequest {
+///     mode: Mode::Autopilot,
+///     trigger: Trigger::ImpactfulAction,
+///     topic: "Deploy to staging".into(),
+///     awaiting: "approve the deploy".into(),
+///     detail: "Migrations are ready.".into(),
+/// };
+/// let RequestOutcome::Opened { gate, .. } = block_on(approvals.request(&request, None, 3600, &channels))? else {
+///     panic!("autopilot pings at impactful actions");
+/// };
+/// chat.push(Signal {
+///     responder: Responder::in_chat(),
+///     at: clock.now(),
+///     source: ChannelKind::InChat,
+///     body: SignalBody::Text("/approve".into()),
+///     reference: None,
+/// });
+/// let polled = block_on(channels.poll(&gate))?;
+/// let done = block_on(approvals.consume(&polled.signals, &ApproverRules::default(), &StaticAuthorizer::new()))?;
+/// assert_eq!(done.decided.map(|g| g.state), Some(GateState::Approved));
+/// # std::fs::remove_dir_all(&tmp).ok();
+/// # Ok::<(), squad_notify::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Approvals {
+    dir: StateDir,
+    clock: Arc<dyn Clock>,
+    policy: GatePolicy,
+}
+
+fn who(r: &Responder) -> String {
+    match r.id {
+        Some(id) => format!("@{} (id {id})", r.login),
+        None if r.login == "in-chat" => "in-chat".to_owned(),
+        None => format!("@{}", r.login),
+    }
+}
+
+fn allowed_as(a: Allowed) -> String {
+    match a {
+        Allowed::ChatSession => "the chat session".to_owned(),
+        Allowed::RegisteredApprover => "the registered approver".to_owned(),
+        Allowed::Collaborator(role) => format!("collaborator ({role})"),
+    }
+}
+
+fn gate_line(g: &Gate) -> String {
+    format!("{} (run {}, digest {})", g.id, g.run, g.digest)
+}
+
+fn resolution(g: &Gate) -> String {
+    let Some(d) = &g.decision else {
+        return g.state.to_string();
+    };
+    let by = if d.pre_approved {
+        "pre-approved by /approve-all of this run".to_owned()
+    } else {
+        d.by.as_ref()
+            .map_or_else(|| "by nobody".to_owned(), |r| format!("by {}", who(r)))
+    };
+    format!("{} ({by}, at {})", g.state, d.at)
+}
+
+impl Approvals {
+    /// A service over `dir`, reading time from `clock`.
+    pub fn new(dir: StateDir, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            dir,
+            clock,
+            policy: GatePolicy::standard(),
+        }
+    }
+
+    /// The state directory.
+    pub fn dir(&self) -> &StateDir {
+        &self.dir
+    }
+
+    /// Reads `state.json`.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateDir::read`].
+    pub fn state(&self) -> Result<StateDoc> {
+        self.dir.read()
+    }
+
+    /// Replaces the `notify` object (replace semantics; validated by the schema; other keys kept).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidInput`] when `settings` breaks the schema (nothing is written).
+    pub fn configure(&self, settings: NotifySettings) -> Result<()> {
+        squad_model::schema::validate_notify(&settings.to_value())?;
+        let lock = self.dir.lock()?;
+        let mut doc = self.dir.read()?;
+        doc.notify = Some(settings);
+        self.dir.write(&doc, &lock)
+    }
+
+    fn log(&self, doc: &mut StateDoc, entry: &LogEntry) -> Result<()> {
+        let head = append_entry(&self.dir.log_path(), entry)?;
+        doc.approval.log_head = Some(head);
+        Ok(())
+    }
+
+    fn gate_entry(
+        g: &Gate,
+        channel: ChannelKind,
+        approval_ref: &str,
+        at: squad_model::Timestamp,
+    ) -> LogEntry {
+        LogEntry::new(at, g.trigger.as_str())
+            .field("Mode", g.mode.as_str())
+            .field("Channel", channel.as_str())
+            .field("Approval Ref", approval_ref)
+            .field("Gate", &gate_line(g))
+            .field("Topic", &g.topic)
+            .field("Awaiting", &g.awaiting)
+    }
+
+    /// Expires the pending gate when it is due (records it); returns it when it expired.
+    fn expire_due(&self, doc: &mut StateDoc) -> Result<Option<Gate>> {
+        let now = self.clock.now();
+        let Some(gate) = doc.approval.pending_gate.as_mut() else {
+            return Ok(None);
+        };
+        if !gate.expire_if_due(now) {
+            return Ok(None);
+        }
+        let gate = gate.clone();
+        doc.approval.pending_gate = None;
+        doc.approval.push_recent(gate.clone());
+        let entry = Self::gate_entry(&gate, ChannelKind::InChat, "-", now).field(
+            "Resolved",
+            &format!("expired (at {now}; a decision after expiry does not count)"),
+        );
+        self.log(doc, &entry)?;
+        Ok(Some(gate))
+    }
+
+    /// Opens a gate for `request` if the mode pings at its trigger, notifies `channels`, and
+    /// records the pending gate in `state.json` and an entry in `notifications.md`.
+    ///
+    /// The run is `run`, else the current run of `state.json`, else a new one. A gate covered by
+    /// an earlier `/approve-all` of the run is recorded as approved without a ping.
+    ///
+    /// # Errors
+    ///
+    /// - [`ErrorKind::InvalidInput`]: bad texts or `expires_in_secs == 0` (nothing changed);
+    /// - [`ErrorKind::Conflict`]: a gate is pending, or the run was stopped (nothing changed).
+    pub async fn request(
+        &self,
+        request: &GateRequest,
+        run: Option<RunId>,
+        expires_in_secs: u64,
+        channels: &FanOut,
+    ) -> Result<RequestOutcome> {
+        request.validate()?;
+        if let PolicyDecision::NoGate(reason) = self.policy.decide(request.mode, request.trigger) {
+            return Ok(RequestOutcome::NoGate { reason });
+        }
+        let lock = self.dir.lock()?;
+        let mut doc = self.dir.read()?;
+        let now = self.clock.now();
+        if let Some(p) = &doc.approval.pending_gate
+            && !p.is_expired_at(now)
+        {
+            return Err(Error::new(
+                ErrorKind::Conflict,
+                "gate.request",
+                format!(
+                    "gate {} is still pending; decide it first (squad approval wait)",
+                    p.id
+                ),
+            ));
+        }
+        let run_id = match run.or_else(|| doc.approval.current_run.clone()) {
+            Some(r) => r,
+            None => RunId::generate(),
+        };
+        if doc
+            .approval
+            .run(&run_id)
+            .is_some_and(|r| r.stopped.is_some())
+        {
+            return Err(Error::new(
+                ErrorKind::Conflict,
+                "gate.request",
+                format!("run {run_id} was stopped; start a new run with --run <id>"),
+            ));
+        }
+        let mut gate = Gate::open(request, run_id.clone(), now, expires_in_secs)?;
+        // Validation passed: from here on the state changes.
+        self.expire_due(&mut doc)?;
+        if doc.approval.run(&run_id).is_none() {
+            doc.approval.runs.push(RunRecord {
+                id: run_id.clone(),
+                started: now,
+                stopped: None,
+                approve_all: None,
+            });
+        }
+        doc.approval.current_run = Some(run_id.clone());
+        doc.approval.last_gate = Some(gate.id.clone());
+        let blanket = doc
+            .approval
+            .run(&run_id)
+            .and_then(|r| r.approve_all.clone());
+        if let Some(by_gate) = blanket.filter(|_| self.policy.covered_by_approve_all(gate.trigger))
+        {
+            gate.pre_approve(now);
+            let entry = Self::gate_entry(&gate, ChannelKind::InChat, "none (no ping)", now).field(
+                "Resolved",
+                &format!("approved (pre-approved by /approve-all on gate {by_gate}, at {now})"),
+            );
+            self.log(&mut doc, &entry)?;
+            doc.approval.push_recent(gate.clone());
+            self.dir.write(&doc, &lock)?;
+            return Ok(RequestOutcome::PreApproved(gate));
+        }
+        let deliveries = channels.notify_each(&gate).await;
+        let delivered: Vec<_> = deliveries
+            .iter()
+            .filter_map(|d| d.result.as_ref().ok())
+            .collect();
+        let channel = delivered
+            .iter()
+            .map(|d| d.channel)
+            .find(|c| *c != ChannelKind::InChat)
+            .unwrap_or(ChannelKind::InChat);
+        let mut refs: Vec<String> = delivered.iter().map(|d| d.approval_ref.clone()).collect();
+        if !refs.iter().any(|r| r == "in-chat") {
+            refs.push("in-chat".to_owned());
+        }
+        let mut entry = Self::gate_entry(&gate, channel, &refs.join("; "), now);
+        for d in &deliveries {
+            if let Err(e) = &d.result {
+                entry = entry.field(
+                    "Delivery",
+                    &format!(
+                        "{} failed: {} (degraded to in-chat)",
+                        d.channel,
+                        e.message()
+                    ),
+                );
+            }
+        }
+        entry = entry.field("Resolved", "pending");
+        self.log(&mut doc, &entry)?;
+        gate.deliveries = delivered.into_iter().cloned().collect();
+        doc.approval.pending_gate = Some(gate.clone());
+        self.dir.write(&doc, &lock)?;
+        Ok(RequestOutcome::Opened { gate, deliveries })
+    }
+
+    fn ignore(
+        &self,
+        doc: &mut StateDoc,
+        gate: &Gate,
+        signal: &Signal,
+        reason: String,
+        out: &mut Consumed,
+    ) -> Result<()> {
+        let what = match &signal.body {
+            SignalBody::Text(t) => t
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(80)
+                .collect(),
+            SignalBody::Label(l) => format!("label {l}"),
+        };
+        let mut entry = LogEntry::new(self.clock.now(), "ignored-signal")
+            .field("Channel", signal.source.as_str())
+            .field("Gate", &gate_line(gate))
+            .field("Signal", &what)
+            .field("From", &who(&signal.responder));
+        if let Some(r) = &signal.reference {
+            entry = entry.field("Signal Ref", r);
+        }
+        entry = entry.field("Resolved", &format!("ignored ({reason})"));
+        self.log(doc, &entry)?;
+        out.ignored.push(Ignored {
+            signal: signal.clone(),
+            reason,
+        });
+        Ok(())
+    }
+
+    /// Consumes candidate `signals` (oldest first) against the pending gate: parses each, refuses
+    /// commands sent before the gate was opened, checks the gate id it names, authorizes its author (now, at consumption), and applies the first
+    /// valid command. Text that is not a command is skipped; refused commands are logged and
+    /// ignored. A pending gate past its expiry becomes `expired` first, and nothing counts.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] when no gate is pending; [`ErrorKind::Corrupt`] when the pending
+    /// gate in `state.json` no longer matches its digest (its payload or expiry was altered after
+    /// the ping): then no signal counts.
+    pub async fn consume(
+        &self,
+        signals: &[Signal],
+        rules: &ApproverRules,
+        authorizer: &dyn Authorizer,
+    ) -> Result<Consumed> {
+        let lock = self.dir.lock()?;
+        let mut doc = self.dir.read()?;
+        let mut out = Consumed::default();
+        if let Some(p) = &doc.approval.pending_gate
+            && !p.digest_matches()
+        {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                "gate.decide",
+                format!(
+                    "the pending gate {} in state.json no longer matches its digest: its payload or expiry was altered after the ping; nothing counts",
+                    p.id
+                ),
+            ));
+        }
+        if let Some(expired) = self.expire_due(&mut doc)? {
+            self.dir.write(&doc, &lock)?;
+            out.decided = Some(expired);
+            return Ok(out);
+        }
+        let Some(mut gate) = doc.approval.pending_gate.clone() else {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                "gate.decide",
+                "no gate is pending",
+            ));
+        };
+        let mut changed = false;
+        for signal in signals {
+            let parsed = match &signal.body {
+                SignalBody::Text(t) => parse_comment(t).command().cloned(),
+                SignalBody::Label(l) => parse_label(l).map(|command| crate::ParsedCommand {
+                    command,
+                    gate: None,
+                    note_truncated: false,
+                }),
+            };
+            let Some(cmd) = parsed else { continue };
+            if signal.at < gate.created {
+                // A reused thread still holds answers to earlier gates: they never count here.
+                let reason = format!("sent at {} before gate {} was opened", signal.at, gate.id);
+                self.ignore(&mut doc, &gate, signal, reason, &mut out)?;
+                changed = true;
+                continue;
+            }
+            if let Some(named) = &cmd.gate
+                && named != &gate.id
+            {
+                let reason = format!("names gate {named}, but the pending gate is {}", gate.id);
+                self.ignore(&mut doc, &gate, signal, reason, &mut out)?;
+                changed = true;
+                continue;
+            }
+            let allowed = match authorize(signal, rules, authorizer).await {
+                Ok(allowed) => allowed,
+                Err(refusal) => {
+                    let reason = match &refusal {
+                        Refusal::LookupFailed(_) => refusal.to_string(),
+                        _ => format!("unauthorized: {refusal}"),
+                    };
+                    self.ignore(&mut doc, &gate, signal, reason, &mut out)?;
+                    changed = true;
+                    continue;
+                }
+            };
+            let now = self.clock.now();
+            let applied = gate.apply(
+                &cmd.command,
+                Some(signal.responder.clone()),
+                Some(signal.source),
+                signal.reference.clone(),
+                now,
+            )?;
+            match applied {
+                Applied::Decided(GateState::ApproveAll) => {
+                    if let Some(r) = doc.approval.run_mut(&gate.run) {
+                        r.approve_all = Some(gate.id.clone());
+                    }
+                }
+                Applied::Decided(GateState::Stopped) => {
+                    if let Some(r) = doc.approval.run_mut(&gate.run) {
+                        r.stopped = Some(now);
+                    }
+                }
+                _ => {}
+            }
+            let mut entry = Self::gate_entry(&gate, signal.source, signal.source.as_str(), now)
+                .field("Authorized As", &allowed_as(allowed));
+            if let Some(r) = &signal.reference {
+                entry = entry.field("Signal Ref", r);
+            }
+            if let Some(crate::gate::DecisionRecord { note: Some(n), .. }) = &gate.decision
+                && !n.is_empty()
+            {
+                entry = entry.field("Note", n);
+            }
+            entry = entry.field("Resolved", &resolution(&gate));
+            self.log(&mut doc, &entry)?;
+            doc.approval.pending_gate = None;
+            doc.approval.push_recent(gate.clone());
+            out.decided = Some(gate);
+            changed = true;
+            break;
+        }
+        if changed {
+            self.dir.write(&doc, &lock)?;
+        }
+        Ok(out)
+    }
+
+    /// The gate `wait` should report on: `id` if given (pending or recent), else the pending gate,
+    /// else the gate of the last `request` when an earlier `/approve-all` pre-approved it.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] when there is no such gate.
+    pub fn target(&self, id: Option<&GateId>) -> Result<Gate> {
+        let doc = self.dir.read()?;
+        let a = &doc.approval;
+        let found = match id {
+            Some(id) => a.gate(id).cloned(),
+            None => a.pending_gate.clone().or_else(|| {
+                a.last_gate
+                    .as_ref()
+                    .and_then(|l| a.recent.iter().rev().find(|g| &g.id == l))
+                    .filter(|g| g.decision.as_ref().is_some_and(|d| d.pre_approved))
+                    .cloned()
+            }),
+        };
+        found.ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                "gate.wait",
+                match id {
+                    Some(id) => format!("no gate {id} in state.json"),
+                    None => "no gate is pending".to_owned(),
+                },
+            )
+        })
+    }
+}

@@ -1,0 +1,261 @@
+//! The signal parser: which text is a command, and which is only a note (pure, synchronous).
+//!
+//! # Grammar
+//!
+//! A comment (or an in-chat line) is a command when the first Markdown block that is not a
+//! block quote, a code block, an HTML block (such as `<!-- ... -->`) or a thematic break is a
+//! paragraph whose first line is one of:
+//!
+//! ```text
+//! /approve      [<gate-id>]
+//! /approve-all  [<gate-id>]
+//! /stop         [<gate-id>]
+//! /changes      [<gate-id>] [:] [<note>]
+//! ```
+//!
+//! Keywords are matched case-insensitively and must end at a space, a colon (for `/changes`) or
+//! the end of the line: `/approve-foo` and `/approvefoo` are not commands. Any other text on an
+//! `/approve`, `/approve-all` or `/stop` line makes the whole comment a note (`/approve thanks`
+//! does not approve); lines after such a command line are ignored (they never change the
+//! decision). The `/changes` note is the rest of its line plus every following line,
+//! capped at [`MAX_NOTE_CHARS`] characters; it is data for a role to consider, never a command.
+//! Quoted (`> /approve`), fenced, indented, inline-code, emphasised or linked commands never count.
+//!
+//! Labels: `squad/approved`, `squad/approve-all`, `squad/changes` and `squad/stop`
+//! (case-insensitive, exact).
+
+use pulldown_cmark::{Event, Options, Parser, Tag};
+use serde::{Deserialize, Serialize};
+
+use crate::gate::GateId;
+
+/// Most characters kept from a `/changes` note.
+pub const MAX_NOTE_CHARS: usize = 500;
+
+/// A control signal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "command", content = "note", rename_all = "kebab-case")]
+pub enum Command {
+    /// `/approve` or `squad/approved`.
+    Approve,
+    /// `/approve-all` or `squad/approve-all`.
+    ApproveAll,
+    /// `/changes: <note>` or `squad/changes` (the note is data, possibly empty).
+    Changes(String),
+    /// `/stop` or `squad/stop`.
+    Stop,
+}
+
+impl Command {
+    /// The keyword (`approve`, `approve-all`, `changes`, `stop`).
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            Command::Approve => "approve",
+            Command::ApproveAll => "approve-all",
+            Command::Changes(_) => "changes",
+            Command::Stop => "stop",
+        }
+    }
+}
+
+/// A recognised command, possibly bound to a gate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedCommand {
+    /// The command.
+    pub command: Command,
+    /// The gate the command names, if it names one.
+    pub gate: Option<GateId>,
+    /// `true` when the `/changes` note was cut at [`MAX_NOTE_CHARS`].
+    pub note_truncated: bool,
+}
+
+/// Why a text is not a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotCommand {
+    /// Nothing but white space (an empty in-chat line never approves).
+    Empty,
+    /// The text holds no command where one counts (prose, or commands only in quotes or code).
+    Prose,
+    /// A slash word that is not one of the four commands (`/merge`, `/approve-foo`).
+    UnknownCommand(String),
+    /// A command followed by other text on its line (`/approve thanks`), or a malformed gate id.
+    TrailingText,
+}
+
+/// The result of parsing a comment or an in-chat line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    /// A control signal.
+    Command(ParsedCommand),
+    /// Not a control signal: the text is only a note.
+    Note(NotCommand),
+}
+
+impl Parsed {
+    /// The command, if any.
+    pub fn command(&self) -> Option<&ParsedCommand> {
+        match self {
+            Parsed::Command(c) => Some(c),
+            Parsed::Note(_) => None,
+        }
+    }
+}
+
+/// Parses a comment body or an in-chat line (see the module docs for the grammar).
+///
+/// ```
+/// use squad_notify::{parse_comment, Command, Parsed};
+///
+/// let p = parse_comment("> /stop\n\n/Approve g-0123456789ab");
+/// let c = p.command().expect("a command");
+/// assert_eq!(c.command, Command::Approve);
+/// assert_eq!(c.gate.as_ref().map(|g| g.as_str()), Some("g-0123456789ab"));
+/// assert!(parse_comment("```\n/approve\n```").command().is_none());
+/// assert!(parse_comment("").command().is_none());
+/// ```
+pub fn parse_comment(text: &str) -> Parsed {
+    if text.trim().is_empty() {
+        return Parsed::Note(NotCommand::Empty);
+    }
+    let Some(range) = first_paragraph(text) else {
+        return Parsed::Note(NotCommand::Prose);
+    };
+    let para = &text[range.start..];
+    let (first_line, rest) = match para.find('\n') {
+        Some(i) => (&para[..i], &para[i + 1..]),
+        None => (para, ""),
+    };
+    parse_command_line(first_line.trim(), rest)
+}
+
+/// Parses a label name (`squad/approved`, `squad/approve-all`, `squad/changes`, `squad/stop`).
+/// Any other label is `None`.
+pub fn parse_label(name: &str) -> Option<Command> {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "squad/approved" => Some(Command::Approve),
+        "squad/approve-all" => Some(Command::ApproveAll),
+        "squad/changes" => Some(Command::Changes(String::new())),
+        "squad/stop" => Some(Command::Stop),
+        _ => None,
+    }
+}
+
+/// The byte range of the first top-level paragraph, if the first counting block is one.
+fn first_paragraph(text: &str) -> Option<std::ops::Range<usize>> {
+    let mut depth = 0usize;
+    for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
+        match event {
+            Event::Start(tag) => {
+                if depth == 0 {
+                    match tag {
+                        Tag::Paragraph => return Some(range),
+                        Tag::BlockQuote(_) | Tag::CodeBlock(_) | Tag::HtmlBlock => {}
+                        _ => return None,
+                    }
+                }
+                depth += 1;
+            }
+            Event::End(_) => depth = depth.saturating_sub(1),
+            Event::Rule => {}
+            // Loose top-level text or HTML outside a block: treat as prose.
+            Event::Text(_) | Event::Code(_) | Event::InlineHtml(_) if depth == 0 => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+const KEYWORDS: [&str; 4] = ["/approve-all", "/approve", "/changes", "/stop"];
+
+fn parse_command_line(line: &str, rest: &str) -> Parsed {
+    if !line.starts_with('/') {
+        return Parsed::Note(NotCommand::Prose);
+    }
+    let lower = line.to_ascii_lowercase();
+    let keyword = KEYWORDS.into_iter().find(|k| {
+        lower.starts_with(k)
+            && lower[k.len()..]
+                .chars()
+                .next()
+                .is_none_or(|c| c.is_whitespace() || (c == ':' && *k == "/changes"))
+    });
+    let Some(keyword) = keyword else {
+        let word: String = line
+            .chars()
+            .take_while(|c| !c.is_whitespace())
+            .take(40)
+            .collect();
+        return Parsed::Note(NotCommand::UnknownCommand(word));
+    };
+    // `keyword` is ASCII and matched case-insensitively, so this byte offset is a char boundary.
+    let after = &line[keyword.len()..];
+    if keyword == "/changes" {
+        return parse_changes(after, rest);
+    }
+    let arg = after.trim();
+    let gate = if arg.is_empty() {
+        None
+    } else if arg.split_whitespace().count() == 1 {
+        match GateId::new(arg) {
+            Ok(g) => Some(g),
+            Err(_) => return Parsed::Note(NotCommand::TrailingText),
+        }
+    } else {
+        return Parsed::Note(NotCommand::TrailingText);
+    };
+    let command = match keyword {
+        "/approve-all" => Command::ApproveAll,
+        "/approve" => Command::Approve,
+        _ => Command::Stop,
+    };
+    Parsed::Command(ParsedCommand {
+        command,
+        gate,
+        note_truncated: false,
+    })
+}
+
+fn parse_changes(after: &str, rest: &str) -> Parsed {
+    let mut s = after.trim_start();
+    let mut gate = None;
+    let token: String = s
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != ':')
+        .collect();
+    if token.to_ascii_lowercase().starts_with("g-")
+        && let Ok(g) = GateId::new(&token)
+    {
+        gate = Some(g);
+        s = s[token.len()..].trim_start();
+    }
+    if let Some(stripped) = s.strip_prefix(':') {
+        s = stripped;
+    }
+    let mut note = s.trim().to_owned();
+    if note.is_empty() {
+        note = rest.trim().to_owned();
+    } else if !rest.trim().is_empty() {
+        note.push('\n');
+        note.push_str(rest.trim_end());
+    }
+    let (note, note_truncated) = cap_note(&note);
+    Parsed::Command(ParsedCommand {
+        command: Command::Changes(note),
+        gate,
+        note_truncated,
+    })
+}
+
+/// Drops control characters (other than newline and tab) and cuts at [`MAX_NOTE_CHARS`].
+fn cap_note(note: &str) -> (String, bool) {
+    let clean: String = note
+        .chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+        .collect();
+    let count = clean.chars().count();
+    if count > MAX_NOTE_CHARS {
+        (clean.chars().take(MAX_NOTE_CHARS).collect(), true)
+    } else {
+        (clean, false)
+    }
+}

@@ -1,0 +1,161 @@
+//! state.json: replace semantics, schema, unknown keys, atomicity, concurrent writers.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use squad_model::{ChannelKind, NotifySettings};
+use squad_notify::store::write_atomic;
+use squad_notify::*;
+
+use crate::common::*;
+
+fn settings(v: serde_json::Value) -> NotifySettings {
+    NotifySettings::from_value(v).unwrap()
+}
+
+#[test]
+fn configure_replaces_notify_and_keeps_every_other_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(".squad");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("state.json"),
+        r#"{"schemaVersion":"1.3","roster":["a","b"],"notify":{"approvalChannel":"github-issue","enabled":true,"email":"a@b.c","github":{"handle":"octocat","repo":"o/r"},"future":1},"approval":{"futureKey":{"x":1}}}"#,
+    )
+    .unwrap();
+    let a = Approvals::new(StateDir::new(&dir), clock());
+    a.configure(settings(
+        json!({"approvalChannel": "in-chat", "enabled": false}),
+    ))
+    .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("state.json")).unwrap()).unwrap();
+    assert_eq!(v["schemaVersion"], "1.3");
+    assert_eq!(v["roster"], json!(["a", "b"]));
+    // Replace semantics: the old github target, email and unknown notify key are gone.
+    assert_eq!(
+        v["notify"],
+        json!({"approvalChannel": "in-chat", "enabled": false, "email": ""})
+    );
+    assert_eq!(
+        v["approval"]["futureKey"],
+        json!({"x": 1}),
+        "unknown approval keys survive"
+    );
+    // Key order of the untouched keys is kept.
+    let text = std::fs::read_to_string(dir.join("state.json")).unwrap();
+    assert!(text.find("schemaVersion").unwrap() < text.find("roster").unwrap());
+}
+
+#[test]
+fn invalid_settings_are_refused_and_nothing_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = Approvals::new(StateDir::new(tmp.path()), clock());
+    let mut bad = NotifySettings::default();
+    bad.extra.insert(
+        "webhookUrl".into(),
+        json!("https://hooks.example.invalid/x"),
+    );
+    let e = a.configure(bad).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let bad = NotifySettings {
+        email: "not an email".into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        a.configure(bad).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert!(!tmp.path().join("state.json").exists());
+}
+
+#[test]
+fn torn_or_invalid_state_is_reported_as_corrupt_not_overwritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = StateDir::new(tmp.path());
+    for text in [
+        "{\"notify\": {\"approvalChannel\": \"in-chat\", \"enab",
+        "[]",
+        r#"{"notify": {"approvalChannel": "carrier-pigeon", "enabled": true}}"#,
+        r#"{"notify": {"approvalChannel": "webhook", "enabled": true, "webhookUrl": "x"}}"#,
+        r#"{"approval": {"pendingGate": {"id": "nope"}}}"#,
+    ] {
+        std::fs::write(dir.state_path(), text).unwrap();
+        let e = dir.read().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{text}");
+        let a = Approvals::new(dir.clone(), clock());
+        assert!(a.configure(NotifySettings::default()).is_err());
+        assert_eq!(
+            std::fs::read_to_string(dir.state_path()).unwrap(),
+            text,
+            "untouched"
+        );
+    }
+}
+
+#[test]
+fn write_atomic_leaves_no_temporary_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("state.json");
+    write_atomic(&p, b"{\"a\":1}").unwrap();
+    write_atomic(&p, b"{\"a\":2}").unwrap();
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"a\":2}");
+    let names: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("state.json")]);
+    // A directory in the way: the write fails and nothing is left behind.
+    let blocked = tmp.path().join("blocked");
+    std::fs::create_dir_all(blocked.join("state.json")).unwrap();
+    let e = write_atomic(&blocked.join("state.json"), b"{}").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io);
+    assert_eq!(std::fs::read_dir(&blocked).unwrap().count(), 1);
+}
+
+#[test]
+fn concurrent_processes_lose_no_update() {
+    // Threads stand in for processes: each holds the file lock for its read-modify-write.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Arc::new(StateDir::new(tmp.path()));
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                for j in 0..10 {
+                    let lock = dir.lock().unwrap();
+                    let mut doc = dir.read().unwrap();
+                    doc.other.insert(format!("k{i}-{j}"), json!(j));
+                    dir.write(&doc, &lock).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(dir.read().unwrap().other.len(), 80);
+}
+
+#[tokio::test]
+async fn the_pending_gate_and_runs_are_in_state_json() {
+    let e = env();
+    let g = e.open(Mode::Autopilot, Trigger::FinalOutcome).await;
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(e.approvals.dir().state_path()).unwrap())
+            .unwrap();
+    let p = &v["approval"]["pendingGate"];
+    assert_eq!(p["id"], g.id.as_str());
+    assert_eq!(p["state"], "pending");
+    assert_eq!(p["trigger"], "final-outcome");
+    assert_eq!(p["digest"], g.digest);
+    assert_eq!(v["approval"]["currentRun"], g.run.as_str());
+    assert!(
+        v["approval"]["logHead"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert_eq!(e.phone.sent()[0].id, g.id);
+    let _ = ChannelKind::InChat;
+}
