@@ -1,2 +1,5 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(feature = "github")]
+pub mod github;
