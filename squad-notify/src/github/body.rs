@@ -127,7 +127,10 @@ pub fn render_body(payload: &IssuePayload, gate: &GateBlock) -> GithubResult<Str
     let _ = writeln!(
         b,
         "- Detail: {}",
-        lines.next().map(|l| neutralize(l.trim())).unwrap_or_default()
+        lines
+            .next()
+            .map(|l| neutralize(l.trim()))
+            .unwrap_or_default()
     );
     for line in lines {
         let _ = writeln!(b, "  {}", neutralize(line.trim()));
@@ -211,7 +214,11 @@ pub fn parse_gate_block(body: &str) -> Option<GateBlock> {
     }
     let (gate_id, digest, run_id) = (gate?, digest?, run_id?);
     let approver = Login::new(approver?.strip_prefix('@')?).ok()?;
-    for (what, v) in [("gate id", &gate_id), ("digest", &digest), ("run id", &run_id)] {
+    for (what, v) in [
+        ("gate id", &gate_id),
+        ("digest", &digest),
+        ("run id", &run_id),
+    ] {
         check_token(what, v).ok()?;
     }
     (run_id == run).then_some(GateBlock {
@@ -267,7 +274,10 @@ mod tests {
         let body = render_body(&payload(evil), &gate()).unwrap();
         let block = parse_gate_block(&body).unwrap();
         assert_eq!(block.approver.as_str(), "octocat");
-        assert!(!body.contains("@mallory"), "agent text must not mention anyone");
+        assert!(
+            !body.contains("@mallory"),
+            "agent text must not mention anyone"
+        );
     }
 
     #[test]

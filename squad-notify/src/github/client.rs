@@ -129,13 +129,18 @@ impl fmt::Debug for GithubClient {
 }
 
 fn transport(op: &'static str, e: octocrab::Error) -> GithubError {
-    GithubError::new(GithubErrorKind::Unavailable, op, "GitHub could not be reached")
-        .with_source(e)
+    GithubError::new(
+        GithubErrorKind::Unavailable,
+        op,
+        "GitHub could not be reached",
+    )
+    .with_source(e)
 }
 
 impl GithubClient {
     /// A client for `config`, authenticating with `token` (which is moved into the HTTP client and
-    /// not kept anywhere else). Needs no runtime to build; requests need a tokio runtime.
+    /// not kept anywhere else). Call it inside a tokio runtime (the HTTP stack spawns its
+    /// connection tasks there).
     ///
     /// # Errors
     ///
@@ -201,9 +206,9 @@ impl GithubClient {
 
     /// Turns a pagination URL into a path under our base; refuses another host.
     pub(crate) fn relative(&self, op: &'static str, url: &str) -> GithubResult<String> {
-        let uri: http::Uri = url.parse().map_err(|_| {
-            GithubError::new(GithubErrorKind::Protocol, op, "bad pagination link")
-        })?;
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|_| GithubError::new(GithubErrorKind::Protocol, op, "bad pagination link"))?;
         if uri.authority().is_some() && uri.authority() != self.base.authority() {
             return Err(GithubError::new(
                 GithubErrorKind::Protocol,
@@ -285,7 +290,10 @@ impl GithubClient {
             },
             404 | 410 => err(GithubErrorKind::NotFound, "not found"),
             500..=599 => err(GithubErrorKind::Unavailable, "GitHub is unavailable"),
-            _ => err(GithubErrorKind::Protocol, &format!("unexpected answer: {short}")),
+            _ => err(
+                GithubErrorKind::Protocol,
+                &format!("unexpected answer: {short}"),
+            ),
         }
     }
 
@@ -314,9 +322,7 @@ impl GithubClient {
         op: &'static str,
         path: &str,
     ) -> GithubResult<T> {
-        self.send(op, Method::GET, path, None, None)
-            .await?
-            .json(op)
+        self.send(op, Method::GET, path, None, None).await?.json(op)
     }
 
     /// Lists every page of a listing, following `Link: rel="next"`.
@@ -400,7 +406,9 @@ impl GithubClient {
             return Err(untrusted("its author is unknown"));
         };
         if !own.is(&author.login, author.id) {
-            return Err(untrusted("its body was not written by the squad's own account"));
+            return Err(untrusted(
+                "its body was not written by the squad's own account",
+            ));
         }
         let gate = parse_gate_block(issue.body.as_deref().unwrap_or_default())
             .ok_or_else(|| untrusted("its body holds no single well-formed gate block"))?;
@@ -553,7 +561,13 @@ impl GithubClient {
             "assignees": [approver.as_str()],
         });
         match self
-            .send("create issue", Method::POST, &path, Some(&with_assignee), None)
+            .send(
+                "create issue",
+                Method::POST,
+                &path,
+                Some(&with_assignee),
+                None,
+            )
             .await
         {
             Ok(reply) => reply.json("create issue"),

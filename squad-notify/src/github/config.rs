@@ -43,7 +43,8 @@ impl Login {
 
     /// Whether `other` names the same account (case-insensitive).
     pub fn matches(&self, other: &str) -> bool {
-        self.0.eq_ignore_ascii_case(other.strip_prefix('@').unwrap_or(other))
+        self.0
+            .eq_ignore_ascii_case(other.strip_prefix('@').unwrap_or(other))
     }
 }
 
@@ -93,8 +94,7 @@ impl RepoSlug {
                 && p != "."
                 && p != ".."
                 && p.len() <= 100
-                && p
-                    .chars()
+                && p.chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         };
         if part_ok(owner) && part_ok(name) {

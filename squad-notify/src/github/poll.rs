@@ -259,7 +259,11 @@ impl GithubClient {
         while let Some(url) = link {
             pages += 1;
             if pages > MAX_PAGES {
-                return Err(GithubError::new(GithubErrorKind::Protocol, OP, "too many pages"));
+                return Err(GithubError::new(
+                    GithubErrorKind::Protocol,
+                    OP,
+                    "too many pages",
+                ));
             }
             let path = self.relative(OP, &url)?;
             let page = self.send(OP, Method::GET, &path, None, None).await?;
@@ -342,7 +346,11 @@ impl GithubClient {
                 break;
             }
             if page >= st.events_page + MAX_PAGES {
-                return Err(GithubError::new(GithubErrorKind::Protocol, OP, "too many pages"));
+                return Err(GithubError::new(
+                    GithubErrorKind::Protocol,
+                    OP,
+                    "too many pages",
+                ));
             }
             page += 1;
             let reply = self.send(OP, Method::GET, &path(page), None, None).await?;
@@ -395,8 +403,7 @@ impl GithubClient {
                     }
                     Err(e) => return Err(e),
                 };
-                if fresh.updated_at != fresh.created_at
-                    || fresh.updated_at != candidate.updated_at
+                if fresh.updated_at != fresh.created_at || fresh.updated_at != candidate.updated_at
                 {
                     return Ok(Verdict::Refused(RejectReason::Edited));
                 }
@@ -520,7 +527,10 @@ impl GithubClient {
                 });
                 continue;
             };
-            if let Some(named) = parsed.gate.filter(|g| !g.eq_ignore_ascii_case(&next.gate_id)) {
+            if let Some(named) = parsed
+                .gate
+                .filter(|g| !g.eq_ignore_ascii_case(&next.gate_id))
+            {
                 rejected.push(Rejection {
                     candidate,
                     reason: RejectReason::OtherGate { named },

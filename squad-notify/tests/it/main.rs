@@ -1,1 +1,7 @@
-#![allow(clippy::unwrap_used, reason = "tests unwrap")]
+//! Integration tests of squad-notify: one binary for the crate.
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests unwrap: a failure is a test failure"
+)]
+
+mod github;
