@@ -293,13 +293,17 @@ impl GithubClient {
                 None => out.candidates.push(candidate),
             }
         }
-        if newest == st.comments_since {
+        // The next `since` stays one second behind the newest update seen, so that a comment
+        // posted in the same second as the last one seen is not skipped; the ones already seen
+        // come back and are recognised by `seen_comments`.
+        let since = newest.plus_seconds(-1).max(st.comments_since);
+        if since == st.comments_since {
             st.comments_etag = etag;
         } else {
             // A new `since` is a new URL: its first answer brings the ETag to keep.
-            st.comments_since = newest;
+            st.comments_since = since;
             st.comments_etag = None;
-            st.seen_comments.retain(|_, updated| *updated >= newest);
+            st.seen_comments.retain(|_, updated| *updated >= since);
         }
         Ok(())
     }

@@ -483,3 +483,43 @@ async fn recheck_at_consumption_catches_edits_deletions_and_demotions() {
         Verdict::Refused(RejectReason::Retracted)
     );
 }
+
+#[tokio::test]
+async fn a_comment_in_the_same_second_as_the_last_one_seen_is_not_skipped() {
+    let em = Emulator::start().await;
+    let client = em.client();
+    let g = open(&client).await;
+    let mut st = g.state;
+    em.clock.advance(60);
+    let t = em.now();
+    em.s().add_comment(g.issue.number, APPROVER, "reading", t);
+    let first = client.poll(&mut st).await.unwrap();
+    assert_eq!(first.candidates.len(), 1);
+    em.s().add_comment(g.issue.number, APPROVER, "/approve", t);
+    let second = client.poll(&mut st).await.unwrap();
+    assert_eq!(second.candidates.len(), 1, "{second:#?}");
+    assert_eq!(
+        second.candidates[0].content,
+        CandidateContent::Comment("/approve".into())
+    );
+    let third = client.poll(&mut st).await.unwrap();
+    assert!(third.candidates.is_empty() && third.rejected.is_empty());
+}
+
+#[tokio::test]
+async fn x_poll_interval_lengthens_the_pause() {
+    let em = Emulator::start().await;
+    let client = em.client();
+    let g = open(&client).await;
+    let mut st = g.state;
+    em.fault(
+        "/comments",
+        ResponseTemplate::new(200)
+            .insert_header("x-poll-interval", "90")
+            .insert_header("etag", "W/\"abc\"")
+            .set_body_json(serde_json::json!([])),
+    );
+    client.wait(&mut st, &parse, &opts(100)).await.unwrap();
+    let sleeps = em.clock.sleeps.lock().unwrap().clone();
+    assert_eq!(sleeps[0], Duration::from_secs(90), "{sleeps:?}");
+}

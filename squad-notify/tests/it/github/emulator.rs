@@ -461,7 +461,8 @@ impl Responder {
                 let mut list: Vec<CommentRec> = s
                     .comments
                     .iter()
-                    .filter(|c| c.issue == n && since.is_none_or(|t| c.updated >= t))
+                    // Strictly after `since`, the stricter reading of GitHub's docs.
+                    .filter(|c| c.issue == n && since.is_none_or(|t| c.updated > t))
                     .cloned()
                     .collect();
                 list.sort_by_key(|c| (c.created, c.id));
