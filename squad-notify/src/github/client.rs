@@ -509,14 +509,25 @@ impl GithubClient {
         let (issue, reused) = match existing {
             Some(old) => {
                 let path = format!("{}/issues/{}", self.repo_path(), old.number);
-                let patch = serde_json::json!({
+                let mut patch = serde_json::json!({
                     "title": title, "body": body, "state": "open",
                     "labels": [APPROVAL_LABEL], "assignees": [approver.as_str()],
                 });
-                let issue: wire::Issue = self
+                let reply = match self
                     .send("update issue", Method::PATCH, &path, Some(&patch), None)
-                    .await?
-                    .json("update issue")?;
+                    .await
+                {
+                    // 422: the approver cannot be assigned here; the @mention still pings.
+                    Err(e) if e.status() == Some(422) => {
+                        if let Some(fields) = patch.as_object_mut() {
+                            fields.remove("assignees");
+                        }
+                        self.send("update issue", Method::PATCH, &path, Some(&patch), None)
+                            .await?
+                    }
+                    other => other?,
+                };
+                let issue: wire::Issue = reply.json("update issue")?;
                 let mention = serde_json::json!({ "body": format!(
                     "@{}: gate `{gate_id}` is open; the issue description has the details and how to respond.",
                     approver.as_str()

@@ -434,6 +434,7 @@ impl Responder {
             ("PATCH", [_, _, _, "issues", n]) => {
                 let n: u64 = n.parse().unwrap();
                 let b: Value = req.body_json().unwrap();
+                let roles = s.roles.clone();
                 let i = s.issues.get_mut(&n).unwrap();
                 for (k, slot) in [("title", &mut i.title), ("body", &mut i.body)] {
                     if let Some(v) = b[k].as_str() {
@@ -450,7 +451,12 @@ impl Responder {
                     i.labels = a.iter().map(|v| v.as_str().unwrap().to_owned()).collect();
                 }
                 if let Some(a) = b["assignees"].as_array() {
-                    i.assignees = a.iter().map(|v| v.as_str().unwrap().to_owned()).collect();
+                    let wanted: Vec<String> =
+                        a.iter().map(|v| v.as_str().unwrap().to_owned()).collect();
+                    if wanted.iter().any(|a| !roles.contains_key(a)) {
+                        return (err(422, "Validation Failed"), None);
+                    }
+                    i.assignees = wanted;
                 }
                 i.updated = now;
                 json_ok(s.issue_json(&s.issues[&n]))

@@ -113,6 +113,14 @@ async fn an_approver_who_cannot_be_assigned_is_still_mentioned() {
     let issue = em.s().issue(g.issue.number);
     assert!(issue.assignees.is_empty());
     assert!(issue.body.contains("@outsider:"));
+    // Reusing the issue for the next gate works the same way.
+    em.clock.advance(60);
+    let next = client
+        .open_gate("run-1", "g-0002", "sha256-2", &payload())
+        .await
+        .unwrap();
+    assert!(next.reused);
+    assert_eq!(next.issue.gate.gate_id, "g-0002");
 }
 
 #[tokio::test]

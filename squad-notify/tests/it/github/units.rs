@@ -137,3 +137,35 @@ async fn collaborator_roles_are_read_from_role_name() {
         );
     }
 }
+
+#[test]
+fn public_types_are_send_and_sync_and_wait_is_a_send_future() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>(_: &T) {}
+    send_sync::<GithubClient>();
+    send_sync::<squad_notify::github::PollState>();
+    send_sync::<squad_notify::github::GithubError>();
+    send_sync::<squad_notify::github::Candidate>();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let config = GithubConfig::new("acme/widgets", "octocat").unwrap();
+        let client = GithubClient::new(config, Token::new(TOKEN.to_owned()).unwrap()).unwrap();
+        let mut state = squad_notify::github::PollState::new(
+            1,
+            "g-1",
+            squad_model::Timestamp::now(),
+            "octocat",
+            None,
+        );
+        let parser = super::parse;
+        let options = squad_notify::github::WaitOptions::default();
+        let fut = client.wait(&mut state, &parser, &options);
+        send(&fut);
+        drop(fut);
+        send(&client.poll(&mut state));
+        send(&client.open_gate("r", "g", "d", &super::payload()));
+    });
+}
