@@ -85,7 +85,8 @@ pub use clock::{Clock, SystemClock};
 pub use config::{DEFAULT_API_URL, GithubConfig, Login, RepoSlug, Token};
 pub use error::{GithubError, GithubErrorKind, GithubResult};
 pub use poll::{
-    Decision, Parsed, PollOutcome, PollState, SignalParser, WaitOptions, WaitOutcome, WaitReport,
+    Decision, Parsed, PollOutcome, PollState, SignalParser, Step, WaitOptions, WaitOutcome,
+    WaitReport,
 };
 pub use types::{
     Actor, ActorKind, ApprovalIssue, AuthorizedAs, Candidate, CandidateContent, CollaboratorRole,

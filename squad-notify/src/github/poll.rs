@@ -157,6 +157,21 @@ pub struct Decision<S> {
     pub authorized_as: AuthorizedAs,
 }
 
+/// The result of one [`GithubClient::step`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step<S> {
+    /// The first authorized decision, if one arrived.
+    pub decision: Option<Decision<S>>,
+    /// What was seen and does not count, with the reason, oldest first.
+    pub rejected: Vec<Rejection>,
+    /// HTTP requests made by the poll (authorization checks excluded).
+    pub requests: u32,
+    /// Of those, answered `304 Not Modified`.
+    pub not_modified: u32,
+    /// The wait GitHub asked for before the next poll, when it asked.
+    pub wait_hint: Option<Duration>,
+}
+
 /// How a wait ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WaitOutcome<S> {
@@ -474,15 +489,18 @@ impl GithubClient {
                 return Ok(report);
             }
             report.polls += 1;
-            let pause = match self.poll_once(state, parser, &mut report).await {
-                Ok((Some(decision), _)) => {
-                    report.outcome = WaitOutcome::Decided(decision);
-                    return Ok(report);
-                }
-                Ok((None, hint)) => {
+            let pause = match self.step(state, parser).await {
+                Ok(step) => {
+                    report.requests += u64::from(step.requests);
+                    report.not_modified += u64::from(step.not_modified);
+                    report.rejected.extend(step.rejected);
+                    if let Some(decision) = step.decision {
+                        report.outcome = WaitOutcome::Decided(decision);
+                        return Ok(report);
+                    }
                     failures = 0;
                     // GitHub may ask for a longer pause (x-poll-interval, or no requests left).
-                    hint.filter(|h| *h > options.interval)
+                    step.wait_hint.filter(|h| *h > options.interval)
                 }
                 Err(e) if e.kind() == GithubErrorKind::RateLimited => {
                     report.backoffs += 1;
@@ -509,18 +527,22 @@ impl GithubClient {
         }
     }
 
-    /// One poll and the handling of its candidates. `state` advances only when every candidate
-    /// was handled, so a failed authorization check is retried by the next poll.
-    async fn poll_once<S>(
+    /// One step of waiting: one [`GithubClient::poll`], then each new candidate, oldest first, is
+    /// parsed with `parser`, checked against the gate id, and authorized, until one decides.
+    /// `state` advances only when every candidate was handled, so a failed authorization check
+    /// is retried by the next step and nothing is lost. This is what [`GithubClient::wait`]
+    /// repeats; a host that schedules its own polling calls it directly.
+    ///
+    /// # Errors
+    ///
+    /// Request errors (`state` is then unchanged).
+    pub async fn step<S>(
         &self,
         state: &mut PollState,
         parser: &dyn SignalParser<S>,
-        report: &mut WaitReport<S>,
-    ) -> GithubResult<(Option<Decision<S>>, Option<Duration>)> {
+    ) -> GithubResult<Step<S>> {
         let mut next = state.clone();
         let out = self.poll(&mut next).await?;
-        report.requests += u64::from(out.requests);
-        report.not_modified += u64::from(out.not_modified);
         let mut rejected = out.rejected;
         let mut decision = None;
         for candidate in out.candidates {
@@ -554,8 +576,13 @@ impl GithubClient {
             }
         }
         rejected.sort_by_key(|r| r.candidate.created_at);
-        report.rejected.extend(rejected);
         *state = next;
-        Ok((decision, out.wait_hint))
+        Ok(Step {
+            decision,
+            rejected,
+            requests: out.requests,
+            not_modified: out.not_modified,
+            wait_hint: out.wait_hint,
+        })
     }
 }

@@ -523,3 +523,52 @@ async fn x_poll_interval_lengthens_the_pause() {
     let sleeps = em.clock.sleeps.lock().unwrap().clone();
     assert_eq!(sleeps[0], Duration::from_secs(90), "{sleeps:?}");
 }
+
+#[tokio::test]
+async fn a_success_with_no_requests_left_waits_for_the_reset() {
+    let em = Emulator::start().await;
+    let client = em.client();
+    let g = open(&client).await;
+    let mut st = g.state;
+    let reset = em.now() + 600;
+    em.fault(
+        "/events",
+        ResponseTemplate::new(200)
+            .insert_header("x-ratelimit-remaining", "0")
+            .insert_header("x-ratelimit-reset", reset.to_string().as_str())
+            .insert_header("etag", "W/\"ev\"")
+            .set_body_json(serde_json::json!([])),
+    );
+    client.wait(&mut st, &parse, &opts(700)).await.unwrap();
+    let sleeps = em.clock.sleeps.lock().unwrap().clone();
+    assert!(sleeps[0] >= Duration::from_secs(599), "{sleeps:?}");
+}
+
+#[tokio::test]
+async fn a_step_reports_without_looping_and_keeps_state_on_failure() {
+    let em = Emulator::start().await;
+    em.person("mallory", None);
+    let client = em.client();
+    let g = open(&client).await;
+    let mut st = g.state;
+    em.clock.advance(60);
+    em.s()
+        .add_comment(g.issue.number, "mallory", "/approve", em.now());
+    em.s()
+        .add_comment(g.issue.number, APPROVER, "/stop g-0001", em.now() + 1);
+    // The permission check fails once: the step fails and the state does not move.
+    em.fault("/permission", ResponseTemplate::new(502));
+    let before = st.clone();
+    let e = client.step(&mut st, &parse).await.unwrap_err();
+    assert_eq!(e.kind(), GithubErrorKind::Unavailable);
+    assert_eq!(st, before);
+    // The next step sees both comments again and decides.
+    let step = client.step(&mut st, &parse).await.unwrap();
+    let d = step.decision.unwrap();
+    assert_eq!(d.signal.0, Outcome::Stopped);
+    assert_eq!(d.candidate.actor.login, APPROVER);
+    assert!(step.rejected.iter().any(|r| r.reason
+        == RejectReason::Unauthorized {
+            role: "none".into()
+        }));
+}
