@@ -71,10 +71,13 @@ pub(crate) fn check_token(what: &'static str, value: &str) -> GithubResult<()> {
     }
 }
 
-/// Makes agent-written text inert: it cannot open or close an HTML comment marker and mentions
-/// nobody.
+/// Makes agent-written text inert: it cannot open or close an HTML comment marker, mentions
+/// nobody, and holds no lone carriage return.
 pub fn neutralize(text: &str) -> String {
-    text.replace("<!--", "&lt;!--")
+    // A lone carriage return may render as a line break: make it a space.
+    text.replace("\r\n", "\n")
+        .replace('\r', " ")
+        .replace("<!--", "&lt;!--")
         .replace("-->", "--&gt;")
         .replace('@', "@\u{2060}")
 }

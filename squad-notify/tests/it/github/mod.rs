@@ -3,6 +3,7 @@
 mod attacks;
 mod emulator;
 mod happy;
+mod props;
 mod sim;
 mod units;
 
