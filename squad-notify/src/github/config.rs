@@ -168,15 +168,28 @@ impl GithubConfig {
     }
 
     /// Like [`GithubConfig::new`], with the API base from `GITHUB_API_URL` when it is set and not
-    /// empty.
+    /// empty (the GitHub Actions convention), else `https://api.github.com`.
     ///
     /// # Errors
     ///
     /// [`GithubErrorKind::Config`] for a malformed slug, login or URL.
     pub fn from_env(repo: &str, approver: &str) -> GithubResult<Self> {
+        Self::from_lookup(repo, approver, &|name| std::env::var(name).ok())
+    }
+
+    /// Like [`GithubConfig::from_env`], reading variables through `lookup`.
+    ///
+    /// # Errors
+    ///
+    /// [`GithubErrorKind::Config`] for a malformed slug, login or URL.
+    pub fn from_lookup(
+        repo: &str,
+        approver: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> GithubResult<Self> {
         let config = Self::new(repo, approver)?;
-        match std::env::var("GITHUB_API_URL") {
-            Ok(url) if !url.trim().is_empty() => config.with_api_base(url.trim()),
+        match lookup("GITHUB_API_URL") {
+            Some(url) if !url.trim().is_empty() => config.with_api_base(url.trim()),
             _ => Ok(config),
         }
     }
@@ -261,14 +274,34 @@ impl Token {
         Ok(Self(value))
     }
 
-    /// Reads `GITHUB_TOKEN`, or else `GH_TOKEN` (surrounding whitespace trimmed).
+    /// Reads `GITHUB_TOKEN`, or else `GH_TOKEN` (surrounding whitespace trimmed; an empty
+    /// variable counts as unset).
     ///
     /// # Errors
     ///
     /// [`GithubErrorKind::Config`] when neither is set to a usable value.
     pub fn from_env() -> GithubResult<Self> {
+        Self::from_lookup(&|name| std::env::var(name).ok())
+    }
+
+    /// Like [`Token::from_env`], reading variables through `lookup` (for hosts that keep their
+    /// own environment, and for tests).
+    ///
+    /// ```
+    /// use squad_notify::github::Token;
+    ///
+    /// let env = |name: &str| (name == "GH_TOKEN").then(|| "gho_x".to_owned());
+    /// assert!(Token::from_lookup(&env).is_ok());
+    /// let err = Token::from_lookup(&|_| None).unwrap_err();
+    /// assert_eq!(err.to_string(), "github: read token: set GITHUB_TOKEN or GH_TOKEN");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`GithubErrorKind::Config`] when neither is set to a usable value.
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> GithubResult<Self> {
         for var in ["GITHUB_TOKEN", "GH_TOKEN"] {
-            if let Ok(v) = std::env::var(var) {
+            if let Some(v) = lookup(var) {
                 let v = v.trim();
                 if !v.is_empty() {
                     return Self::new(v.to_owned());

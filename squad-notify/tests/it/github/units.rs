@@ -169,3 +169,37 @@ fn public_types_are_send_and_sync_and_wait_is_a_send_future() {
         send(&client.open_gate("r", "g", "d", &super::payload()));
     });
 }
+
+#[test]
+fn the_environment_is_read_with_github_actions_precedence() {
+    let env = |vars: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    };
+    assert!(Token::from_lookup(&env(&[("GITHUB_TOKEN", "ghs_a"), ("GH_TOKEN", "gho_b")])).is_ok());
+    assert!(Token::from_lookup(&env(&[("GITHUB_TOKEN", "  "), ("GH_TOKEN", "gho_b")])).is_ok());
+    let e = Token::from_lookup(&env(&[("GITHUB_TOKEN", ""), ("GH_TOKEN", " ")])).unwrap_err();
+    assert_eq!(e.kind(), GithubErrorKind::Config);
+    let e = Token::from_lookup(&env(&[("GH_TOKEN", "two words")])).unwrap_err();
+    assert!(!e.to_string().contains("two words"));
+
+    let c = GithubConfig::from_lookup("acme/widgets", "octocat", &env(&[])).unwrap();
+    assert_eq!(c.api_base(), "https://api.github.com");
+    let c = GithubConfig::from_lookup(
+        "acme/widgets",
+        "octocat",
+        &env(&[("GITHUB_API_URL", "https://ghe.example.com/api/v3")]),
+    )
+    .unwrap();
+    assert_eq!(c.api_base(), "https://ghe.example.com/api/v3");
+    let e = GithubConfig::from_lookup(
+        "acme/widgets",
+        "octocat",
+        &env(&[("GITHUB_API_URL", "nope")]),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("API base"), "{e}");
+}
