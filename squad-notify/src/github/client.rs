@@ -7,7 +7,7 @@
 //! injected [`Clock`], so that it can be tested without sleeping and stays visible to the caller.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use http::header::{ACCEPT, HeaderMap, IF_NONE_MATCH};
@@ -34,6 +34,9 @@ pub const CHANGES_REQUESTED_LABEL: &str = "squad/changes-requested";
 
 /// At most this many pages are followed in one listing (a guard against a Link loop).
 const MAX_PAGES: usize = 50;
+
+/// The least time between two writes (GitHub's advice against secondary rate limits).
+const WRITE_SPACING_MS: i64 = 1000;
 
 /// The squad's own account, as the token sees itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +120,8 @@ pub struct GithubClient {
     base: http::Uri,
     clock: Arc<dyn Clock>,
     identity: OnceLock<Identity>,
+    /// When the last write was sent (unix milliseconds), to space writes out.
+    last_write: Mutex<Option<i64>>,
 }
 
 impl fmt::Debug for GithubClient {
@@ -172,6 +177,7 @@ impl GithubClient {
             base,
             clock: Arc::new(SystemClock),
             identity: OnceLock::new(),
+            last_write: Mutex::new(None),
         })
     }
 
@@ -233,6 +239,9 @@ impl GithubClient {
         body: Option<&serde_json::Value>,
         etag: Option<&str>,
     ) -> GithubResult<Reply> {
+        if method != Method::GET {
+            self.pace_write().await;
+        }
         let mut builder = http::Request::builder()
             .method(method)
             .uri(path)
@@ -265,6 +274,25 @@ impl GithubClient {
             Ok(reply)
         } else {
             Err(self.classify(op, &reply))
+        }
+    }
+
+    /// Waits, on the client's clock, until a second has passed since the previous write.
+    async fn pace_write(&self) {
+        let now = self.clock.now().unix_millis();
+        let wait = {
+            let mut last = self
+                .last_write
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let wait = last.map_or(0, |t| (t + WRITE_SPACING_MS - now).max(0));
+            *last = Some(now + wait);
+            wait
+        };
+        if wait > 0 {
+            self.clock
+                .sleep(Duration::from_millis(u64::try_from(wait).unwrap_or(0)))
+                .await;
         }
     }
 

@@ -543,7 +543,12 @@ impl Respond for Responder {
     fn respond(&self, req: &Request) -> ResponseTemplate {
         let mut s = self.state.lock().unwrap();
         s.requests += 1;
-        s.log.push(format!("{} {}", req.method, req.url));
+        s.log.push(format!(
+            "{} {} @{}",
+            req.method,
+            req.url,
+            self.clock.millis.load(Ordering::SeqCst)
+        ));
         let path = req.url.as_str().to_owned();
         if let Some(pos) = s.faults.iter().position(|(k, _)| path.contains(k.as_str())) {
             let (_, t) = s.faults.remove(pos).unwrap();

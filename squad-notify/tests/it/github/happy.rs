@@ -137,6 +137,17 @@ async fn approve_closes_the_issue() {
         last.contains("Gate `g-0001` resolved: **approved** by @octocat"),
         "{last}"
     );
+    // The writes (issue creation, then the three of the resolution) are spaced a second apart,
+    // as GitHub advises against secondary rate limits.
+    let writes: Vec<i64> = em
+        .s()
+        .log
+        .iter()
+        .filter(|l| !l.starts_with("GET "))
+        .map(|l| l.rsplit('@').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(writes.len(), 4, "{writes:?}");
+    assert!(writes.windows(2).all(|w| w[1] - w[0] >= 1000), "{writes:?}");
 }
 
 #[tokio::test]
