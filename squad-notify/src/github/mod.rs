@@ -31,6 +31,27 @@
 //!   moved into the HTTP client and never stored, printed or put in a [`GithubError`]. No
 //!   octocrab, http or serde_json type appears in a public signature.
 //!
+//! # Plugging it into an approval channel
+//!
+//! | Channel step | Call |
+//! |---|---|
+//! | notify a gate | [`GithubClient::open_gate`] with the run id, gate id, digest and [`IssuePayload`]; keep [`OpenedGate::state`] with the pending gate in `state.json` and the issue number and URL for `notifications.md` |
+//! | wait | [`GithubClient::wait`] (its own loop, [`WaitOptions::timeout`] for `--timeout`), or [`GithubClient::step`] per host-scheduled poll; persist the [`PollState`] after each step |
+//! | parse | any [`SignalParser`]: the crate's Markdown-aware parser wrapped to return [`Parsed`] with the gate id a command names |
+//! | log ignored signals | [`WaitReport::rejected`] / [`Step::rejected`], each with a [`RejectReason`] |
+//! | consume | [`GithubClient::recheck`] on [`Decision::candidate`]; act only on [`Verdict::Authorized`] |
+//! | resolve | [`GithubClient::resolve`] with a [`Resolution`] |
+//! | resume | deserialize the [`PollState`], [`GithubClient::get_issue`] to confirm the gate id, then wait again |
+//!
+//! A [`WaitOutcome::TimedOut`] leaves the gate pending. A [`GithubError`] carries a
+//! [`GithubErrorKind`] (`Config`, `Unauthorized`, `Forbidden`, `NotFound`, `RateLimited` with
+//! [`GithubError::retry_after`], `Unavailable`, `Protocol`, `UntrustedIssue`) to map onto the
+//! crate's error kinds.
+//!
+//! Comments relayed by a GitHub Actions watcher (see `examples/github-approval-watcher.yml`) are
+//! written by a bot and therefore never count here: the poller reads the human's own comment or
+//! label event and applies the same checks itself.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), squad_notify::github::GithubError> {
 //! use squad_notify::github::*;
