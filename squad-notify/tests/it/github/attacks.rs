@@ -572,3 +572,41 @@ async fn a_step_reports_without_looping_and_keeps_state_on_failure() {
             role: "none".into()
         }));
 }
+
+#[tokio::test]
+async fn the_registered_approver_is_recognised_by_numeric_id_not_login() {
+    let em = Emulator::start().await;
+    let client = em.client();
+    let g = open(&client).await;
+    let approver_id = em.s().users[APPROVER].id;
+    // The approver renamed their account (same id, new login, no repository role)...
+    em.s().users.insert(
+        "octo-renamed".into(),
+        super::emulator::UserRec {
+            login: "octo-renamed".into(),
+            id: approver_id,
+            kind: "User",
+        },
+    );
+    // ...and someone else took over the old login (new id, no repository role).
+    em.s().roles.remove(APPROVER);
+    em.s().users.get_mut(APPROVER).unwrap().id = 777_777;
+    let mut st = g.state;
+    em.clock.advance(60);
+    em.s()
+        .add_comment(g.issue.number, APPROVER, "/approve", em.now());
+    em.s()
+        .add_comment(g.issue.number, "octo-renamed", "/stop", em.now() + 1);
+    let report = client.wait(&mut st, &parse, &opts(600)).await.unwrap();
+    let WaitOutcome::Decided(d) = &report.outcome else {
+        panic!("{report:#?}")
+    };
+    assert_eq!(d.candidate.actor.login, "octo-renamed");
+    assert_eq!(d.signal.0, Outcome::Stopped);
+    assert_eq!(
+        reasons(&report),
+        [RejectReason::Unauthorized {
+            role: "none".into()
+        }]
+    );
+}
