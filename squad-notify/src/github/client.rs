@@ -464,6 +464,28 @@ impl GithubClient {
         self.approval_issue(issue, &own)
     }
 
+    /// Resumes waiting after a restart: reads the issue of `state` and checks that its gate block
+    /// still shows `state`'s gate.
+    ///
+    /// # Errors
+    ///
+    /// [`GithubErrorKind::Superseded`] when the issue shows another gate;
+    /// [`GithubErrorKind::UntrustedIssue`] as for [`GithubClient::get_issue`]; request errors.
+    pub async fn resume(&self, state: &PollState) -> GithubResult<ApprovalIssue> {
+        let issue = self.get_issue(state.issue).await?;
+        if issue.gate.gate_id != state.gate_id {
+            return Err(GithubError::new(
+                GithubErrorKind::Superseded,
+                "resume",
+                format!(
+                    "issue #{} shows gate {}, not {}",
+                    issue.number, issue.gate.gate_id, state.gate_id
+                ),
+            ));
+        }
+        Ok(issue)
+    }
+
     /// The open approval issue of `run_id`, if any: an open issue labelled `squad-approval`,
     /// created by the squad's own account, whose body starts with the run's hidden marker. When
     /// several match, the most recent wins.

@@ -26,6 +26,9 @@ pub enum GithubErrorKind {
     /// The issue exists but is not ours to read a gate from: its body was not written by the
     /// squad's own account, or holds no single well-formed gate block.
     UntrustedIssue,
+    /// The issue now shows another gate than the one being resumed (a later gate of the run
+    /// superseded it).
+    Superseded,
 }
 
 impl GithubErrorKind {

@@ -41,11 +41,11 @@
 //! | log ignored signals | [`WaitReport::rejected`] / [`Step::rejected`], each with a [`RejectReason`] |
 //! | consume | [`GithubClient::recheck`] on [`Decision::candidate`]; act only on [`Verdict::Authorized`] |
 //! | resolve | [`GithubClient::resolve`] with a [`Resolution`] |
-//! | resume | deserialize the [`PollState`], [`GithubClient::get_issue`] to confirm the gate id, then wait again |
+//! | resume | deserialize the [`PollState`], [`GithubClient::resume`] to confirm the issue still shows that gate, then wait again |
 //!
 //! A [`WaitOutcome::TimedOut`] leaves the gate pending. A [`GithubError`] carries a
 //! [`GithubErrorKind`] (`Config`, `Unauthorized`, `Forbidden`, `NotFound`, `RateLimited` with
-//! [`GithubError::retry_after`], `Unavailable`, `Protocol`, `UntrustedIssue`) to map onto the
+//! [`GithubError::retry_after`], `Unavailable`, `Protocol`, `UntrustedIssue`, `Superseded`) to map onto the
 //! crate's error kinds.
 //!
 //! Comments relayed by a GitHub Actions watcher (see `examples/github-approval-watcher.yml`) are

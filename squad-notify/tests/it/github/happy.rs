@@ -222,7 +222,7 @@ async fn a_fresh_process_resumes_on_the_same_issue_and_gate() {
     // The process dies; a new one starts from state.json.
     let mut st: PollState = serde_json::from_str(&saved).unwrap();
     let client = em.client();
-    let issue = client.get_issue(st.issue).await.unwrap();
+    let issue = client.resume(&st).await.unwrap();
     assert_eq!(issue.gate.gate_id, st.gate_id);
     let before = em.s().non_304;
     let first = client.poll(&mut st).await.unwrap();
@@ -284,4 +284,22 @@ async fn an_enterprise_base_path_is_kept() {
     let log = em.s().log.clone();
     assert!(log.iter().all(|l| l.contains("/api/v3/")), "{log:#?}");
     assert!(log.iter().any(|l| l.contains("page=2")));
+}
+
+#[tokio::test]
+async fn resuming_a_superseded_gate_is_refused() {
+    let em = Emulator::start().await;
+    let client = em.client();
+    let g = open(&client).await;
+    em.clock.advance(60);
+    client
+        .open_gate("run-1", "g-0002", "sha256-2", &payload())
+        .await
+        .unwrap();
+    let e = client.resume(&g.state).await.unwrap_err();
+    assert_eq!(e.kind(), squad_notify::github::GithubErrorKind::Superseded);
+    assert!(
+        e.to_string().contains("shows gate g-0002, not g-0001"),
+        "{e}"
+    );
 }
