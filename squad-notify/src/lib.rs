@@ -7,6 +7,9 @@ mod channel;
 mod clock;
 mod error;
 mod gate;
+#[cfg(feature = "github")]
+#[cfg_attr(docsrs, doc(cfg(feature = "github")))]
+pub mod github;
 pub mod log;
 mod signal;
 pub mod store;

@@ -4,6 +4,6 @@
     reason = "a test panics on failure; that is the point"
 )]
 
-mod memory;
 mod approval;
+mod memory;
 mod schema;

@@ -10,6 +10,7 @@ mod attacks;
 mod channels;
 mod common;
 mod crash;
+mod github;
 mod log;
 mod machine;
 mod model;

@@ -1,0 +1,588 @@
+//! Waiting for a decision: conditional polling of comments and label events, filtering,
+//! authorization, rate-limit handling.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use http::{Method, StatusCode};
+use serde::{Deserialize, Serialize};
+use squad_model::Timestamp;
+
+use super::client::{GithubClient, Identity, Reply};
+use super::clock::Jitter;
+use super::error::{GithubError, GithubErrorKind, GithubResult};
+use super::types::{
+    AuthorizedAs, Candidate, CandidateContent, RejectReason, Rejection, SignalSource, Verdict,
+};
+use super::wire;
+
+const PER_PAGE: usize = 100;
+const MAX_PAGES: u32 = 50;
+
+/// Where waiting on one gate stands: serialize it into `state.json` next to the pending gate,
+/// and a fresh process resumes on the same issue and gate with the same ETags (so its first poll
+/// of an unchanged issue is still a free 304).
+///
+/// It holds no secret (ETags are opaque validators).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PollState {
+    /// The approval issue number.
+    pub issue: u64,
+    /// The gate being waited on; commands naming another gate do not count.
+    pub gate_id: String,
+    /// GitHub's timestamp of the write that opened the gate: anything created at or before it
+    /// does not count.
+    pub gate_opened_at: Timestamp,
+    /// The registered approver's login.
+    pub approver: String,
+    /// The registered approver's numeric id, when known (then it, not the login, is compared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver_id: Option<u64>,
+    comments_since: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    comments_etag: Option<String>,
+    #[serde(default)]
+    seen_comments: BTreeMap<u64, Timestamp>,
+    events_page: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    events_etag: Option<String>,
+    #[serde(default)]
+    last_event_id: u64,
+}
+
+impl PollState {
+    /// A fresh state for `gate_id` on issue `issue`, opened at `gate_opened_at` (GitHub's time).
+    pub fn new(
+        issue: u64,
+        gate_id: &str,
+        gate_opened_at: Timestamp,
+        approver: &str,
+        approver_id: Option<u64>,
+    ) -> Self {
+        Self {
+            issue,
+            gate_id: gate_id.to_owned(),
+            gate_opened_at,
+            approver: approver.to_owned(),
+            approver_id,
+            comments_since: gate_opened_at,
+            comments_etag: None,
+            seen_comments: BTreeMap::new(),
+            events_page: 1,
+            events_etag: None,
+            last_event_id: 0,
+        }
+    }
+}
+
+/// What one poll found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PollOutcome {
+    /// New comments and label events that passed the filters, oldest first. They still need a
+    /// parse and an authorization check ([`GithubClient::wait`] does both).
+    pub candidates: Vec<Candidate>,
+    /// New comments and label events that do not count, with the reason (to be logged).
+    pub rejected: Vec<Rejection>,
+    /// HTTP requests made.
+    pub requests: u32,
+    /// Of those, answered `304 Not Modified` (free of rate limit).
+    pub not_modified: u32,
+    /// The wait GitHub asked for before the next poll (`x-poll-interval`, or until
+    /// `x-ratelimit-reset` when no request is left), when it asked.
+    pub wait_hint: Option<Duration>,
+}
+
+/// A parsed command or label: the signal, and the gate id it names if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parsed<S> {
+    /// The caller's signal (approve, approve-all, changes with its note, stop...).
+    pub signal: S,
+    /// The gate the command names (`/approve g-7f3a`), when it names one.
+    pub gate: Option<String>,
+}
+
+/// Turns a candidate's content into a signal; `None` for anything that is not a command.
+///
+/// The crate's Markdown-aware parser implements it; any `Fn(&CandidateContent) ->
+/// Option<Parsed<S>> + Send + Sync` closure does too.
+pub trait SignalParser<S>: Send + Sync {
+    /// Parses `content`.
+    fn parse(&self, content: &CandidateContent) -> Option<Parsed<S>>;
+}
+
+impl<S, F> SignalParser<S> for F
+where
+    F: Fn(&CandidateContent) -> Option<Parsed<S>> + Send + Sync,
+{
+    fn parse(&self, content: &CandidateContent) -> Option<Parsed<S>> {
+        self(content)
+    }
+}
+
+/// How [`GithubClient::wait`] polls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitOptions {
+    /// The pause between polls of an unchanged issue (default 30 s). GitHub's `x-poll-interval`
+    /// lengthens it when larger.
+    pub interval: Duration,
+    /// Give up after this long (`None`: wait until a decision).
+    pub timeout: Option<Duration>,
+    /// The longest pause after repeated transient failures (default 15 min).
+    pub max_backoff: Duration,
+    /// Seed of the backoff jitter (default: from the clock).
+    pub jitter_seed: Option<u64>,
+}
+
+impl Default for WaitOptions {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(30),
+            timeout: None,
+            max_backoff: Duration::from_secs(15 * 60),
+            jitter_seed: None,
+        }
+    }
+}
+
+/// An authorized decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision<S> {
+    /// The parsed signal.
+    pub signal: S,
+    /// The comment or label event it came from.
+    pub candidate: Candidate,
+    /// Why its actor may decide (checked when it was found; check again with
+    /// [`GithubClient::recheck`] when consuming it).
+    pub authorized_as: AuthorizedAs,
+}
+
+/// The result of one [`GithubClient::step`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step<S> {
+    /// The first authorized decision, if one arrived.
+    pub decision: Option<Decision<S>>,
+    /// What was seen and does not count, with the reason, oldest first.
+    pub rejected: Vec<Rejection>,
+    /// HTTP requests made by the poll (authorization checks excluded).
+    pub requests: u32,
+    /// Of those, answered `304 Not Modified`.
+    pub not_modified: u32,
+    /// The wait GitHub asked for before the next poll, when it asked.
+    pub wait_hint: Option<Duration>,
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitOutcome<S> {
+    /// An authorized decision arrived.
+    Decided(Decision<S>),
+    /// The timeout ran out; the gate stays pending (a timeout never approves).
+    TimedOut,
+}
+
+/// The result of [`GithubClient::wait`]: the outcome, what was ignored, and request counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitReport<S> {
+    /// Decided or timed out.
+    pub outcome: WaitOutcome<S>,
+    /// Everything seen that did not count, with the reason, oldest first.
+    pub rejected: Vec<Rejection>,
+    /// Polls made.
+    pub polls: u64,
+    /// HTTP requests made by the polls (authorization checks excluded).
+    pub requests: u64,
+    /// Of those, answered `304 Not Modified`.
+    pub not_modified: u64,
+    /// Pauses caused by rate limits or transient failures.
+    pub backoffs: u64,
+}
+
+fn prefilter(c: &Candidate, opened: Timestamp) -> Option<RejectReason> {
+    if c.created_at <= opened {
+        Some(RejectReason::BeforeGate)
+    } else if c.is_edited() {
+        Some(RejectReason::Edited)
+    } else if c.actor.is_self {
+        Some(RejectReason::OwnAccount)
+    } else if c.actor.is_bot() {
+        Some(RejectReason::Bot)
+    } else if c.actor.id == 0 {
+        Some(RejectReason::UnknownActor)
+    } else {
+        None
+    }
+}
+
+impl GithubClient {
+    fn hint(&self, reply: &Reply) -> Option<Duration> {
+        let poll = reply
+            .header("x-poll-interval")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let limit = self.rate_limit_wait(reply);
+        poll.max(limit)
+    }
+
+    /// Polls the issue once: the comments updated since the last poll (`since`, 100 per page,
+    /// following `Link` pages) and the issue events after the last one seen, each with
+    /// `If-None-Match` so that an unchanged issue costs two free 304s. Each new comment or
+    /// `labeled` event comes back once, as a candidate or as a rejection: created at or before
+    /// the gate opened, edited (also: seen before and updated since), by the squad's own account,
+    /// by a bot, or by a deleted account. `state` is updated.
+    ///
+    /// # Errors
+    ///
+    /// Request errors; `state` is then unchanged.
+    pub async fn poll(&self, state: &mut PollState) -> GithubResult<PollOutcome> {
+        let own = self.identity().await?;
+        let mut next = state.clone();
+        let mut out = PollOutcome::default();
+        self.poll_comments(&mut next, &own, &mut out).await?;
+        self.poll_events(&mut next, &own, &mut out).await?;
+        out.candidates.sort_by_key(|c| c.created_at);
+        *state = next;
+        Ok(out)
+    }
+
+    async fn poll_comments(
+        &self,
+        st: &mut PollState,
+        own: &Identity,
+        out: &mut PollOutcome,
+    ) -> GithubResult<()> {
+        const OP: &str = "list comments";
+        let first = format!(
+            "{}/issues/{}/comments?since={}&per_page={PER_PAGE}",
+            self.repo_path(),
+            st.issue,
+            st.comments_since
+        );
+        let reply = self
+            .send(OP, Method::GET, &first, None, st.comments_etag.as_deref())
+            .await?;
+        out.requests += 1;
+        out.wait_hint = out.wait_hint.max(self.hint(&reply));
+        if reply.status == StatusCode::NOT_MODIFIED {
+            out.not_modified += 1;
+            return Ok(());
+        }
+        let etag = reply.header("etag").map(str::to_owned);
+        let mut comments: Vec<wire::Comment> = reply.json(OP)?;
+        let mut link = reply.next_link();
+        let mut pages = 1;
+        while let Some(url) = link {
+            pages += 1;
+            if pages > MAX_PAGES {
+                return Err(GithubError::new(
+                    GithubErrorKind::Protocol,
+                    OP,
+                    "too many pages",
+                ));
+            }
+            let path = self.relative(OP, &url)?;
+            let page = self.send(OP, Method::GET, &path, None, None).await?;
+            out.requests += 1;
+            comments.extend(page.json::<Vec<wire::Comment>>(OP)?);
+            link = page.next_link();
+        }
+        let mut newest = st.comments_since;
+        for c in comments {
+            newest = newest.max(c.updated_at);
+            let previous = st.seen_comments.insert(c.id, c.updated_at);
+            if previous == Some(c.updated_at) {
+                continue;
+            }
+            let candidate = Candidate {
+                source: SignalSource::Comment { id: c.id },
+                actor: self.actor(c.user.as_ref(), own),
+                created_at: c.created_at,
+                updated_at: c.updated_at,
+                content: CandidateContent::Comment(c.body.unwrap_or_default()),
+                author_association: c.author_association,
+            };
+            let reason = prefilter(&candidate, st.gate_opened_at)
+                .or_else(|| previous.map(|_| RejectReason::Edited));
+            match reason {
+                Some(reason) => out.rejected.push(Rejection { candidate, reason }),
+                None => out.candidates.push(candidate),
+            }
+        }
+        // The next `since` stays one second behind the newest update seen, so that a comment
+        // posted in the same second as the last one seen is not skipped; the ones already seen
+        // come back and are recognised by `seen_comments`.
+        let since = newest.plus_seconds(-1).max(st.comments_since);
+        if since == st.comments_since {
+            st.comments_etag = etag;
+        } else {
+            // A new `since` is a new URL: its first answer brings the ETag to keep.
+            st.comments_since = since;
+            st.comments_etag = None;
+            st.seen_comments.retain(|_, updated| *updated >= since);
+        }
+        Ok(())
+    }
+
+    async fn poll_events(
+        &self,
+        st: &mut PollState,
+        own: &Identity,
+        out: &mut PollOutcome,
+    ) -> GithubResult<()> {
+        const OP: &str = "list issue events";
+        let path = |page: u32| {
+            format!(
+                "{}/issues/{}/events?per_page={PER_PAGE}&page={page}",
+                self.repo_path(),
+                st.issue
+            )
+        };
+        let reply = self
+            .send(
+                OP,
+                Method::GET,
+                &path(st.events_page),
+                None,
+                st.events_etag.as_deref(),
+            )
+            .await?;
+        out.requests += 1;
+        out.wait_hint = out.wait_hint.max(self.hint(&reply));
+        if reply.status == StatusCode::NOT_MODIFIED {
+            out.not_modified += 1;
+            return Ok(());
+        }
+        let mut page = st.events_page;
+        let mut etag = reply.header("etag").map(str::to_owned);
+        let mut batch: Vec<wire::IssueEvent> = reply.json(OP)?;
+        let mut events = Vec::new();
+        // Walk forward while pages are full; the last, non-full page is the one to watch (a
+        // full page would never change again, so its ETag would hide new events).
+        loop {
+            let full = batch.len() >= PER_PAGE;
+            events.append(&mut batch);
+            if !full {
+                break;
+            }
+            if page >= st.events_page + MAX_PAGES {
+                return Err(GithubError::new(
+                    GithubErrorKind::Protocol,
+                    OP,
+                    "too many pages",
+                ));
+            }
+            page += 1;
+            let reply = self.send(OP, Method::GET, &path(page), None, None).await?;
+            out.requests += 1;
+            etag = reply.header("etag").map(str::to_owned);
+            batch = reply.json(OP)?;
+        }
+        st.events_page = page;
+        st.events_etag = etag;
+        for e in events {
+            if e.id <= st.last_event_id {
+                continue;
+            }
+            st.last_event_id = e.id;
+            let (true, Some(label)) = (e.event == "labeled", e.label) else {
+                continue;
+            };
+            let candidate = Candidate {
+                source: SignalSource::Label { event_id: e.id },
+                actor: self.actor(e.actor.as_ref(), own),
+                created_at: e.created_at,
+                updated_at: e.created_at,
+                content: CandidateContent::Label(label.name),
+                author_association: None,
+            };
+            match prefilter(&candidate, st.gate_opened_at) {
+                Some(reason) => out.rejected.push(Rejection { candidate, reason }),
+                None => out.candidates.push(candidate),
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks a decision again at the moment it is consumed: the comment must still exist,
+    /// unedited and with the same body (a label must still be on the issue), and its actor must
+    /// still be authorized ([`GithubClient::authorize`]).
+    ///
+    /// # Errors
+    ///
+    /// Request errors (the caller must not consume the decision then).
+    pub async fn recheck(&self, state: &PollState, candidate: &Candidate) -> GithubResult<Verdict> {
+        let own = self.identity().await?;
+        let actor = match (&candidate.source, &candidate.content) {
+            (SignalSource::Comment { id }, CandidateContent::Comment(body)) => {
+                let path = format!("{}/issues/comments/{id}", self.repo_path());
+                let fresh: wire::Comment = match self.get_json("recheck comment", &path).await {
+                    Ok(c) => c,
+                    Err(e) if e.kind() == GithubErrorKind::NotFound => {
+                        return Ok(Verdict::Refused(RejectReason::Retracted));
+                    }
+                    Err(e) => return Err(e),
+                };
+                if fresh.updated_at != fresh.created_at || fresh.updated_at != candidate.updated_at
+                {
+                    return Ok(Verdict::Refused(RejectReason::Edited));
+                }
+                if fresh.body.as_deref().unwrap_or_default() != body {
+                    return Ok(Verdict::Refused(RejectReason::Retracted));
+                }
+                self.actor(fresh.user.as_ref(), &own)
+            }
+            (SignalSource::Label { .. }, CandidateContent::Label(name)) => {
+                let path = format!("{}/issues/{}", self.repo_path(), state.issue);
+                let issue: wire::Issue = self.get_json("recheck label", &path).await?;
+                if !issue.labels.iter().any(|l| &l.name == name) {
+                    return Ok(Verdict::Refused(RejectReason::Retracted));
+                }
+                candidate.actor.clone()
+            }
+            _ => return Ok(Verdict::Refused(RejectReason::NotACommand)),
+        };
+        if actor.id != candidate.actor.id {
+            return Ok(Verdict::Refused(RejectReason::Retracted));
+        }
+        self.authorize(&actor, state).await
+    }
+
+    /// Polls until an authorized decision for the gate of `state` arrives, or `options.timeout`
+    /// runs out.
+    ///
+    /// Each poll is conditional (an unchanged issue costs only 304s). Every new candidate is
+    /// parsed with `parser`; commands naming another gate, non-commands and unauthorized actors
+    /// are rejected and reported in [`WaitReport::rejected`]. Rate limits (`Retry-After`,
+    /// `x-ratelimit-remaining: 0` with `x-ratelimit-reset`) and transient failures (5xx,
+    /// unreachable) pause the loop, with jitter and exponential backoff for the latter; other
+    /// errors end it. When a poll fails, `state` keeps its previous value, so nothing is lost.
+    /// The clock of the client is used for time and sleeping.
+    ///
+    /// # Errors
+    ///
+    /// Non-transient request errors (401, 403 without rate-limit signs, 404, unreadable answers).
+    pub async fn wait<S>(
+        &self,
+        state: &mut PollState,
+        parser: &dyn SignalParser<S>,
+        options: &WaitOptions,
+    ) -> GithubResult<WaitReport<S>> {
+        let start = self.now();
+        let deadline = options
+            .timeout
+            .map(|t| start.plus_seconds(i64::try_from(t.as_secs()).unwrap_or(i64::MAX)));
+        let seed = options
+            .jitter_seed
+            .unwrap_or_else(|| start.unix_millis().unsigned_abs() ^ state.issue);
+        let mut jitter = Jitter::new(seed);
+        let mut report = WaitReport {
+            outcome: WaitOutcome::TimedOut,
+            rejected: Vec::new(),
+            polls: 0,
+            requests: 0,
+            not_modified: 0,
+            backoffs: 0,
+        };
+        let mut failures: u32 = 0;
+        loop {
+            if deadline.is_some_and(|d| self.now() >= d) {
+                return Ok(report);
+            }
+            report.polls += 1;
+            let pause = match self.step(state, parser).await {
+                Ok(step) => {
+                    report.requests += u64::from(step.requests);
+                    report.not_modified += u64::from(step.not_modified);
+                    report.rejected.extend(step.rejected);
+                    if let Some(decision) = step.decision {
+                        report.outcome = WaitOutcome::Decided(decision);
+                        return Ok(report);
+                    }
+                    failures = 0;
+                    // GitHub may ask for a longer pause (x-poll-interval, or no requests left).
+                    step.wait_hint.filter(|h| *h > options.interval)
+                }
+                Err(e) if e.kind() == GithubErrorKind::RateLimited => {
+                    report.backoffs += 1;
+                    let base = e.retry_after().unwrap_or(Duration::from_secs(60));
+                    Some(base + jitter.between(Duration::ZERO, base / 10 + Duration::from_secs(1)))
+                }
+                Err(e) if e.is_retryable() => {
+                    report.backoffs += 1;
+                    failures = failures.saturating_add(1);
+                    let grown = options
+                        .interval
+                        .saturating_mul(1u32 << failures.min(10))
+                        .min(options.max_backoff);
+                    Some(jitter.between(grown / 2, grown))
+                }
+                Err(e) => return Err(e),
+            };
+            let mut pause = pause.unwrap_or(options.interval);
+            if let Some(d) = deadline {
+                let left = u64::try_from(d.unix_millis() - self.now().unix_millis()).unwrap_or(0);
+                pause = pause.min(Duration::from_millis(left));
+            }
+            self.clock().sleep(pause).await;
+        }
+    }
+
+    /// One step of waiting: one [`GithubClient::poll`], then each new candidate, oldest first, is
+    /// parsed with `parser`, checked against the gate id, and authorized, until one decides.
+    /// `state` advances only when every candidate was handled, so a failed authorization check
+    /// is retried by the next step and nothing is lost. This is what [`GithubClient::wait`]
+    /// repeats; a host that schedules its own polling calls it directly.
+    ///
+    /// # Errors
+    ///
+    /// Request errors (`state` is then unchanged).
+    pub async fn step<S>(
+        &self,
+        state: &mut PollState,
+        parser: &dyn SignalParser<S>,
+    ) -> GithubResult<Step<S>> {
+        let mut next = state.clone();
+        let out = self.poll(&mut next).await?;
+        let mut rejected = out.rejected;
+        let mut decision = None;
+        for candidate in out.candidates {
+            let Some(parsed) = parser.parse(&candidate.content) else {
+                rejected.push(Rejection {
+                    candidate,
+                    reason: RejectReason::NotACommand,
+                });
+                continue;
+            };
+            if let Some(named) = parsed
+                .gate
+                .filter(|g| !g.eq_ignore_ascii_case(&next.gate_id))
+            {
+                rejected.push(Rejection {
+                    candidate,
+                    reason: RejectReason::OtherGate { named },
+                });
+                continue;
+            }
+            match self.authorize(&candidate.actor, &next).await? {
+                Verdict::Authorized(authorized_as) => {
+                    decision = Some(Decision {
+                        signal: parsed.signal,
+                        candidate,
+                        authorized_as,
+                    });
+                    break;
+                }
+                Verdict::Refused(reason) => rejected.push(Rejection { candidate, reason }),
+            }
+        }
+        rejected.sort_by_key(|r| r.candidate.created_at);
+        *state = next;
+        Ok(Step {
+            decision,
+            rejected,
+            requests: out.requests,
+            not_modified: out.not_modified,
+            wait_hint: out.wait_hint,
+        })
+    }
+}

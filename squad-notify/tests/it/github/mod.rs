@@ -1,0 +1,105 @@
+//! Tests of the GitHub REST layer against the emulator.
+
+mod attacks;
+mod emulator;
+mod happy;
+mod props;
+mod sim;
+mod units;
+
+use std::time::Duration;
+
+use squad_notify::github::{
+    CandidateContent, GithubClient, IssuePayload, OpenedGate, Outcome, Parsed, RejectReason,
+    Rejection, WaitOptions, WaitReport,
+};
+
+/// The test's own minimal command parser (the crate's Markdown-aware parser is not part of this
+/// layer): the first line of the comment, `/approve`, `/approve-all`, `/stop`, `/changes: note`,
+/// each optionally followed by a gate id; the `squad/*` labels.
+pub(crate) fn parse(content: &CandidateContent) -> Option<Parsed<(Outcome, Option<String>)>> {
+    match content {
+        CandidateContent::Label(l) => {
+            let outcome = match l.as_str() {
+                "squad/approved" => Outcome::Approved,
+                "squad/approve-all" => Outcome::ApproveAll,
+                "squad/changes" => Outcome::ChangesRequested,
+                "squad/stop" => Outcome::Stopped,
+                _ => return None,
+            };
+            Some(Parsed {
+                signal: (outcome, None),
+                gate: None,
+            })
+        }
+        CandidateContent::Comment(body) => {
+            let line = body.lines().next()?.trim();
+            let (head, note) = match line.split_once(':') {
+                Some((h, n)) => (h.trim(), Some(n.trim().to_owned())),
+                None => (line, None),
+            };
+            let mut words = head.split_whitespace();
+            let outcome = match words.next()? {
+                "/approve" => Outcome::Approved,
+                "/approve-all" => Outcome::ApproveAll,
+                "/stop" => Outcome::Stopped,
+                "/changes" => Outcome::ChangesRequested,
+                _ => return None,
+            };
+            let gate = words.next().map(str::to_owned);
+            Some(Parsed {
+                signal: (
+                    outcome,
+                    note.filter(|_| outcome == Outcome::ChangesRequested),
+                ),
+                gate,
+            })
+        }
+    }
+}
+
+pub(crate) fn payload() -> IssuePayload {
+    IssuePayload {
+        mode: "autopilot".into(),
+        trigger: "impactful-action".into(),
+        topic: "Deploy the billing service".into(),
+        awaiting: "Approve the production deploy".into(),
+        detail: "All checks pass.\nThe deploy runs the schema migration.".into(),
+    }
+}
+
+pub(crate) async fn open(client: &GithubClient) -> OpenedGate {
+    client
+        .open_gate("run-1", "g-0001", "sha256-1c9e77", &payload())
+        .await
+        .unwrap()
+}
+
+/// Waits up to `secs` simulated seconds with a 30 s interval.
+pub(crate) fn opts(secs: u64) -> WaitOptions {
+    WaitOptions {
+        interval: Duration::from_secs(30),
+        timeout: Some(Duration::from_secs(secs)),
+        jitter_seed: Some(7),
+        ..WaitOptions::default()
+    }
+}
+
+/// The rejection reasons, leaving out the squad's own `squad-approval` label event of the
+/// issue's creation (rejected as before the gate in every scenario).
+pub(crate) fn reasons<S>(report: &WaitReport<S>) -> Vec<RejectReason> {
+    rejected(report).into_iter().map(|r| r.reason).collect()
+}
+
+/// The rejections, leaving out the same creation event as [`reasons`].
+pub(crate) fn rejected<S>(report: &WaitReport<S>) -> Vec<Rejection> {
+    report
+        .rejected
+        .iter()
+        .filter(|r| {
+            !(r.reason == RejectReason::BeforeGate
+                && r.candidate.content == CandidateContent::Label("squad-approval".into()))
+        })
+        .cloned()
+        .collect()
+}
