@@ -1,0 +1,9 @@
+//! Integration tests of `squad-routing`.
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test panics on failure; that is the point"
+)]
+
+mod world;
+
+mod assign;
