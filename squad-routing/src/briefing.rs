@@ -69,7 +69,9 @@ pub fn protocol(owns_issue_status: bool) -> String {
 /// The leader row comes first; member rows follow in membership creation order, skipping the
 /// leader's own row, agents that are missing or archived, and users that are missing.
 pub fn roster(dir: &dyn Directory, squad: &Squad) -> String {
-    let leader_name = dir.agent(&squad.leader_id).map_or("Leader", |a| a.name.as_str());
+    let leader_name = dir
+        .agent(&squad.leader_id)
+        .map_or("Leader", |a| a.name.as_str());
     let mut out = String::from("## Squad Roster\n\nLeader (you):\n");
     let _ = writeln!(
         out,

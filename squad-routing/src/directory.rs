@@ -246,7 +246,9 @@ impl Directory for InMemoryDirectory {
         self.issues.get(id)?.number
     }
     fn children(&self, parent: &IssueId) -> &[IssueId] {
-        self.issues.get(parent).map_or(&[], |e| e.children.as_slice())
+        self.issues
+            .get(parent)
+            .map_or(&[], |e| e.children.as_slice())
     }
     fn squad_issues(&self, squad: &SquadId) -> Vec<IssueId> {
         self.squad_issues.get(squad).cloned().unwrap_or_default()

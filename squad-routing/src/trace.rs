@@ -105,7 +105,10 @@ fn invalid(msg: impl Into<String>) -> Error {
 }
 
 fn unknown_ref(what: &str, id: impl std::fmt::Display) -> Error {
-    Error::new(ErrorKind::UnknownReference, format!("unknown {what} \"{id}\""))
+    Error::new(
+        ErrorKind::UnknownReference,
+        format!("unknown {what} \"{id}\""),
+    )
 }
 
 fn duplicate(what: &str, id: impl std::fmt::Display) -> Error {
@@ -155,7 +158,9 @@ pub fn parse_line(line: &str) -> Result<TraceLine> {
                 .remove("event")
                 .ok_or_else(|| invalid("missing \"event\""))?;
             if let Some(extra) = obj.keys().next() {
-                return Err(invalid(format!("unknown field \"{extra}\" in event record")));
+                return Err(invalid(format!(
+                    "unknown field \"{extra}\" in event record"
+                )));
             }
             let ty = match event.get("type") {
                 Some(Value::String(t)) => t.clone(),
@@ -374,16 +379,24 @@ fn need_workspace(dir: &dyn Directory, id: &WorkspaceId) -> Result<()> {
         .ok_or_else(|| unknown_ref("workspace", id))
 }
 fn need_user(dir: &dyn Directory, id: &UserId) -> Result<()> {
-    dir.user(id).map(|_| ()).ok_or_else(|| unknown_ref("user", id))
+    dir.user(id)
+        .map(|_| ())
+        .ok_or_else(|| unknown_ref("user", id))
 }
 fn need_agent(dir: &dyn Directory, id: &AgentId) -> Result<()> {
-    dir.agent(id).map(|_| ()).ok_or_else(|| unknown_ref("agent", id))
+    dir.agent(id)
+        .map(|_| ())
+        .ok_or_else(|| unknown_ref("agent", id))
 }
 fn need_issue(dir: &dyn Directory, id: &IssueId) -> Result<()> {
-    dir.issue(id).map(|_| ()).ok_or_else(|| unknown_ref("issue", id))
+    dir.issue(id)
+        .map(|_| ())
+        .ok_or_else(|| unknown_ref("issue", id))
 }
 fn need_task(dir: &dyn Directory, id: &TaskId) -> Result<()> {
-    dir.task(id).map(|_| ()).ok_or_else(|| unknown_ref("task", id))
+    dir.task(id)
+        .map(|_| ())
+        .ok_or_else(|| unknown_ref("task", id))
 }
 fn need_principal(dir: &dyn Directory, p: &Principal) -> Result<()> {
     match p {
@@ -393,7 +406,9 @@ fn need_principal(dir: &dyn Directory, p: &Principal) -> Result<()> {
     }
 }
 fn need_squad(dir: &dyn Directory, id: &squad_model::SquadId) -> Result<()> {
-    dir.squad(id).map(|_| ()).ok_or_else(|| unknown_ref("squad", id))
+    dir.squad(id)
+        .map(|_| ())
+        .ok_or_else(|| unknown_ref("squad", id))
 }
 
 /// Checks that the ids an event acts on exist (and that ids it creates are new).

@@ -68,8 +68,10 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                         return cx.reject(422, "assignee agent is archived");
                     }
                     if active && agent.runtime.is_none() {
-                        return cx
-                            .reject(422, "agent needs a runtime before this autopilot can be active");
+                        return cx.reject(
+                            422,
+                            "agent needs a runtime before this autopilot can be active",
+                        );
                     }
                     if !can_invoke_agent(cx.dir, agent, actor, originator.as_ref()) {
                         return cx.reject(403, "cannot assign autopilot to private agent");
@@ -124,7 +126,12 @@ fn resolve<'a>(cx: &mut Cx<'a>, ap: &Autopilot) -> Option<(&'a Agent, Option<Squ
     match &ap.assignee {
         Assignee::Squad(s) => {
             let Some(squad) = dir.squad(s) else {
-                skip(cx, ap, "assignee squad cannot be resolved", "target_unavailable");
+                skip(
+                    cx,
+                    ap,
+                    "assignee squad cannot be resolved",
+                    "target_unavailable",
+                );
                 return None;
             };
             if squad.is_archived() {
@@ -132,11 +139,21 @@ fn resolve<'a>(cx: &mut Cx<'a>, ap: &Autopilot) -> Option<(&'a Agent, Option<Squ
                 return None;
             }
             let Some(leader) = dir.agent(&squad.leader_id) else {
-                skip(cx, ap, "assignee agent no longer exists", "target_unavailable");
+                skip(
+                    cx,
+                    ap,
+                    "assignee agent no longer exists",
+                    "target_unavailable",
+                );
                 return None;
             };
             if leader.is_archived() {
-                skip(cx, ap, "squad leader agent is archived", "target_unavailable");
+                skip(
+                    cx,
+                    ap,
+                    "squad leader agent is archived",
+                    "target_unavailable",
+                );
                 return None;
             }
             if leader.runtime.is_none() {
@@ -152,7 +169,12 @@ fn resolve<'a>(cx: &mut Cx<'a>, ap: &Autopilot) -> Option<(&'a Agent, Option<Squ
         }
         Assignee::Agent(a) => {
             let Some(agent) = dir.agent(a) else {
-                skip(cx, ap, "assignee agent no longer exists", "target_unavailable");
+                skip(
+                    cx,
+                    ap,
+                    "assignee agent no longer exists",
+                    "target_unavailable",
+                );
                 return None;
             };
             if agent.is_archived() {
@@ -160,7 +182,12 @@ fn resolve<'a>(cx: &mut Cx<'a>, ap: &Autopilot) -> Option<(&'a Agent, Option<Squ
                 return None;
             }
             if agent.runtime.is_none() {
-                skip(cx, ap, "assignee agent has no runtime bound", "agent_runtime_required");
+                skip(
+                    cx,
+                    ap,
+                    "assignee agent has no runtime bound",
+                    "agent_runtime_required",
+                );
                 return None;
             }
             Some((agent, None))
@@ -226,8 +253,7 @@ fn trigger_autopilot(
                     "already_active",
                 );
             }
-            let issue_id =
-                IssueId::new(cx.mint(IdKind::Issue)).expect("minted ids are valid");
+            let issue_id = IssueId::new(cx.mint(IdKind::Issue)).expect("minted ids are valid");
             let assignee = match &squad {
                 Some(s) => Assignee::Squad(s.clone()),
                 None => Assignee::Agent(agent.id.clone()),

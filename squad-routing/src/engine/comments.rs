@@ -160,7 +160,9 @@ fn thread_root_owner(cx: &mut Cx<'_>, req: &Req<'_>, root: &Comment) {
         .map(|m| (m.kind, m.id.to_owned()));
     match first {
         Some((MentionKind::Squad, id)) => {
-            let Some(squad) = SquadId::new(id).ok().and_then(|s| cx.squad_in(&s, &req.issue.workspace_id))
+            let Some(squad) = SquadId::new(id)
+                .ok()
+                .and_then(|s| cx.squad_in(&s, &req.issue.workspace_id))
             else {
                 return cx.noop(NoopReason::NoTrigger);
             };
@@ -179,7 +181,11 @@ fn thread_root_owner(cx: &mut Cx<'_>, req: &Req<'_>, root: &Comment) {
                 if let Some(t) = dir.task(t)
                     && !seen.iter().any(|(a, _)| a == &t.agent_id)
                 {
-                    let squad = if t.is_leader_task { t.squad_id.clone() } else { None };
+                    let squad = if t.is_leader_task {
+                        t.squad_id.clone()
+                    } else {
+                        None
+                    };
                     seen.push((t.agent_id.clone(), squad));
                 }
             }

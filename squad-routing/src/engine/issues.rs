@@ -2,8 +2,8 @@
 //! stage barrier; plus task status, claims (§5) and agent changes.
 
 use squad_model::{
-    Actor, AgentId, Assignee, Issue, IssueId, IssueStatus, RuntimeBinding, RuntimeId,
-    SquadId, TaskId, TaskStatus, UserId, WorkspaceId,
+    Actor, AgentId, Assignee, Issue, IssueId, IssueStatus, RuntimeBinding, RuntimeId, SquadId,
+    TaskId, TaskStatus, UserId, WorkspaceId,
 };
 
 use super::{Cx, IdKind, NewTask, bound, online};
@@ -69,7 +69,15 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             });
             cx.set_issue(issue.clone());
             if let Some(a) = &issue.assignee {
-                run(cx, &issue, a, TriggerSource::Assign, *suppress_run, None, originator);
+                run(
+                    cx,
+                    &issue,
+                    a,
+                    TriggerSource::Assign,
+                    *suppress_run,
+                    None,
+                    originator,
+                );
             }
         }
         Event::UpdateIssue {
@@ -95,8 +103,15 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             ) else {
                 return;
             };
-            if let Some(done) = update_one(cx, actor, task_id.as_ref(), &issue, *status, change, *suppress_run)
-            {
+            if let Some(done) = update_one(
+                cx,
+                actor,
+                task_id.as_ref(),
+                &issue,
+                *status,
+                change,
+                *suppress_run,
+            ) {
                 wake_parent(cx, &[done]);
             }
         }
@@ -130,9 +145,15 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                     let _ = n;
                     return;
                 };
-                if let Some(done) =
-                    update_one(cx, actor, task_id.as_ref(), &issue, *status, change, *suppress_run)
-                {
+                if let Some(done) = update_one(
+                    cx,
+                    actor,
+                    task_id.as_ref(),
+                    &issue,
+                    *status,
+                    change,
+                    *suppress_run,
+                ) {
                     completed.push(done);
                 }
             }
@@ -234,14 +255,22 @@ pub(super) fn validate_assignee(
     let (ty, id) = match (ty, id) {
         (None, None) => return Ok(None),
         (Some(t), Some(i)) => (t, i),
-        _ => return Err((400, "assignee_type and assignee_id must be provided together")),
+        _ => {
+            return Err((
+                400,
+                "assignee_type and assignee_id must be provided together",
+            ));
+        }
     };
     match ty {
         "squad" => {
             let squad = SquadId::new(id)
                 .ok()
                 .and_then(|s| cx.squad_in(&s, ws))
-                .ok_or((400, "assignee_id does not refer to a squad in this workspace"))?;
+                .ok_or((
+                    400,
+                    "assignee_id does not refer to a squad in this workspace",
+                ))?;
             if squad.is_archived() {
                 return Err((400, "cannot assign to an archived squad"));
             }
@@ -259,7 +288,10 @@ pub(super) fn validate_assignee(
             let agent = AgentId::new(id)
                 .ok()
                 .and_then(|a| cx.agent_in(&a, ws))
-                .ok_or((400, "assignee_id does not refer to an agent in this workspace"))?;
+                .ok_or((
+                    400,
+                    "assignee_id does not refer to an agent in this workspace",
+                ))?;
             if agent.is_archived() {
                 return Err((400, "cannot assign to archived agent"));
             }
@@ -272,7 +304,10 @@ pub(super) fn validate_assignee(
             let user = UserId::new(id)
                 .ok()
                 .filter(|u| cx.dir.workspace_role(ws, u).is_some())
-                .ok_or((400, "assignee_id does not refer to a member of this workspace"))?;
+                .ok_or((
+                    400,
+                    "assignee_id does not refer to a member of this workspace",
+                ))?;
             Ok(Some(Assignee::Member(user)))
         }
         _ => Err((400, "assignee_type must be 'member', 'agent', or 'squad'")),
@@ -317,7 +352,15 @@ fn update_one(
     if let Some(a) = next.assignee.clone() {
         if assignee_changed {
             let originator = cx.request_originator(actor, task_id, Some(issue));
-            run(cx, &next, &a, TriggerSource::Assign, suppress_run, Some(actor), originator);
+            run(
+                cx,
+                &next,
+                &a,
+                TriggerSource::Assign,
+                suppress_run,
+                Some(actor),
+                originator,
+            );
         } else if old_status == IssueStatus::Backlog
             && new_status != IssueStatus::Backlog
             && !new_status.is_terminal()
@@ -330,7 +373,15 @@ fn update_one(
                 cx.noop(NoopReason::SelfLoop);
             } else {
                 let originator = cx.request_originator(actor, task_id, Some(issue));
-                run(cx, &next, &a, TriggerSource::Status, suppress_run, Some(actor), originator);
+                run(
+                    cx,
+                    &next,
+                    &a,
+                    TriggerSource::Status,
+                    suppress_run,
+                    Some(actor),
+                    originator,
+                );
             }
         }
     }
@@ -585,16 +636,24 @@ fn child_done_comment(
     let prefix = match &parent.assignee {
         Some(Assignee::Agent(a)) => {
             let name = cx.dir.agent(a).map_or("", |a| a.name.as_str());
-            format!("{} ", format_mention(MentionKind::Agent, a.as_str(), &label(name)))
+            format!(
+                "{} ",
+                format_mention(MentionKind::Agent, a.as_str(), &label(name))
+            )
         }
         Some(Assignee::Squad(s)) => {
             let name = cx.dir.squad(s).map_or("", |s| s.name.as_str());
-            format!("{} ", format_mention(MentionKind::Squad, s.as_str(), &label(name)))
+            format!(
+                "{} ",
+                format_mention(MentionKind::Squad, s.as_str(), &label(name))
+            )
         }
         _ => String::new(),
     };
     let ident = identifier(cx, child);
-    let title = child.title.replace("](mention://", "] (mention-stripped://");
+    let title = child
+        .title
+        .replace("](mention://", "] (mention-stripped://");
     let parent_ref = identifier(cx, parent);
     match closed {
         None => format!(
@@ -636,13 +695,19 @@ fn child_done_comment(
 /// A mention label: `]` stripped, `assignee` when empty.
 fn label(name: &str) -> String {
     let l: String = name.chars().filter(|c| *c != ']').collect();
-    if l.is_empty() { "assignee".to_owned() } else { l }
+    if l.is_empty() {
+        "assignee".to_owned()
+    } else {
+        l
+    }
 }
 
 /// The claim response (§5).
 fn claim(cx: &mut Cx<'_>, task_id: &TaskId) {
     let dir = cx.dir;
-    let Some(task) = dir.task(task_id) else { return };
+    let Some(task) = dir.task(task_id) else {
+        return;
+    };
     if task.status == TaskStatus::Queued {
         cx.push(Decision::SetTaskStatus {
             task_id: task_id.clone(),
@@ -661,13 +726,18 @@ fn claim(cx: &mut Cx<'_>, task_id: &TaskId) {
         return cx.push(plain);
     }
     let issue = task.issue_id.as_ref().and_then(|i| cx.issue(i));
-    let squad = task.squad_id.as_ref().and_then(|s| dir.squad(s)).filter(|s| {
-        issue.is_none_or(|i| i.workspace_id == s.workspace_id) && s.leader_id == task.agent_id
-    });
+    let squad = task
+        .squad_id
+        .as_ref()
+        .and_then(|s| dir.squad(s))
+        .filter(|s| {
+            issue.is_none_or(|i| i.workspace_id == s.workspace_id) && s.leader_id == task.agent_id
+        });
     let Some(squad) = squad else {
         return cx.push(plain);
     };
-    let owns = issue.is_some_and(|i| i.assignee.as_ref() == Some(&Assignee::Squad(squad.id.clone())));
+    let owns =
+        issue.is_some_and(|i| i.assignee.as_ref() == Some(&Assignee::Squad(squad.id.clone())));
     cx.push(Decision::Claim {
         task_id: task_id.clone(),
         is_leader_task: true,

@@ -7,8 +7,8 @@ mod squads;
 
 use serde::Serialize;
 use squad_model::{
-    Agent, AgentId, CommentId, Issue, IssueId, Squad, SquadId, Task, TaskId,
-    TaskStatus, Timestamp, UserId, WorkspaceId,
+    Agent, AgentId, CommentId, Issue, IssueId, Squad, SquadId, Task, TaskId, TaskStatus, Timestamp,
+    UserId, WorkspaceId,
 };
 
 use crate::decision::{Decision, NoopReason, TriggerSource};

@@ -187,8 +187,12 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             {
                 return cx.reject(400, "cannot remove the squad leader; change leader first");
             }
-            match member.filter(|m| cx.dir.squad_members(squad_id).iter().any(|r| &r.member == m))
-            {
+            match member.filter(|m| {
+                cx.dir
+                    .squad_members(squad_id)
+                    .iter()
+                    .any(|r| &r.member == m)
+            }) {
                 Some(member) => cx.push(Decision::RemoveMember {
                     squad_id: squad_id.clone(),
                     member,
@@ -206,9 +210,12 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             if managed(cx, actor, squad_id).is_none() {
                 return;
             }
-            match member_ref(member_type, member_id)
-                .filter(|m| cx.dir.squad_members(squad_id).iter().any(|r| &r.member == m))
-            {
+            match member_ref(member_type, member_id).filter(|m| {
+                cx.dir
+                    .squad_members(squad_id)
+                    .iter()
+                    .any(|r| &r.member == m)
+            }) {
                 Some(member) => cx.push(Decision::SetMemberRole {
                     squad_id: squad_id.clone(),
                     member,
@@ -263,10 +270,11 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
 /// Task ids compare case-insensitively: try the id as given, then lower-cased.
 fn find_task_ci<'a>(cx: &Cx<'a>, id: &str) -> Option<&'a squad_model::Task> {
     let dir = cx.dir;
-    TaskId::new(id)
-        .ok()
-        .and_then(|t| dir.task(&t))
-        .or_else(|| TaskId::new(id.to_ascii_lowercase()).ok().and_then(|t| dir.task(&t)))
+    TaskId::new(id).ok().and_then(|t| dir.task(&t)).or_else(|| {
+        TaskId::new(id.to_ascii_lowercase())
+            .ok()
+            .and_then(|t| dir.task(&t))
+    })
 }
 
 #[allow(clippy::too_many_arguments, reason = "one argument per request field")]
@@ -301,7 +309,10 @@ fn create(
     };
     if !role.is_admin() && !can_invoke_agent(cx.dir, agent, &Principal::Member(actor.clone()), None)
     {
-        return cx.reject(403, "you can only use an agent you have access to as leader");
+        return cx.reject(
+            403,
+            "you can only use an agent you have access to as leader",
+        );
     }
     let squad = Squad {
         id: squad_id.clone(),
@@ -348,11 +359,7 @@ fn managed<'a>(
     Some((squad, role))
 }
 
-fn leader_candidate<'a>(
-    cx: &Cx<'a>,
-    id: &str,
-    ws: &WorkspaceId,
-) -> Option<&'a squad_model::Agent> {
+fn leader_candidate<'a>(cx: &Cx<'a>, id: &str, ws: &WorkspaceId) -> Option<&'a squad_model::Agent> {
     AgentId::new(id).ok().and_then(|a| cx.agent_in(&a, ws))
 }
 

@@ -26,24 +26,101 @@ fn validation_table_gives_the_reference_errors() {
         squad_routing::Directory::put_squad(&mut w.dir, sq);
         s
     };
-    let dead = w.agent("Dead", &alice, AgentSpec { archived: true, ..ONLINE_PRIVATE });
+    let dead = w.agent(
+        "Dead",
+        &alice,
+        AgentSpec {
+            archived: true,
+            ..ONLINE_PRIVATE
+        },
+    );
     let dead_led = w.squad("Headless", &dead, &alice);
     let public = w.agent("Pub", &alice, ONLINE_PUBLIC);
     let issue = w.issue(IssueStatus::Todo, None);
     let bob_id = w.bob.to_string();
-    let cases: Vec<(squad_routing::Principal, Option<&str>, Option<&str>, Option<(u16, &str)>)> = vec![
-        (member(&alice), Some("squad"), None, Some((400, "assignee_type and assignee_id must be provided together"))),
-        (member(&alice), None, Some(squad.as_str()), Some((400, "assignee_type and assignee_id must be provided together"))),
-        (member(&alice), Some("squad"), Some("00000000-0000-4000-8000-00000000dead"), Some((400, "assignee_id does not refer to a squad in this workspace"))),
-        (member(&alice), Some("squad"), Some(archived_squad.as_str()), Some((400, "cannot assign to an archived squad"))),
-        (member(&alice), Some("squad"), Some(dead_led.as_str()), Some((400, "squad leader is archived; cannot assign to this squad"))),
+    type Case<'a> = (
+        squad_routing::Principal,
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<(u16, &'a str)>,
+    );
+    let cases: Vec<Case<'_>> = vec![
+        (
+            member(&alice),
+            Some("squad"),
+            None,
+            Some((
+                400,
+                "assignee_type and assignee_id must be provided together",
+            )),
+        ),
+        (
+            member(&alice),
+            None,
+            Some(squad.as_str()),
+            Some((
+                400,
+                "assignee_type and assignee_id must be provided together",
+            )),
+        ),
+        (
+            member(&alice),
+            Some("squad"),
+            Some("00000000-0000-4000-8000-00000000dead"),
+            Some((
+                400,
+                "assignee_id does not refer to a squad in this workspace",
+            )),
+        ),
+        (
+            member(&alice),
+            Some("squad"),
+            Some(archived_squad.as_str()),
+            Some((400, "cannot assign to an archived squad")),
+        ),
+        (
+            member(&alice),
+            Some("squad"),
+            Some(dead_led.as_str()),
+            Some((400, "squad leader is archived; cannot assign to this squad")),
+        ),
         // Bob is neither the owner nor targeted: a private leader refuses, admins included.
-        (member(&w.bob.clone()), Some("squad"), Some(squad.as_str()), Some((403, "cannot assign to squad with private leader"))),
-        (member(&w.admin.clone()), Some("squad"), Some(squad.as_str()), Some((403, "cannot assign to squad with private leader"))),
-        (member(&alice), Some("robot"), Some("x"), Some((400, "assignee_type must be 'member', 'agent', or 'squad'"))),
-        (member(&alice), Some("agent"), Some(dead.as_str()), Some((400, "cannot assign to archived agent"))),
-        (member(&w.bob.clone()), Some("agent"), Some(leader.as_str()), Some((403, "cannot assign to private agent"))),
-        (member(&w.bob.clone()), Some("agent"), Some(public.as_str()), None),
+        (
+            member(&w.bob.clone()),
+            Some("squad"),
+            Some(squad.as_str()),
+            Some((403, "cannot assign to squad with private leader")),
+        ),
+        (
+            member(&w.admin.clone()),
+            Some("squad"),
+            Some(squad.as_str()),
+            Some((403, "cannot assign to squad with private leader")),
+        ),
+        (
+            member(&alice),
+            Some("robot"),
+            Some("x"),
+            Some((400, "assignee_type must be 'member', 'agent', or 'squad'")),
+        ),
+        (
+            member(&alice),
+            Some("agent"),
+            Some(dead.as_str()),
+            Some((400, "cannot assign to archived agent")),
+        ),
+        (
+            member(&w.bob.clone()),
+            Some("agent"),
+            Some(leader.as_str()),
+            Some((403, "cannot assign to private agent")),
+        ),
+        (
+            member(&w.bob.clone()),
+            Some("agent"),
+            Some(public.as_str()),
+            None,
+        ),
         (member(&alice), Some("squad"), Some(squad.as_str()), None),
         (member(&alice), Some("member"), Some(bob_id.as_str()), None),
     ];
@@ -59,7 +136,11 @@ fn validation_table_gives_the_reference_errors() {
             suppress_run: false,
         };
         let got = w.peek(&ev);
-        assert_eq!(got.rejection(), want, "actor {actor:?} type {ty:?} id {id:?}");
+        assert_eq!(
+            got.rejection(),
+            want,
+            "actor {actor:?} type {ty:?} id {id:?}"
+        );
         if want.is_some() {
             assert_eq!(got.decisions.len(), 1, "a rejection carries no effect");
         }
@@ -91,7 +172,9 @@ fn an_agent_actor_uses_the_originator_of_its_task() {
     );
     // The task acts for alice, the leader's owner: validation passes. The update path's gate
     // then uses the issue's provenance (created by the workspace owner): a silent no-op.
-    let mut t = squad_routing::Directory::task(&w.dir, &task).unwrap().clone();
+    let mut t = squad_routing::Directory::task(&w.dir, &task)
+        .unwrap()
+        .clone();
     t.originator_user_id = Some(alice.clone());
     squad_routing::Directory::put_task(&mut w.dir, t);
     let d = w.peek(&ev(Some(task.clone())));
@@ -99,7 +182,9 @@ fn an_agent_actor_uses_the_originator_of_its_task() {
     assert!(enqueued(&d).is_empty());
     assert_eq!(noops(&d), ["invocation_denied"]);
     // With alice as the issue's creator, the gate passes and the leader is woken.
-    let mut i = squad_routing::Directory::issue(&w.dir, &issue).unwrap().clone();
+    let mut i = squad_routing::Directory::issue(&w.dir, &issue)
+        .unwrap()
+        .clone();
     i.creator = Some(squad_model::Actor::Member(alice.clone()));
     squad_routing::Directory::put_issue(&mut w.dir, i);
     let d = w.event(ev(Some(task)));
@@ -116,7 +201,10 @@ fn backlog_parks_and_leaving_backlog_wakes_the_leader() {
     assert!(enqueued(&d).is_empty());
     assert_eq!(noops(&d), ["backlog"]);
     let d = w.set_status(member(&alice), &issue, IssueStatus::Todo);
-    assert_eq!(enqueued(&d), vec![(leader.clone(), true, TriggerSource::Status)]);
+    assert_eq!(
+        enqueued(&d),
+        vec![(leader.clone(), true, TriggerSource::Status)]
+    );
     // A second promotion-like write finds the pending leader task: no second task.
     let d = w.set_status(member(&alice), &issue, IssueStatus::InProgress);
     assert!(enqueued(&d).is_empty());
@@ -136,7 +224,11 @@ fn assignment_runs_on_every_non_backlog_status_including_terminal_ones() {
         let alice = w.alice.clone();
         let issue = w.issue(status, None);
         let d = w.assign(member(&alice), &issue, "squad", squad.as_str());
-        assert_eq!(enqueued(&d), vec![(leader, true, TriggerSource::Assign)], "{status:?}");
+        assert_eq!(
+            enqueued(&d),
+            vec![(leader, true, TriggerSource::Assign)],
+            "{status:?}"
+        );
     }
 }
 
@@ -155,7 +247,9 @@ fn promotion_to_done_or_cancelled_does_not_run() {
 fn assignment_requires_an_online_leader_but_validation_does_not() {
     let (mut w, leader, squad) = setup();
     let alice = w.alice.clone();
-    w.edit_agent(&leader, |a| a.runtime.as_mut().unwrap().status = RuntimeStatus::Offline);
+    w.edit_agent(&leader, |a| {
+        a.runtime.as_mut().unwrap().status = RuntimeStatus::Offline
+    });
     let issue = w.issue(IssueStatus::Todo, None);
     let d = w.assign(member(&alice), &issue, "squad", squad.as_str());
     assert_eq!(d.rejection(), None, "the assignment itself is accepted");
@@ -171,7 +265,14 @@ fn assignment_requires_an_online_leader_but_validation_does_not() {
 fn agent_assignees_need_only_a_bound_runtime() {
     let (mut w, _, _) = setup();
     let alice = w.alice.clone();
-    let a = w.agent("Off", &alice, AgentSpec { runtime: Some(RuntimeStatus::Offline), ..ONLINE_PRIVATE });
+    let a = w.agent(
+        "Off",
+        &alice,
+        AgentSpec {
+            runtime: Some(RuntimeStatus::Offline),
+            ..ONLINE_PRIVATE
+        },
+    );
     let issue = w.issue(IssueStatus::Todo, None);
     let d = w.assign(member(&alice), &issue, "agent", a.as_str());
     assert_eq!(enqueued(&d), vec![(a, false, TriggerSource::Assign)]);
@@ -223,7 +324,9 @@ fn the_update_path_gate_uses_the_issue_provenance_for_agents_and_fails_silently(
     let bob = w.bob.clone();
     // An issue created by bob, assigned to the squad while in backlog; an agent promotes it.
     let issue = w.issue(IssueStatus::Backlog, Some(Assignee::Squad(squad.clone())));
-    let mut i = squad_routing::Directory::issue(&w.dir, &issue).unwrap().clone();
+    let mut i = squad_routing::Directory::issue(&w.dir, &issue)
+        .unwrap()
+        .clone();
     i.creator = Some(squad_model::Actor::Member(bob));
     squad_routing::Directory::put_issue(&mut w.dir, i);
     let alice = w.alice.clone();
@@ -234,7 +337,9 @@ fn the_update_path_gate_uses_the_issue_provenance_for_agents_and_fails_silently(
     assert_eq!(noops(&d), ["invocation_denied"]);
     // When the provenance is the leader's owner, the same write wakes the leader.
     let issue2 = w.issue(IssueStatus::Backlog, Some(Assignee::Squad(squad)));
-    let mut i = squad_routing::Directory::issue(&w.dir, &issue2).unwrap().clone();
+    let mut i = squad_routing::Directory::issue(&w.dir, &issue2)
+        .unwrap()
+        .clone();
     i.creator = Some(squad_model::Actor::Member(alice));
     squad_routing::Directory::put_issue(&mut w.dir, i);
     let d = w.set_status(agent(&worker), &issue2, IssueStatus::Todo);
@@ -245,7 +350,13 @@ fn the_update_path_gate_uses_the_issue_provenance_for_agents_and_fails_silently(
 fn reassignment_cancels_active_tasks_by_default_and_not_in_era_c() {
     for (policy, expect_cancel) in [
         (RoutingPolicy::default(), true),
-        (RoutingPolicy { cancel_tasks_on_reassign: false, ..RoutingPolicy::default() }, false),
+        (
+            RoutingPolicy {
+                cancel_tasks_on_reassign: false,
+                ..RoutingPolicy::default()
+            },
+            false,
+        ),
     ] {
         let mut w = World::with_policy(policy);
         let alice = w.alice.clone();
@@ -278,7 +389,10 @@ fn reassigning_between_squads_with_one_leader_replaces_its_pending_task() {
     let first = d.enqueued().next().unwrap().id.clone();
     let d = w.assign(member(&alice), &issue, "squad", squad2.as_str());
     assert_eq!(cancelled(&d), vec![first]);
-    assert_eq!(enqueued(&d), vec![(leader.clone(), true, TriggerSource::Assign)]);
+    assert_eq!(
+        enqueued(&d),
+        vec![(leader.clone(), true, TriggerSource::Assign)]
+    );
     let pending: Vec<_> = w.dir.tasks().filter(|t| t.status.is_pending()).collect();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].squad_id.as_ref(), Some(&squad2));
@@ -330,7 +444,10 @@ fn deleting_an_issue_cancels_all_its_tasks() {
     let alice = w.alice.clone();
     let issue = w.issue(IssueStatus::Todo, Some(Assignee::Squad(squad)));
     let t1 = w.task(&leader, &issue, TaskStatus::Running, None);
-    let d = w.event(Event::DeleteIssue { actor: member(&alice), issue_id: issue.clone() });
+    let d = w.event(Event::DeleteIssue {
+        actor: member(&alice),
+        issue_id: issue.clone(),
+    });
     assert_eq!(cancelled(&d), vec![t1]);
     assert!(squad_routing::Directory::issue(&w.dir, &issue).is_none());
 }

@@ -7,3 +7,7 @@
 mod world;
 
 mod assign;
+mod autopilot;
+mod child_done;
+mod comments;
+mod squads;

@@ -63,21 +63,21 @@ impl World {
             engine: Engine::new(policy),
             at: Timestamp::parse("2026-11-30T10:00:00Z").unwrap(),
             ws,
-            owner: UserId::new("u-owner").unwrap(),
-            admin: UserId::new("u-admin").unwrap(),
-            alice: UserId::new("u-alice").unwrap(),
-            bob: UserId::new("u-bob").unwrap(),
+            owner: UserId::new(uuid(0xe, 1)).unwrap(),
+            admin: UserId::new(uuid(0xe, 2)).unwrap(),
+            alice: UserId::new(uuid(0xe, 3)).unwrap(),
+            bob: UserId::new(uuid(0xe, 4)).unwrap(),
             n: 0,
         };
-        for (u, role) in [
-            (w.owner.clone(), WorkspaceRole::Owner),
-            (w.admin.clone(), WorkspaceRole::Admin),
-            (w.alice.clone(), WorkspaceRole::Member),
-            (w.bob.clone(), WorkspaceRole::Member),
+        for (u, role, name) in [
+            (w.owner.clone(), WorkspaceRole::Owner, "Olga"),
+            (w.admin.clone(), WorkspaceRole::Admin, "Adam"),
+            (w.alice.clone(), WorkspaceRole::Member, "Alice"),
+            (w.bob.clone(), WorkspaceRole::Member, "Bob"),
         ] {
             w.dir.put_user(User {
                 id: u.clone(),
-                name: u.as_str().trim_start_matches("u-").to_owned(),
+                name: name.to_owned(),
             });
             w.dir.put_membership(Membership {
                 workspace_id: w.ws.clone(),
@@ -226,7 +226,12 @@ impl World {
         self.engine.decide(&self.dir, self.at, ev)
     }
 
-    pub(crate) fn comment(&mut self, issue: &IssueId, author: Principal, content: &str) -> Decisions {
+    pub(crate) fn comment(
+        &mut self,
+        issue: &IssueId,
+        author: Principal,
+        content: &str,
+    ) -> Decisions {
         let id = squad_model::CommentId::new(uuid(0xc, self.next())).unwrap();
         self.event(Event::Comment {
             comment_id: id,
@@ -258,7 +263,12 @@ impl World {
         })
     }
 
-    pub(crate) fn set_status(&mut self, actor: Principal, issue: &IssueId, s: IssueStatus) -> Decisions {
+    pub(crate) fn set_status(
+        &mut self,
+        actor: Principal,
+        issue: &IssueId,
+        s: IssueStatus,
+    ) -> Decisions {
         self.event(update(actor, issue, Some(s), None))
     }
 
@@ -317,7 +327,13 @@ pub(crate) fn noops(d: &Decisions) -> Vec<String> {
     d.decisions
         .iter()
         .filter_map(|d| match d {
-            Decision::Noop { reason, .. } => Some(serde_json::to_value(reason).unwrap().as_str().unwrap().to_owned()),
+            Decision::Noop { reason, .. } => Some(
+                serde_json::to_value(reason)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            ),
             _ => None,
         })
         .collect()
