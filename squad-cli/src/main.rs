@@ -6,6 +6,7 @@
 )]
 
 mod ctx;
+mod route_cmd;
 mod schema_cmd;
 
 use std::process::ExitCode;
@@ -45,6 +46,8 @@ struct Cli {
 enum Command {
     /// Print a JSON Schema shipped with squad.
     Schema(schema_cmd::Args),
+    /// Replay routing traces and print leader briefings (the squad routing rules).
+    Route(route_cmd::Args),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Schema(args) => schema_cmd::run(&args, &ctx),
+        Command::Route(args) => route_cmd::run(&args, &ctx),
     };
     match result {
         Ok(code) => ExitCode::from(code),

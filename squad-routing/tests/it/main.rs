@@ -10,4 +10,5 @@ mod assign;
 mod autopilot;
 mod child_done;
 mod comments;
+mod replay;
 mod squads;
