@@ -153,7 +153,8 @@ pub enum Decision {
     Cancel {
         /// The task.
         task_id: TaskId,
-        /// `reassigned`, `issue_deleted` or `issue_cancelled`.
+        /// `reassigned`, `issue_deleted`, `issue_cancelled`, or `coalesced` (a deferred escalation
+        /// came due while the agent had a pending task).
         reason: &'static str,
     },
     /// Per-mention trigger outcome (§4.5).

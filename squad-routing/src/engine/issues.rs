@@ -181,10 +181,34 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 issue_id: issue_id.clone(),
             });
         }
-        Event::TaskStatus { task_id, status } => cx.push(Decision::SetTaskStatus {
-            task_id: task_id.clone(),
-            status: *status,
-        }),
+        Event::TaskStatus { task_id, status } => {
+            // Tasks only move forward: a finished task stays finished, and a task that left the
+            // queue never becomes pending again (a retry is a new task). This keeps "at most one
+            // pending task per (issue, agent)" true whatever the runtime reports.
+            if let Some(old) = cx.dir.task(task_id) {
+                if old.status.is_terminal() && old.status != *status {
+                    return cx.reject(409, "task is already finished");
+                }
+                if status.is_pending() && old.status == TaskStatus::Deferred {
+                    // A deferred escalation comes due: if the agent meanwhile has a pending task
+                    // on the issue, that task absorbs it.
+                    if let Some(issue) = &old.issue_id
+                        && cx.pending(issue, &old.agent_id).is_some()
+                    {
+                        return cx.push(Decision::Cancel {
+                            task_id: task_id.clone(),
+                            reason: "coalesced",
+                        });
+                    }
+                } else if status.is_pending() && !old.status.is_pending() {
+                    return cx.reject(409, "task cannot return to the queue");
+                }
+            }
+            cx.push(Decision::SetTaskStatus {
+                task_id: task_id.clone(),
+                status: *status,
+            });
+        }
         Event::Claim { task_id } => claim(cx, task_id),
         Event::SetRuntime { agent_id, runtime } => {
             let runtime = runtime.map(|status| RuntimeBinding {

@@ -8,7 +8,9 @@ mod world;
 
 mod assign;
 mod autopilot;
+mod briefing;
 mod child_done;
 mod comments;
+mod props;
 mod replay;
 mod squads;
