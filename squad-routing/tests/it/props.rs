@@ -213,8 +213,8 @@ impl Model {
             Op::ArchiveAgent(a) => Event::ArchiveAgent {
                 agent_id: self.agents[*a].clone(),
             },
-            Op::ArchiveSquad(s, _) => Event::ArchiveSquad {
-                actor: self.w.alice.clone(),
+            Op::ArchiveSquad(s, a) => Event::ArchiveSquad {
+                actor: [&self.w.alice, &self.w.bob, &self.w.admin][a % 3].clone(),
                 squad_id: self.squads[*s].clone(),
             },
         })
