@@ -51,7 +51,11 @@ fn fixture(squads: usize) -> &'static Fixture {
             events: EVENTS,
             seed: 42,
         });
-        let jsonl = if squads == 1_000 { g.to_jsonl() } else { String::new() };
+        let jsonl = if squads == 1_000 {
+            g.to_jsonl()
+        } else {
+            String::new()
+        };
         Fixture {
             dir: g.directory(),
             events: g.events.clone(),

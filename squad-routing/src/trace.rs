@@ -250,7 +250,8 @@ impl Replay {
         self.feed(record).map_err(|e| e.at_line(n))
     }
 
-    /// Feeds one parsed record (as line [`Self::line`] + 1 when counting).
+    /// Feeds one parsed record. Its output reports the number of lines fed through
+    /// [`Self::feed_line`] so far.
     ///
     /// # Errors
     ///
