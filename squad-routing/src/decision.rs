@@ -58,8 +58,6 @@ pub enum NoopReason {
     SelfLoop,
     /// The actor may not invoke the leader (a silent no-op on the update path).
     InvocationDenied,
-    /// The write changes nothing that triggers a run.
-    NoRun,
     /// The comment starts with `/note`.
     NoteComment,
     /// The comment has `@all` and no explicit agent or squad mention.

@@ -240,14 +240,15 @@ fn leader_task(
         return cx.noop_for(NoopReason::Suppressed, leader_id);
     }
     let dir = cx.dir;
-    let Some(leader) = cx.agent_in(leader_id, &req.issue.workspace_id) else {
+    // Readiness (bound, not archived; online is not required) comes before the gate (§4.3).
+    let Some(leader) = cx
+        .agent_in(leader_id, &req.issue.workspace_id)
+        .filter(|a| bound(a))
+    else {
         return cx.noop_for(NoopReason::LeaderNotReady, leader_id);
     };
     if !can_invoke_agent(dir, leader, req.author, req.originator.as_ref()) {
         return cx.noop_for(NoopReason::InvocationDenied, leader_id);
-    }
-    if !bound(leader) {
-        return cx.noop_for(NoopReason::LeaderNotReady, leader_id);
     }
     finish(cx, req, leader_id, Some(squad), source, delay);
 }
@@ -438,24 +439,17 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             }),
         }
     }
-    let mut effects = Vec::new();
+    // A pending task of the executing agent absorbs the comment.
+    let mut absorbed: Vec<Option<TaskId>> = Vec::with_capacity(triggers.len());
     for t in &triggers {
-        if let Some(task_id) = cx.pending(&req.issue.id, &t.agent) {
+        let pending = cx.pending(&req.issue.id, &t.agent);
+        if pending.is_some() {
             for &i in &t.mentions {
                 outcomes[i].outcome = MentionOutcome::Coalesced;
                 outcomes[i].reason = Some("pending_task");
             }
-            effects.push(Decision::Coalesce {
-                task_id,
-                agent_id: t.agent.clone(),
-                comment_id: req.comment_id.clone(),
-            });
-        } else {
-            effects.push(Decision::Noop {
-                reason: NoopReason::NoRun,
-                agent_id: None,
-            });
         }
+        absorbed.push(pending);
     }
     for o in outcomes {
         cx.push(Decision::Mention {
@@ -465,9 +459,13 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             reason: o.reason,
         });
     }
-    for (t, effect) in triggers.iter().zip(effects) {
-        if matches!(effect, Decision::Coalesce { .. }) {
-            cx.push(effect);
+    for (t, pending) in triggers.iter().zip(absorbed) {
+        if let Some(task_id) = pending {
+            cx.push(Decision::Coalesce {
+                task_id,
+                agent_id: t.agent.clone(),
+                comment_id: req.comment_id.clone(),
+            });
             continue;
         }
         let source = if t.leader_of.is_some() {

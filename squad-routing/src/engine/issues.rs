@@ -125,7 +125,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             suppress_run,
         } => {
             let mut completed = Vec::new();
-            for (n, id) in issue_ids.iter().enumerate() {
+            for id in issue_ids {
                 let Some(issue) = cx.issue(id).cloned() else {
                     return cx.reject(404, "issue not found");
                 };
@@ -142,7 +142,6 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                     let reject = cx.out.pop();
                     cx.out.clear();
                     cx.out.extend(reject);
-                    let _ = n;
                     return;
                 };
                 if let Some(done) = update_one(
