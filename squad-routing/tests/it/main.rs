@@ -14,3 +14,15 @@ mod comments;
 mod props;
 mod replay;
 mod squads;
+
+/// Public types can cross threads (hosts run the engine on worker threads).
+#[test]
+fn public_types_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<squad_routing::Engine>();
+    check::<squad_routing::InMemoryDirectory>();
+    check::<squad_routing::Decisions>();
+    check::<squad_routing::Event>();
+    check::<squad_routing::Replay>();
+    check::<squad_routing::Error>();
+}
