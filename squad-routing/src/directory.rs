@@ -321,41 +321,45 @@ impl Directory for InMemoryDirectory {
         self.agents.insert(agent.id.clone(), agent);
     }
     fn put_issue(&mut self, issue: Issue) {
-        let new_squad = match &issue.assignee {
-            Some(Assignee::Squad(s)) => Some(s.clone()),
-            _ => None,
-        };
-        let old = self.issues.get(&issue.id).map(|e| e.issue.clone());
-        if let Some(old) = &old {
-            if old.assignee != issue.assignee {
-                self.unindex_squad_issue(old);
+        if let Some(entry) = self.issues.get_mut(&issue.id) {
+            let old_assignee = entry.issue.assignee.take();
+            let old_parent = entry.issue.parent_issue_id.take();
+            let assignee_changed = old_assignee != issue.assignee;
+            let parent_changed = old_parent != issue.parent_issue_id;
+            let new_parent = issue.parent_issue_id.clone();
+            let new_squad = match &issue.assignee {
+                Some(Assignee::Squad(s)) if assignee_changed => Some(s.clone()),
+                _ => None,
+            };
+            let id = issue.id.clone();
+            entry.issue = issue;
+            if assignee_changed {
+                if let Some(Assignee::Squad(s)) = &old_assignee
+                    && let Some(v) = self.squad_issues.get_mut(s)
+                {
+                    v.retain(|i| i != &id);
+                }
                 if let Some(s) = new_squad {
-                    self.squad_issues
-                        .entry(s)
-                        .or_default()
-                        .push(issue.id.clone());
+                    self.squad_issues.entry(s).or_default().push(id.clone());
                 }
             }
-            if old.parent_issue_id != issue.parent_issue_id {
-                if let Some(p) = &old.parent_issue_id
+            if parent_changed {
+                if let Some(p) = &old_parent
                     && let Some(pe) = self.issues.get_mut(p)
                 {
-                    pe.children.retain(|c| c != &issue.id);
+                    pe.children.retain(|c| c != &id);
                 }
-                if let Some(p) = &issue.parent_issue_id
+                if let Some(p) = &new_parent
                     && let Some(pe) = self.issues.get_mut(p)
                 {
-                    pe.children.push(issue.id.clone());
+                    pe.children.push(id);
                 }
-            }
-            if let Some(e) = self.issues.get_mut(&issue.id) {
-                e.issue = issue;
             }
             return;
         }
-        if let Some(s) = new_squad {
+        if let Some(Assignee::Squad(s)) = &issue.assignee {
             self.squad_issues
-                .entry(s)
+                .entry(s.clone())
                 .or_default()
                 .push(issue.id.clone());
         }

@@ -11,7 +11,7 @@ use crate::mention::{Mention, MentionKind, is_note_comment, is_uuid, parse_menti
 use crate::records::{Comment, EvaluationOutcome, Principal};
 
 struct Req<'e> {
-    issue: Issue,
+    issue: &'e Issue,
     comment_id: &'e CommentId,
     author: &'e Principal,
     originator: Option<UserId>,
@@ -31,7 +31,8 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
     else {
         return;
     };
-    let Some(issue) = cx.issue(issue_id).cloned() else {
+    let dir = cx.dir;
+    let Some(issue) = dir.issue(issue_id) else {
         return cx.reject(404, "issue not found");
     };
     if let (Principal::Agent(_), Some(t)) = (author, task_id) {
@@ -66,7 +67,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
     if is_note_comment(content) {
         return cx.noop(NoopReason::NoteComment);
     }
-    let originator = cx.request_originator(author, task_id.as_ref(), Some(&issue));
+    let originator = cx.request_originator(author, task_id.as_ref(), Some(issue));
     let req = Req {
         issue,
         comment_id,
