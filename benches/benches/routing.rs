@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use squad_model::{Assignee, Issue, IssueId, IssueStatus, SquadId, Timestamp, WorkspaceId};
 use squad_routing::generate::{GenConfig, Generated, generate};
-use squad_routing::{Directory, Engine, Event, InMemoryDirectory, Replay, apply};
+use squad_routing::{Directory, Engine, Event, InMemoryDirectory, Replay, apply_owned};
 
 #[global_allocator]
 static ALLOC: divan::AllocProfiler = divan::AllocProfiler::system();
@@ -75,7 +75,7 @@ fn engine(bencher: divan::Bencher<'_, '_>, squads: usize) {
         .bench_local_values(|mut dir| {
             for (at, ev) in &f.events {
                 let d = engine.decide(&dir, *at, ev);
-                apply(&mut dir, &d);
+                apply_owned(&mut dir, d);
             }
             dir
         });

@@ -3,35 +3,44 @@
 use squad_model::{Assignee, AutopilotStatus, TaskStatus};
 
 use crate::decision::Decision;
-use crate::directory::{Directory, set_task_status};
+use crate::directory::Directory;
 use crate::engine::Decisions;
 
 /// Applies the effects of `decisions` to `dir`, in order, so that later events see them.
 ///
 /// Rejections, no-ops, mention outcomes and coalesced comments change nothing; a rejected event
-/// carries no other effect.
+/// carries no other effect. [`apply_owned`] does the same without copying the records.
 pub fn apply(dir: &mut dyn Directory, decisions: &Decisions) {
     for d in &decisions.decisions {
-        apply_one(dir, d);
+        apply_one(dir, d.clone());
     }
     dir.advance_id_seq(decisions.id_seq);
 }
 
-fn apply_one(dir: &mut dyn Directory, d: &Decision) {
+/// [`apply`], consuming the decisions: records move into the directory instead of being copied.
+pub fn apply_owned(dir: &mut dyn Directory, decisions: Decisions) {
+    let seq = decisions.id_seq;
+    for d in decisions.decisions {
+        apply_one(dir, d);
+    }
+    dir.advance_id_seq(seq);
+}
+
+fn apply_one(dir: &mut dyn Directory, d: Decision) {
     match d {
-        Decision::Enqueue { task, .. } => dir.put_task(task.clone()),
-        Decision::Cancel { task_id, .. } => set_task_status(dir, task_id, TaskStatus::Cancelled),
-        Decision::SetTaskStatus { task_id, status } => set_task_status(dir, task_id, *status),
-        Decision::PostComment { comment, .. } => dir.put_comment(comment.clone()),
+        Decision::Enqueue { task, .. } => dir.put_task(task),
+        Decision::Cancel { task_id, .. } => dir.set_task_status(&task_id, TaskStatus::Cancelled),
+        Decision::SetTaskStatus { task_id, status } => dir.set_task_status(&task_id, status),
+        Decision::PostComment { comment, .. } => dir.put_comment(comment),
         Decision::CreateSquad {
             squad,
             leader_member,
             ..
         } => {
-            dir.put_squad(squad.clone());
-            dir.put_member(leader_member.clone());
+            dir.put_squad(squad);
+            dir.put_member(leader_member);
         }
-        Decision::UpdateSquad { squad } => dir.put_squad(squad.clone()),
+        Decision::UpdateSquad { squad } => dir.put_squad(squad),
         Decision::ArchiveSquad {
             squad_id,
             archived_by,
@@ -40,41 +49,41 @@ fn apply_one(dir: &mut dyn Directory, d: &Decision) {
             reassigned_issues,
             reassigned_autopilots,
         } => {
-            for id in reassigned_issues {
+            for id in &reassigned_issues {
                 if let Some(i) = dir.issue(id) {
                     let mut i = i.clone();
                     i.assignee = Some(Assignee::Agent(leader_id.clone()));
                     dir.put_issue(i);
                 }
             }
-            for id in reassigned_autopilots {
+            for id in &reassigned_autopilots {
                 if let Some(a) = dir.autopilot(id) {
                     let mut a = a.clone();
                     a.assignee = Assignee::Agent(leader_id.clone());
                     dir.put_autopilot(a);
                 }
             }
-            if let Some(s) = dir.squad(squad_id) {
+            if let Some(s) = dir.squad(&squad_id) {
                 let mut s = s.clone();
-                s.archived_at = Some(*archived_at);
-                s.archived_by = Some(archived_by.clone());
+                s.archived_at = Some(archived_at);
+                s.archived_by = Some(archived_by);
                 dir.put_squad(s);
             }
         }
-        Decision::AddMember { member } => dir.put_member(member.clone()),
-        Decision::RemoveMember { squad_id, member } => dir.remove_member(squad_id, member),
+        Decision::AddMember { member } => dir.put_member(member),
+        Decision::RemoveMember { squad_id, member } => dir.remove_member(&squad_id, &member),
         Decision::SetMemberRole {
             squad_id,
             member,
             role,
         } => {
             if let Some(row) = dir
-                .squad_members(squad_id)
+                .squad_members(&squad_id)
                 .iter()
-                .find(|r| &r.member == member)
+                .find(|r| r.member == member)
             {
                 let mut row = row.clone();
-                row.role.clone_from(role);
+                row.role = role;
                 dir.put_member(row);
             }
         }
@@ -82,18 +91,19 @@ fn apply_one(dir: &mut dyn Directory, d: &Decision) {
             autopilot_id,
             reason,
         } => {
-            if let Some(a) = dir.autopilot(autopilot_id) {
+            if let Some(a) = dir.autopilot(&autopilot_id) {
                 let mut a = a.clone();
                 a.status = AutopilotStatus::Paused;
-                a.pause_reason = Some((*reason).to_owned());
+                a.pause_reason = Some(reason.to_owned());
                 dir.put_autopilot(a);
             }
         }
-        Decision::SaveAutopilot { autopilot } => dir.put_autopilot(autopilot.clone()),
+        Decision::SaveAutopilot { autopilot } => dir.put_autopilot(autopilot),
         Decision::CreateIssue { issue, number } => {
-            dir.put_issue(issue.clone());
+            let id = issue.id.clone();
+            dir.put_issue(issue);
             if let Some(n) = number {
-                dir.set_issue_number(&issue.id, *n);
+                dir.set_issue_number(&id, n);
             }
         }
         Decision::UpdateIssue {
@@ -102,25 +112,25 @@ fn apply_one(dir: &mut dyn Directory, d: &Decision) {
             set_assignee,
             assignee,
         } => {
-            if let Some(i) = dir.issue(issue_id) {
+            if let Some(i) = dir.issue(&issue_id) {
                 let mut i = i.clone();
                 if let Some(s) = status {
-                    i.status = *s;
+                    i.status = s;
                 }
-                if *set_assignee {
-                    i.assignee.clone_from(assignee);
+                if set_assignee {
+                    i.assignee = assignee;
                 }
                 dir.put_issue(i);
             }
         }
-        Decision::DeleteIssue { issue_id } => dir.delete_issue(issue_id),
+        Decision::DeleteIssue { issue_id } => dir.delete_issue(&issue_id),
         Decision::RecordEvaluation {
             task_id, outcome, ..
-        } => dir.put_evaluation(task_id.clone(), *outcome),
+        } => dir.put_evaluation(task_id, outcome),
         Decision::SetRuntime { agent_id, runtime } => {
-            if let Some(a) = dir.agent(agent_id) {
+            if let Some(a) = dir.agent(&agent_id) {
                 let mut a = a.clone();
-                a.runtime.clone_from(runtime);
+                a.runtime = runtime;
                 dir.put_agent(a);
             }
         }
@@ -128,9 +138,9 @@ fn apply_one(dir: &mut dyn Directory, d: &Decision) {
             agent_id,
             archived_at,
         } => {
-            if let Some(a) = dir.agent(agent_id) {
+            if let Some(a) = dir.agent(&agent_id) {
                 let mut a = a.clone();
-                a.archived_at = Some(*archived_at);
+                a.archived_at = Some(archived_at);
                 dir.put_agent(a);
             }
         }

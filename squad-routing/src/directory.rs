@@ -106,6 +106,8 @@ pub trait Directory {
     fn delete_issue(&mut self, id: &IssueId);
     /// Inserts or replaces a task.
     fn put_task(&mut self, task: Task);
+    /// Sets a task's status; an unknown task is ignored.
+    fn set_task_status(&mut self, id: &TaskId, status: TaskStatus);
     /// Inserts or replaces a comment.
     fn put_comment(&mut self, comment: Comment);
     /// Inserts or replaces an autopilot.
@@ -446,6 +448,36 @@ impl Directory for InMemoryDirectory {
         }
         self.tasks.insert(task.id.clone(), task);
     }
+    fn set_task_status(&mut self, id: &TaskId, status: TaskStatus) {
+        let Some(task) = self.tasks.get_mut(id) else {
+            return;
+        };
+        let was_pending = task.status.is_pending();
+        let was_active = !task.status.is_terminal();
+        task.status = status;
+        let (pending, active) = (status.is_pending(), !status.is_terminal());
+        if was_pending == pending && was_active == active {
+            return;
+        }
+        let Some(e) = task.issue_id.as_ref().and_then(|i| self.issues.get_mut(i)) else {
+            return;
+        };
+        if let Some(slot) = e.slots.iter_mut().find(|s| s.agent == task.agent_id) {
+            if pending {
+                slot.pending = Some(id.clone());
+            } else if slot.pending.as_ref() == Some(id) {
+                slot.pending = None;
+            }
+        }
+        let pos = e.active.iter().position(|t| t == id);
+        match (active, pos) {
+            (true, None) => e.active.push(id.clone()),
+            (false, Some(i)) => {
+                e.active.remove(i);
+            }
+            _ => {}
+        }
+    }
     fn put_comment(&mut self, comment: Comment) {
         self.comments.insert(comment.id.clone(), comment);
     }
@@ -457,14 +489,5 @@ impl Directory for InMemoryDirectory {
     }
     fn advance_id_seq(&mut self, seq: u64) {
         self.seq = self.seq.max(seq);
-    }
-}
-
-/// Sets a task's status through [`Directory::put_task`]; unknown tasks are ignored.
-pub(crate) fn set_task_status(dir: &mut dyn Directory, id: &TaskId, status: TaskStatus) {
-    if let Some(t) = dir.task(id) {
-        let mut t = t.clone();
-        t.status = status;
-        dir.put_task(t);
     }
 }

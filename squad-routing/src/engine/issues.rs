@@ -63,11 +63,6 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 },
                 created_at: cx.at,
             };
-            cx.push(Decision::CreateIssue {
-                issue: issue.clone(),
-                number: *number,
-            });
-            cx.set_issue(issue.clone());
             if let Some(a) = &issue.assignee {
                 run(
                     cx,
@@ -79,6 +74,14 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                     originator,
                 );
             }
+            // The record goes first in the output: its effect must precede the task's.
+            cx.out.insert(
+                0,
+                Decision::CreateIssue {
+                    issue,
+                    number: *number,
+                },
+            );
         }
         Event::UpdateIssue {
             actor,
@@ -90,7 +93,8 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             unassign,
             suppress_run,
         } => {
-            let Some(issue) = cx.issue(issue_id).cloned() else {
+            let dir = cx.dir;
+            let Some(issue) = dir.issue(issue_id) else {
                 return cx.reject(404, "issue not found");
             };
             let Some(change) = validated_change(
@@ -98,7 +102,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 &issue.workspace_id,
                 actor,
                 task_id.as_ref(),
-                Some(&issue),
+                Some(issue),
                 (assignee_type.as_deref(), assignee_id.as_deref(), *unassign),
             ) else {
                 return;
@@ -107,7 +111,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 cx,
                 actor,
                 task_id.as_ref(),
-                &issue,
+                issue,
                 *status,
                 change,
                 *suppress_run,
