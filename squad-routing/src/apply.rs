@@ -28,19 +28,19 @@ pub fn apply_owned(dir: &mut dyn Directory, decisions: Decisions) {
 
 fn apply_one(dir: &mut dyn Directory, d: Decision) {
     match d {
-        Decision::Enqueue { task, .. } => dir.put_task(task),
+        Decision::Enqueue { task, .. } => dir.put_task(*task),
         Decision::Cancel { task_id, .. } => dir.set_task_status(&task_id, TaskStatus::Cancelled),
         Decision::SetTaskStatus { task_id, status } => dir.set_task_status(&task_id, status),
-        Decision::PostComment { comment, .. } => dir.put_comment(comment),
+        Decision::PostComment { comment, .. } => dir.put_comment(*comment),
         Decision::CreateSquad {
             squad,
             leader_member,
             ..
         } => {
-            dir.put_squad(squad);
-            dir.put_member(leader_member);
+            dir.put_squad(*squad);
+            dir.put_member(*leader_member);
         }
-        Decision::UpdateSquad { squad } => dir.put_squad(squad),
+        Decision::UpdateSquad { squad } => dir.put_squad(*squad),
         Decision::ArchiveSquad {
             squad_id,
             archived_by,
@@ -70,7 +70,7 @@ fn apply_one(dir: &mut dyn Directory, d: Decision) {
                 dir.put_squad(s);
             }
         }
-        Decision::AddMember { member } => dir.put_member(member),
+        Decision::AddMember { member } => dir.put_member(*member),
         Decision::RemoveMember { squad_id, member } => dir.remove_member(&squad_id, &member),
         Decision::SetMemberRole {
             squad_id,
@@ -98,10 +98,10 @@ fn apply_one(dir: &mut dyn Directory, d: Decision) {
                 dir.put_autopilot(a);
             }
         }
-        Decision::SaveAutopilot { autopilot } => dir.put_autopilot(autopilot),
+        Decision::SaveAutopilot { autopilot } => dir.put_autopilot(*autopilot),
         Decision::CreateIssue { issue, number } => {
             let id = issue.id.clone();
-            dir.put_issue(issue);
+            dir.put_issue(*issue);
             if let Some(n) = number {
                 dir.set_issue_number(&id, n);
             }

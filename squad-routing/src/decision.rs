@@ -131,7 +131,7 @@ pub enum Decision {
     /// A task is enqueued.
     Enqueue {
         /// The new task (`queued`, or `deferred` for an escalation).
-        task: Task,
+        task: Box<Task>,
         /// Why.
         source: TriggerSource,
         /// For a deferred escalation: seconds before it runs.
@@ -172,16 +172,16 @@ pub enum Decision {
     /// A comment is saved (the request's own comment, or a system comment).
     PostComment {
         /// The comment.
-        comment: Comment,
+        comment: Box<Comment>,
         /// `true` for a system comment.
         system: bool,
     },
     /// A squad is created, with its leader's member row.
     CreateSquad {
         /// The squad.
-        squad: Squad,
+        squad: Box<Squad>,
         /// The leader's member row.
-        leader_member: SquadMember,
+        leader_member: Box<SquadMember>,
         /// Members after creation.
         member_count: usize,
         /// Members, leader first.
@@ -190,7 +190,7 @@ pub enum Decision {
     /// A squad's fields change (the whole new record).
     UpdateSquad {
         /// The squad after the update.
-        squad: Squad,
+        squad: Box<Squad>,
     },
     /// A squad is archived; its issues and autopilots pass to the leader agent.
     ArchiveSquad {
@@ -210,7 +210,7 @@ pub enum Decision {
     /// A member row is added.
     AddMember {
         /// The row.
-        member: SquadMember,
+        member: Box<SquadMember>,
     },
     /// A member row is removed.
     RemoveMember {
@@ -238,12 +238,12 @@ pub enum Decision {
     /// An autopilot is saved.
     SaveAutopilot {
         /// The record.
-        autopilot: Autopilot,
+        autopilot: Box<Autopilot>,
     },
     /// An issue is created.
     CreateIssue {
         /// The record.
-        issue: Issue,
+        issue: Box<Issue>,
         /// Its number.
         #[serde(skip_serializing_if = "Option::is_none")]
         number: Option<u64>,
@@ -365,7 +365,7 @@ impl Decision {
     /// The enqueued task, if this is an enqueue.
     pub fn enqueued(&self) -> Option<&Task> {
         match self {
-            Self::Enqueue { task, .. } => Some(task),
+            Self::Enqueue { task, .. } => Some(task.as_ref()),
             _ => None,
         }
     }

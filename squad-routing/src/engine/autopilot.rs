@@ -86,7 +86,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 return cx.reject(400, "autopilot needs a member creator");
             };
             cx.push(Decision::SaveAutopilot {
-                autopilot: Autopilot {
+                autopilot: Box::new(Autopilot {
                     id: autopilot_id.clone(),
                     workspace_id: workspace_id.clone(),
                     title: title.clone(),
@@ -95,7 +95,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                     status: *status,
                     pause_reason: None,
                     creator_id,
-                },
+                }),
             });
         }
         Event::TriggerAutopilot {
@@ -274,7 +274,7 @@ fn trigger_autopilot(
                 created_at: cx.at,
             };
             cx.push(Decision::CreateIssue {
-                issue: issue.clone(),
+                issue: Box::new(issue.clone()),
                 number: None,
             });
             cx.set_issue(issue);

@@ -53,7 +53,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
         })
         .cloned();
     cx.push(Decision::PostComment {
-        comment: Comment {
+        comment: Box::new(Comment {
             id: comment_id.clone(),
             issue_id: issue_id.clone(),
             author: author.clone(),
@@ -61,7 +61,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             content: content.clone(),
             source_task_id,
             created_at: cx.at,
-        },
+        }),
         system: false,
     });
     if is_note_comment(content) {

@@ -78,7 +78,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             cx.out.insert(
                 0,
                 Decision::CreateIssue {
-                    issue,
+                    issue: Box::new(issue),
                     number: *number,
                 },
             );
@@ -594,7 +594,7 @@ fn wake_parent(cx: &mut Cx<'_>, completed: &[Issue]) {
     };
     let comment_id = comment.id.clone();
     cx.push(Decision::PostComment {
-        comment,
+        comment: Box::new(comment),
         system: true,
     });
     let originator = cx.provenance_originator(&parent);

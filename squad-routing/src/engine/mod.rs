@@ -264,7 +264,7 @@ impl<'a> Cx<'a> {
             created_at: self.at,
         };
         self.out.push(Decision::Enqueue {
-            task,
+            task: Box::new(task),
             source: t.source,
             delay_seconds: t.delay_seconds,
         });

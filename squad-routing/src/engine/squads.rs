@@ -75,7 +75,9 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 next.avatar_url = Some(v.clone());
             }
             next.updated_at = cx.at;
-            cx.push(Decision::UpdateSquad { squad: next });
+            cx.push(Decision::UpdateSquad {
+                squad: Box::new(next),
+            });
             if let Some(agent) = leader_changed {
                 let member = MemberRef::Agent(agent.id.clone());
                 if !cx
@@ -85,7 +87,9 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                     .any(|m| m.member == member)
                 {
                     let row = member_row(cx, squad_id, member, "leader");
-                    cx.push(Decision::AddMember { member: row });
+                    cx.push(Decision::AddMember {
+                        member: Box::new(row),
+                    });
                 }
                 if agent.runtime.is_none() {
                     for ap in cx.dir.squad_autopilots(squad_id) {
@@ -169,7 +173,9 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 return cx.reject(409, "member already in squad");
             }
             let row = member_row(cx, squad_id, member, role);
-            cx.push(Decision::AddMember { member: row });
+            cx.push(Decision::AddMember {
+                member: Box::new(row),
+            });
         }
         Event::RemoveMember {
             actor,
@@ -331,8 +337,8 @@ fn create(
     let leader = MemberRef::Agent(agent.id.clone());
     let row = member_row(cx, squad_id, leader.clone(), "leader");
     cx.push(Decision::CreateSquad {
-        squad,
-        leader_member: row,
+        squad: Box::new(squad),
+        leader_member: Box::new(row),
         member_count: 1,
         member_preview: vec![leader],
     });
