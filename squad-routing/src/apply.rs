@@ -112,16 +112,7 @@ fn apply_one(dir: &mut dyn Directory, d: Decision) {
             set_assignee,
             assignee,
         } => {
-            if let Some(i) = dir.issue(&issue_id) {
-                let mut i = i.clone();
-                if let Some(s) = status {
-                    i.status = s;
-                }
-                if set_assignee {
-                    i.assignee = assignee;
-                }
-                dir.put_issue(i);
-            }
+            dir.update_issue(&issue_id, status, set_assignee.then_some(assignee));
         }
         Decision::DeleteIssue { issue_id } => dir.delete_issue(&issue_id),
         Decision::RecordEvaluation {

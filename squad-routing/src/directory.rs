@@ -4,8 +4,8 @@ use std::collections::HashMap;
 
 use foldhash::fast::FixedState;
 use squad_model::{
-    Agent, AgentId, Assignee, Autopilot, AutopilotId, CommentId, Issue, IssueId, MemberRef, Squad,
-    SquadId, SquadMember, Task, TaskId, TaskStatus, UserId, WorkspaceId,
+    Agent, AgentId, Assignee, Autopilot, AutopilotId, CommentId, Issue, IssueId, IssueStatus,
+    MemberRef, Squad, SquadId, SquadMember, Task, TaskId, TaskStatus, UserId, WorkspaceId,
 };
 
 use crate::records::{Comment, EvaluationOutcome, Membership, User, Workspace, WorkspaceRole};
@@ -100,6 +100,14 @@ pub trait Directory {
     fn put_agent(&mut self, agent: Agent);
     /// Inserts or replaces an issue.
     fn put_issue(&mut self, issue: Issue);
+    /// Sets an issue's status and/or assignee (`Some(None)` clears the assignee); an unknown issue
+    /// is ignored.
+    fn update_issue(
+        &mut self,
+        id: &IssueId,
+        status: Option<IssueStatus>,
+        assignee: Option<Option<Assignee>>,
+    );
     /// Sets an issue's number (for identifiers such as `SQ-12`).
     fn set_issue_number(&mut self, id: &IssueId, number: u64);
     /// Deletes an issue.
@@ -389,6 +397,35 @@ impl Directory for InMemoryDirectory {
                 active: Vec::new(),
             },
         );
+    }
+    fn update_issue(
+        &mut self,
+        id: &IssueId,
+        status: Option<IssueStatus>,
+        assignee: Option<Option<Assignee>>,
+    ) {
+        let Some(e) = self.issues.get_mut(id) else {
+            return;
+        };
+        if let Some(s) = status {
+            e.issue.status = s;
+        }
+        let Some(assignee) = assignee else { return };
+        if assignee == e.issue.assignee {
+            return;
+        }
+        let old = std::mem::replace(&mut e.issue.assignee, assignee);
+        if let Some(Assignee::Squad(s)) = &old
+            && let Some(v) = self.squad_issues.get_mut(s)
+        {
+            v.retain(|i| i != id);
+        }
+        if let Some(Some(Assignee::Squad(s))) = self.issues.get(id).map(|e| &e.issue.assignee) {
+            self.squad_issues
+                .entry(s.clone())
+                .or_default()
+                .push(id.clone());
+        }
     }
     fn set_issue_number(&mut self, id: &IssueId, number: u64) {
         if let Some(e) = self.issues.get_mut(id) {

@@ -67,6 +67,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 run(
                     cx,
                     &issue,
+                    issue.status,
                     a,
                     TriggerSource::Assign,
                     *suppress_run,
@@ -128,6 +129,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             assignee_id,
             suppress_run,
         } => {
+            cx.overlay_all = true;
             let mut completed = Vec::new();
             for id in issue_ids {
                 let Some(issue) = cx.issue(id).cloned() else {
@@ -161,20 +163,17 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 }
             }
             // Child-done runs after every write, grouped by parent.
-            let mut parents: Vec<IssueId> = Vec::new();
+            let mut groups: Vec<(IssueId, Vec<IssueId>)> = Vec::new();
             for c in &completed {
-                if let Some(p) = &c.parent_issue_id
-                    && !parents.contains(p)
-                {
-                    parents.push(p.clone());
+                let Some(p) = cx.issue(c).and_then(|i| i.parent_issue_id.clone()) else {
+                    continue;
+                };
+                match groups.iter_mut().find(|(q, _)| q == &p) {
+                    Some((_, g)) => g.push(c.clone()),
+                    None => groups.push((p, vec![c.clone()])),
                 }
             }
-            for p in parents {
-                let group: Vec<Issue> = completed
-                    .iter()
-                    .filter(|c| c.parent_issue_id.as_ref() == Some(&p))
-                    .cloned()
-                    .collect();
+            for (_, group) in groups {
                 wake_parent(cx, &group);
             }
         }
@@ -351,22 +350,28 @@ fn update_one(
     status: Option<IssueStatus>,
     change: Change,
     suppress_run: bool,
-) -> Option<Issue> {
+) -> Option<IssueId> {
     let old_status = issue.status;
     let new_status = status.unwrap_or(old_status);
     let assignee_changed = change.as_ref().is_some_and(|a| a != &issue.assignee);
-    let mut next = issue.clone();
-    next.status = new_status;
-    if let Some(a) = &change {
-        next.assignee.clone_from(a);
+    let next_assignee = match &change {
+        Some(a) => a.clone(),
+        None => issue.assignee.clone(),
+    };
+    let completed = !old_status.is_terminal() && new_status.is_terminal();
+    if completed || cx.overlay_all {
+        // Child-done and batch updates read this issue back in its new state.
+        let mut next = issue.clone();
+        next.status = new_status;
+        next.assignee.clone_from(&next_assignee);
+        cx.set_issue(next);
     }
     cx.push(Decision::UpdateIssue {
         issue_id: issue.id.clone(),
         status,
         set_assignee: change.is_some(),
-        assignee: change.clone().flatten(),
+        assignee: change.flatten(),
     });
-    cx.set_issue(next.clone());
     if assignee_changed && cx.policy.cancel_tasks_on_reassign {
         cx.cancel_active(&issue.id, "reassigned");
     }
@@ -376,13 +381,14 @@ fn update_one(
     {
         cx.cancel_active(&issue.id, "issue_cancelled");
     }
-    if let Some(a) = next.assignee.clone() {
+    if let Some(a) = &next_assignee {
         if assignee_changed {
             let originator = cx.request_originator(actor, task_id, Some(issue));
             run(
                 cx,
-                &next,
-                &a,
+                issue,
+                new_status,
+                a,
                 TriggerSource::Assign,
                 suppress_run,
                 Some(actor),
@@ -402,8 +408,9 @@ fn update_one(
                 let originator = cx.request_originator(actor, task_id, Some(issue));
                 run(
                     cx,
-                    &next,
-                    &a,
+                    issue,
+                    new_status,
+                    a,
                     TriggerSource::Status,
                     suppress_run,
                     Some(actor),
@@ -412,14 +419,16 @@ fn update_one(
             }
         }
     }
-    (!old_status.is_terminal() && new_status.is_terminal()).then_some(next)
+    completed.then(|| issue.id.clone())
 }
 
 /// The run decision (§3.2) and the enqueue (§3.3). `gate_actor` is `Some` on the update path,
 /// which re-checks `canInvokeAgent`; the create path has no second gate.
+#[allow(clippy::too_many_arguments, reason = "the inputs of the run decision")]
 fn run(
     cx: &mut Cx<'_>,
     issue: &Issue,
+    status: IssueStatus,
     assignee: &Assignee,
     source: TriggerSource,
     suppress_run: bool,
@@ -429,7 +438,7 @@ fn run(
     if matches!(assignee, Assignee::Member(_)) {
         return;
     }
-    if issue.status == IssueStatus::Backlog {
+    if status == IssueStatus::Backlog {
         return cx.noop(NoopReason::Backlog);
     }
     if suppress_run {
@@ -537,7 +546,12 @@ pub(crate) fn progress_summary(children: &[&Issue], closed: u32) -> (String, u32
 }
 
 /// Child-done (§7) for the children of one parent that this event completed (in order).
-fn wake_parent(cx: &mut Cx<'_>, completed: &[Issue]) {
+fn wake_parent(cx: &mut Cx<'_>, completed: &[IssueId]) {
+    let completed: Vec<Issue> = completed
+        .iter()
+        .filter_map(|id| cx.issue(id).cloned())
+        .collect();
+    let completed = completed.as_slice();
     let Some(last) = completed.last() else { return };
     let Some(parent_id) = last.parent_issue_id.clone() else {
         return;

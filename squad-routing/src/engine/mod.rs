@@ -127,6 +127,8 @@ pub(crate) struct Cx<'a> {
     cancelled: Vec<TaskId>,
     /// Issues as this event left them (batch updates read siblings in their final state).
     issues: Vec<Issue>,
+    /// Record every updated issue in `issues` (batch updates), not only completed ones.
+    pub(crate) overlay_all: bool,
 }
 
 /// What a new task looks like, before it gets an id.
@@ -151,6 +153,7 @@ impl<'a> Cx<'a> {
             local_pending: Vec::new(),
             cancelled: Vec::new(),
             issues: Vec::new(),
+            overlay_all: false,
         }
     }
 
