@@ -121,8 +121,6 @@ pub(crate) struct Cx<'a> {
     pub(crate) at: Timestamp,
     seq: u64,
     pub(crate) out: Vec<Decision>,
-    /// Tasks enqueued by this event: (issue, agent, task).
-    local_pending: Vec<(IssueId, AgentId, TaskId)>,
     /// Tasks cancelled by this event.
     cancelled: Vec<TaskId>,
     /// Issues as this event left them (batch updates read siblings in their final state).
@@ -150,7 +148,6 @@ impl<'a> Cx<'a> {
             at,
             seq: dir.id_seq(),
             out: Vec::new(),
-            local_pending: Vec::new(),
             cancelled: Vec::new(),
             issues: Vec::new(),
             overlay_all: false,
@@ -195,12 +192,8 @@ impl<'a> Cx<'a> {
     /// The pending task of the agent on the issue, counting this event's enqueues and
     /// cancellations.
     pub(crate) fn pending(&self, issue: &IssueId, agent: &AgentId) -> Option<TaskId> {
-        if let Some((_, _, t)) = self
-            .local_pending
-            .iter()
-            .find(|(i, a, _)| i == issue && a == agent)
-        {
-            return Some(t.clone());
+        if let Some(t) = self.local_tasks(issue).find(|t| &t.agent_id == agent) {
+            return Some(t.id.clone());
         }
         self.dir
             .pending_task(issue, agent)
@@ -208,15 +201,30 @@ impl<'a> Cx<'a> {
             .map(|t| t.id.clone())
     }
 
+    /// Pending tasks this event enqueued on the issue and has not cancelled.
+    fn local_tasks<'s>(&'s self, issue: &'s IssueId) -> impl Iterator<Item = &'s Task> + 's {
+        self.out.iter().filter_map(move |d| match d {
+            Decision::Enqueue { task, .. }
+                if task.issue_id.as_ref() == Some(issue)
+                    && task.status.is_pending()
+                    && !self.cancelled.contains(&task.id) =>
+            {
+                Some(task.as_ref())
+            }
+            _ => None,
+        })
+    }
+
     /// Cancels every active task on the issue.
     pub(crate) fn cancel_active(&mut self, issue: &IssueId, reason: &'static str) {
-        let ids: Vec<TaskId> = self
+        let mut ids: Vec<TaskId> = self
             .dir
             .active_tasks(issue)
             .into_iter()
             .map(|t| t.id.clone())
             .filter(|id| !self.cancelled.contains(id))
             .collect();
+        ids.extend(self.local_tasks(issue).map(|t| t.id.clone()));
         for id in ids {
             self.cancelled.push(id.clone());
             self.out.push(Decision::Cancel {
@@ -224,19 +232,6 @@ impl<'a> Cx<'a> {
                 reason,
             });
         }
-        let mut local = std::mem::take(&mut self.local_pending);
-        local.retain(|(i, _, t)| {
-            if i == issue {
-                self.out.push(Decision::Cancel {
-                    task_id: t.clone(),
-                    reason,
-                });
-                false
-            } else {
-                true
-            }
-        });
-        self.local_pending = local;
     }
 
     /// Enqueues a task and returns its id.
@@ -247,12 +242,6 @@ impl<'a> Cx<'a> {
         } else {
             TaskStatus::Queued
         };
-        if let Some(issue) = t.issue
-            && status.is_pending()
-        {
-            self.local_pending
-                .push((issue.clone(), t.agent.clone(), id.clone()));
-        }
         let task = Task {
             id: id.clone(),
             agent_id: t.agent.clone(),
