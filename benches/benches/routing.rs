@@ -17,13 +17,7 @@
 //! hash-table growth included.
 #![allow(missing_docs, reason = "divan bench functions")]
 #![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
-#![allow(clippy::print_stderr, reason = "the bench reports CPU time per event")]
-#![allow(
-    clippy::cast_precision_loss,
-    reason = "nanosecond and event counts fit f64 well enough for a report"
-)]
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use squad_model::{Assignee, Issue, IssueId, IssueStatus, SquadId, Timestamp, WorkspaceId};
@@ -43,30 +37,6 @@ const ISSUES: usize = 100_000;
 
 fn main() {
     divan::main();
-    // CPU time of the timed sections, read from /proc/thread-self/schedstat (nanoseconds on the
-    // CPU), so that time spent descheduled on a busy machine does not count.
-    for (i, squads) in [1_000, 10_000, 100_000].into_iter().enumerate() {
-        let ns = CPU_NS[i].load(Ordering::Relaxed);
-        let events = CPU_EVENTS[i].load(Ordering::Relaxed);
-        if events > 0 {
-            let per = ns as f64 / events as f64;
-            eprintln!(
-                "routing engine, {squads} squads: {per:.0} ns CPU per event ({:.2} M events/s of CPU time) over {events} events",
-                1_000.0 / per
-            );
-        }
-    }
-}
-
-static CPU_NS: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
-static CPU_EVENTS: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
-
-/// Nanoseconds this thread has spent on a CPU (0 where /proc is unavailable).
-fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 struct Fixture {
@@ -126,18 +96,10 @@ fn engine(bencher: divan::Bencher<'_, '_>, squads: usize) {
             // Past the last chunk, start over on the evolved directory (still valid events).
             let start = (*next % CHUNKS) * CHUNK;
             *next += 1;
-            let cpu = thread_cpu_ns();
             for (at, ev) in &f.events[start..start + CHUNK] {
                 let d = engine.decide(dir, *at, ev);
                 apply_owned(dir, d);
             }
-            let slot = match squads {
-                1_000 => 0,
-                10_000 => 1,
-                _ => 2,
-            };
-            CPU_NS[slot].fetch_add(thread_cpu_ns().saturating_sub(cpu), Ordering::Relaxed);
-            CPU_EVENTS[slot].fetch_add(CHUNK as u64, Ordering::Relaxed);
         });
 }
 
