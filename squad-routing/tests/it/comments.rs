@@ -491,3 +491,31 @@ fn no_action_refuses_comments_from_that_task() {
     );
     let _ = Principal::System;
 }
+
+#[test]
+fn no_status_gate_and_all_or_member_mentions_by_agents_wake_nobody() {
+    for status in [
+        IssueStatus::Backlog,
+        IssueStatus::Done,
+        IssueStatus::Cancelled,
+    ] {
+        let mut s = setup();
+        let alice = s.w.alice.clone();
+        let issue = s.w.issue(status, Some(Assignee::Squad(s.squad.clone())));
+        let d = s.w.comment(&issue, member(&alice), "still relevant?");
+        assert_eq!(
+            enqueued(&d),
+            vec![(s.leader.clone(), true, TriggerSource::IssueAssignee)],
+            "{status:?}"
+        );
+    }
+    let mut s = setup();
+    let bob = s.w.bob.to_string();
+    let d =
+        s.w.comment(&s.issue, agent(&s.worker), "[@all](mention://all/all) done");
+    assert_eq!(noops(&d), ["all_mention"]);
+    let d =
+        s.w.comment(&s.issue, agent(&s.worker), &mention("member", &bob, "Bob"));
+    assert_eq!(noops(&d), ["member_mention"]);
+    assert!(s.w.dir.tasks().next().is_none());
+}
