@@ -11,6 +11,8 @@ use crate::ctx::{CliError, CmdResult, Ctx};
 
 /// Arguments of `squad route`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  squad route replay trace.jsonl\n  \
+                        squad route briefing --trace trace.jsonl --squad <id> --owns-status")]
 pub(crate) struct Args {
     #[command(subcommand)]
     command: Sub,
