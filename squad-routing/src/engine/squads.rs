@@ -378,25 +378,16 @@ fn member_ref(member_type: &str, member_id: &str) -> Option<MemberRef> {
 }
 
 fn member_row(cx: &mut Cx<'_>, squad: &SquadId, member: MemberRef, role: &str) -> SquadMember {
-    let id = format!("{}:{}:{}", squad, member.member_type_str(), member.id_str());
+    let kind = match member {
+        MemberRef::Agent(_) => "agent",
+        MemberRef::Member(_) => "member",
+    };
+    let id = format!("{squad}:{kind}:{}", member.id_str());
     SquadMember {
         id: SquadMemberId::new(id).expect("ids without whitespace join into a valid id"),
         squad_id: squad.clone(),
         member,
         role: role.to_owned(),
         created_at: cx.at,
-    }
-}
-
-trait MemberTypeStr {
-    fn member_type_str(&self) -> &'static str;
-}
-
-impl MemberTypeStr for MemberRef {
-    fn member_type_str(&self) -> &'static str {
-        match self {
-            MemberRef::Agent(_) => "agent",
-            MemberRef::Member(_) => "member",
-        }
     }
 }
