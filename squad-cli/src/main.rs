@@ -8,6 +8,7 @@
 mod approval_cmd;
 mod ctx;
 mod memory_cmd;
+mod route_cmd;
 mod schema_cmd;
 
 use std::process::ExitCode;
@@ -52,6 +53,8 @@ enum Command {
     /// Approval gates: configure the channel, request a gate, wait for a human's decision.
     #[command(subcommand)]
     Approval(approval_cmd::Cmd),
+    /// Replay routing traces and print leader briefings (the squad routing rules).
+    Route(route_cmd::Args),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Schema(args) => schema_cmd::run(&args, &ctx),
         Command::Memory(args) => memory_cmd::run(&args, &ctx),
         Command::Approval(cmd) => approval_cmd::run(cmd, &ctx),
+        Command::Route(args) => route_cmd::run(&args, &ctx),
     };
     match result {
         Ok(code) => ExitCode::from(code),

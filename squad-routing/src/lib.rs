@@ -1,2 +1,29 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod apply;
+pub mod briefing;
+mod decision;
+mod directory;
+mod engine;
+mod error;
+mod event;
+pub mod generate;
+mod invoke;
+pub mod mention;
+mod policy;
+mod records;
+pub mod trace;
+
+pub use apply::{apply, apply_owned};
+pub use decision::{Decision, MentionOutcome, NoopReason, TriggerSource};
+pub use directory::{Directory, InMemoryDirectory};
+pub use engine::{Decisions, Engine};
+pub use error::{Error, ErrorKind, Result};
+pub use event::{AutopilotTrigger, Event};
+pub use invoke::{MemberStatus, autopilot_admits, can_invoke_agent, member_status};
+pub use policy::RoutingPolicy;
+pub use records::{
+    Comment, EvaluationOutcome, Membership, Principal, User, Workspace, WorkspaceRole,
+};
+pub use trace::{Replay, TraceLine};

@@ -6,4 +6,5 @@
 
 mod approval;
 mod memory;
+mod route;
 mod schema;

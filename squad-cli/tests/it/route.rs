@@ -1,0 +1,251 @@
+//! `squad route replay`, `squad route briefing` and `squad route generate`.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn squad() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_squad"))
+}
+
+const TRACE: &str = r#"{"kind":"workspace","id":"w1","issue_prefix":"SQ"}
+{"kind":"user","id":"00000000-0000-4000-8000-0000000000e1","name":"Sam"}
+{"kind":"membership","workspace_id":"w1","user_id":"00000000-0000-4000-8000-0000000000e1","role":"member"}
+{"kind":"agent","id":"00000000-0000-4000-8000-0000000000a1","workspace_id":"w1","name":"Lead","owner_id":"00000000-0000-4000-8000-0000000000e1","runtime":{"runtime_id":"rt1","status":"online"},"created_at":"2026-11-30T09:00:00Z"}
+{"kind":"agent","id":"00000000-0000-4000-8000-0000000000a2","workspace_id":"w1","name":"Ada","owner_id":"00000000-0000-4000-8000-0000000000e1","skills":["rust","postgres","multica-squads"],"created_at":"2026-11-30T09:00:00Z"}
+{"kind":"issue","id":"i1","workspace_id":"w1","title":"Fix login","status":"backlog","created_at":"2026-11-30T09:00:00Z","number":7}
+{"kind":"event","at":"2026-11-30T10:00:00Z","event":{"type":"create_squad","actor":"00000000-0000-4000-8000-0000000000e1","workspace_id":"w1","squad_id":"00000000-0000-4000-8000-0000000000s1","name":"Core","leader_id":"00000000-0000-4000-8000-0000000000a1"}}
+"#;
+
+fn run(args: &[&str], stdin: Option<&str>, dir: &std::path::Path) -> Output {
+    let mut child = squad()
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut pipe = child.stdin.take().unwrap();
+        if let Some(s) = stdin {
+            pipe.write_all(s.as_bytes()).unwrap();
+        }
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A valid trace: a squad is created, Ada joins, the issue is assigned while in backlog, then
+/// promoted, which wakes the leader.
+fn trace() -> String {
+    // `s1` is not hex; use a UUID-shaped squad id instead.
+    let squad = "00000000-0000-4000-8000-0000000005a1";
+    let mut t = TRACE.replace("00000000-0000-4000-8000-0000000000s1", squad);
+    for ev in [
+        format!(r#"{{"type":"add_member","actor":"00000000-0000-4000-8000-0000000000e1","squad_id":"{squad}","member_type":"agent","member_id":"00000000-0000-4000-8000-0000000000a2","role":" backend "}}"#),
+        format!(r#"{{"type":"update_issue","actor":{{"type":"member","id":"00000000-0000-4000-8000-0000000000e1"}},"issue_id":"i1","assignee_type":"squad","assignee_id":"{squad}"}}"#),
+        r#"{"type":"update_issue","actor":{"type":"member","id":"00000000-0000-4000-8000-0000000000e1"},"issue_id":"i1","status":"todo"}"#.to_owned(),
+    ] {
+        t.push_str(&format!("{{\"kind\":\"event\",\"event\":{ev}}}\n"));
+    }
+    t
+}
+
+#[test]
+fn replay_prints_one_json_document_per_event() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.jsonl"), trace()).unwrap();
+    let out = run(&["route", "replay", "t.jsonl"], None, dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let docs: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 4);
+    assert_eq!(docs[0]["line"], 7);
+    assert_eq!(docs[0]["event"], "create_squad");
+    assert_eq!(docs[0]["decisions"][0]["type"], "create_squad");
+    assert_eq!(docs[1]["decisions"][0]["type"], "add_member");
+    assert_eq!(
+        docs[2]["decisions"][1],
+        serde_json::json!({"type": "noop", "reason": "backlog"})
+    );
+    let enqueue = &docs[3]["decisions"][1];
+    assert_eq!(enqueue["type"], "enqueue");
+    assert_eq!(enqueue["source"], "status");
+    assert_eq!(enqueue["task"]["is_leader_task"], true);
+    assert_eq!(
+        enqueue["task"]["agent_id"],
+        "00000000-0000-4000-8000-0000000000a1"
+    );
+    // The same trace from stdin gives the same output.
+    let again = run(&["route", "replay", "-"], Some(&trace()), dir.path());
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), text);
+}
+
+#[test]
+fn replay_rule_errors_are_decisions_with_the_reference_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = format!(
+        "{}{}\n",
+        trace(),
+        r#"{"kind":"event","event":{"type":"update_issue","actor":{"type":"member","id":"00000000-0000-4000-8000-0000000000e1"},"issue_id":"i1","assignee_type":"squad"}}"#
+    );
+    let out = run(&["route", "replay", "-"], Some(&t), dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    let last = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    let v: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(
+        v["decisions"],
+        serde_json::json!([{"type": "reject", "code": 400, "message": "assignee_type and assignee_id must be provided together"}])
+    );
+}
+
+#[test]
+fn replay_bad_input_is_exit_2_with_the_line_and_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("{\"kind\":\"event\",", "error: line 11: invalid JSON: "),
+        (
+            r#"{"kind":"event","event":{"type":"frobnicate"}}"#,
+            "error: line 11: unknown event kind \"frobnicate\"",
+        ),
+        (
+            r#"{"kind":"event","event":{"type":"claim","task_id":"nope"}}"#,
+            "error: line 11: unknown task \"nope\"",
+        ),
+        (
+            r#"{"kind":"event","event":{"type":"update_issue","actor":{"type":"member","id":"u9"},"issue_id":"i1"}}"#,
+            "error: line 11: unknown user \"u9\"",
+        ),
+        (
+            r#"{"kind":"issue","id":"i2","workspace_id":"w1","created_at":"2026-11-30T09:00:00Z"}"#,
+            "error: line 11: entity records must come before the first event",
+        ),
+    ];
+    for (bad, want) in cases {
+        let t = format!("{}{bad}\n", trace());
+        let out = run(&["route", "replay", "-"], Some(&t), dir.path());
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.starts_with(want), "{bad}: {err}");
+        assert!(
+            out.stdout.is_empty(),
+            "nothing is printed for an invalid trace"
+        );
+    }
+    let out = run(&["route", "replay", "missing.jsonl"], None, dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .starts_with("error: cannot open")
+    );
+    std::fs::write(
+        dir.path().join("p.json"),
+        "{\"cancel_tasks_on_reassign\": \"yes\"}",
+    )
+    .unwrap();
+    let out = run(
+        &["route", "replay", "--policy", "p.json", "-"],
+        Some(&trace()),
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .starts_with("error: invalid policy")
+    );
+}
+
+#[test]
+fn briefing_prints_the_final_state_roster() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.jsonl"), trace()).unwrap();
+    let squad = "00000000-0000-4000-8000-0000000005a1";
+    let out = run(
+        &[
+            "route",
+            "briefing",
+            "--trace",
+            "t.jsonl",
+            "--squad",
+            squad,
+            "--owns-status",
+        ],
+        None,
+        dir.path(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("## Squad Operating Protocol"));
+    assert!(text.contains("Own the parent issue status"));
+    assert!(text.contains(
+        "- Lead — agent — `[@Lead](mention://agent/00000000-0000-4000-8000-0000000000a1)`\n\nMembers:\n\
+         - Ada — agent, role: \"backend\" — skills: postgres, rust — `[@Ada](mention://agent/00000000-0000-4000-8000-0000000000a2)`"
+    ), "{text}");
+    let out = run(
+        &[
+            "route", "briefing", "--trace", "t.jsonl", "--squad", squad, "--json",
+        ],
+        None,
+        dir.path(),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["owns_issue_status"], false);
+    assert!(
+        v["briefing"]
+            .as_str()
+            .unwrap()
+            .contains("Do NOT change this issue's status")
+    );
+    let out = run(
+        &["route", "briefing", "--trace", "t.jsonl", "--squad", "nope"],
+        None,
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .starts_with("error: unknown squad \"nope\"")
+    );
+}
+
+#[test]
+fn generate_then_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        &[
+            "route", "generate", "--squads", "5", "--events", "60", "--seed", "3",
+        ],
+        None,
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let trace = String::from_utf8(out.stdout).unwrap();
+    let out = run(&["route", "replay", "-"], Some(&trace), dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 60);
+}

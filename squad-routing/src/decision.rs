@@ -1,0 +1,372 @@
+//! [`Decision`]: what the engine decides for one event.
+
+use serde::Serialize;
+use squad_model::{
+    AgentId, Assignee, Autopilot, AutopilotId, CommentId, Issue, IssueId, IssueStatus, MemberRef,
+    RuntimeBinding, Squad, SquadId, SquadMember, Task, TaskId, TaskStatus, Timestamp, UserId,
+};
+
+use crate::records::{Comment, EvaluationOutcome};
+
+/// Why a task was enqueued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TriggerSource {
+    /// Creation or assignee change (§3.2).
+    Assign,
+    /// Promotion out of backlog (§3.2).
+    Status,
+    /// The assigned-leader comment fallback (§4.3).
+    IssueAssignee,
+    /// An explicit `mention://squad/<id>` (§4.5).
+    MentionSquadLeader,
+    /// An explicit `mention://agent/<id>`.
+    MentionAgent,
+    /// A member's reply to an agent's comment (cascade row 5).
+    ThreadParent,
+    /// A member's reply in a thread owned by the root's mention or its triggered agents (row 6).
+    ThreadRoot,
+    /// The delayed escalation to the assignee (row 5).
+    Escalation,
+    /// A member's top-level comment on an agent-assigned issue (row 7).
+    AssigneeAgent,
+    /// A stage barrier closed on the parent (§7).
+    ChildDone,
+    /// Autopilot `create_issue` (§6).
+    AutopilotCreateIssue,
+    /// Autopilot `run_only` (§6).
+    AutopilotRunOnly,
+}
+
+/// Why an event leads to no run (or to nothing at all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum NoopReason {
+    /// The issue is in `backlog`, the parking lot.
+    Backlog,
+    /// `suppress_run` was set.
+    SuppressRun,
+    /// The squad leader is missing, archived, unbound or (where required) offline.
+    LeaderNotReady,
+    /// The agent assignee is missing, archived or unbound.
+    AgentNotReady,
+    /// The agent already has a queued or dispatched task on the issue.
+    PendingTask,
+    /// An agent promoted the issue it is working on.
+    SelfLoop,
+    /// The actor may not invoke the leader (a silent no-op on the update path).
+    InvocationDenied,
+    /// The comment starts with `/note`.
+    NoteComment,
+    /// The comment has `@all` and no explicit agent or squad mention.
+    AllMention,
+    /// The comment mentions only members.
+    MemberMention,
+    /// Nothing routes this comment (for example an agent's comment on an agent-assigned issue).
+    NoTrigger,
+    /// The leader's own comment, stopped by the self-trigger guard.
+    SelfTriggerSuppressed,
+    /// The squad of the issue no longer exists.
+    SquadNotFound,
+    /// The agent was removed by `suppress_agent_ids`.
+    Suppressed,
+    /// The issue has no parent.
+    NoParent,
+    /// The status change is not non-terminal to terminal.
+    NotCompletion,
+    /// The parent is `done` or `cancelled`.
+    ParentClosed,
+    /// The parent is in `backlog`.
+    ParentBacklog,
+    /// The parent is assigned to a human.
+    ParentHumanAssigned,
+    /// The stage barrier is still open.
+    StageOpen,
+    /// The parent has no agent or squad assignee: comment only.
+    ParentUnassigned,
+    /// The autopilot is paused.
+    AutopilotPaused,
+    /// The claim is a plain task: no briefing.
+    NotLeaderTask,
+}
+
+/// The outcome of one explicit agent or squad mention (§4.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MentionOutcome {
+    /// A task was enqueued.
+    Triggered,
+    /// Merged into a task that is already pending, or into another mention's task.
+    Coalesced,
+    /// Not run now: the leader already has an active task.
+    Deferred,
+    /// Refused.
+    Blocked,
+}
+
+/// One decision. An event yields a list of them, in order.
+///
+/// Serialised internally tagged by `type`: `{"type": "enqueue", ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Decision {
+    /// The request is refused with an HTTP status and the reference's exact message.
+    Reject {
+        /// HTTP status (400, 403, 404, 409, 422).
+        code: u16,
+        /// The message, exactly as the reference gives it.
+        message: String,
+    },
+    /// Nothing (more) happens, for this reason.
+    Noop {
+        /// Why.
+        reason: NoopReason,
+        /// The agent concerned, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent_id: Option<AgentId>,
+    },
+    /// A task is enqueued.
+    Enqueue {
+        /// The new task (`queued`, or `deferred` for an escalation).
+        task: Box<Task>,
+        /// Why.
+        source: TriggerSource,
+        /// For a deferred escalation: seconds before it runs.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        delay_seconds: Option<u32>,
+    },
+    /// A comment is merged into a task that is already pending.
+    Coalesce {
+        /// The pending task.
+        task_id: TaskId,
+        /// Its agent.
+        agent_id: AgentId,
+        /// The comment.
+        comment_id: CommentId,
+    },
+    /// A task is cancelled.
+    Cancel {
+        /// The task.
+        task_id: TaskId,
+        /// `reassigned`, `issue_deleted`, `issue_cancelled`, or `coalesced` (a deferred escalation
+        /// came due while the agent had a pending task).
+        reason: &'static str,
+    },
+    /// Per-mention trigger outcome (§4.5).
+    Mention {
+        /// `agent` or `squad`.
+        mention_type: &'static str,
+        /// The id as written.
+        mention_id: String,
+        /// What happened.
+        outcome: MentionOutcome,
+        /// Why, for anything but `triggered` (`target_unavailable`, `invocation_not_allowed`,
+        /// `agent_runtime_required`, `self_trigger_suppressed`, `already_active`, `internal_error`,
+        /// `pending_task`, `same_agent`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'static str>,
+    },
+    /// A comment is saved (the request's own comment, or a system comment).
+    PostComment {
+        /// The comment.
+        comment: Box<Comment>,
+        /// `true` for a system comment.
+        system: bool,
+    },
+    /// A squad is created, with its leader's member row.
+    CreateSquad {
+        /// The squad.
+        squad: Box<Squad>,
+        /// The leader's member row.
+        leader_member: Box<SquadMember>,
+        /// Members after creation.
+        member_count: usize,
+        /// Members, leader first.
+        member_preview: Vec<MemberRef>,
+    },
+    /// A squad's fields change (the whole new record).
+    UpdateSquad {
+        /// The squad after the update.
+        squad: Box<Squad>,
+    },
+    /// A squad is archived; its issues and autopilots pass to the leader agent.
+    ArchiveSquad {
+        /// The squad.
+        squad_id: SquadId,
+        /// Who archived it.
+        archived_by: UserId,
+        /// When.
+        archived_at: Timestamp,
+        /// The leader that receives the issues and autopilots.
+        leader_id: AgentId,
+        /// Issues reassigned to the leader.
+        reassigned_issues: Vec<IssueId>,
+        /// Autopilots reassigned to the leader.
+        reassigned_autopilots: Vec<AutopilotId>,
+    },
+    /// A member row is added.
+    AddMember {
+        /// The row.
+        member: Box<SquadMember>,
+    },
+    /// A member row is removed.
+    RemoveMember {
+        /// The squad.
+        squad_id: SquadId,
+        /// The member.
+        member: MemberRef,
+    },
+    /// A member's role changes.
+    SetMemberRole {
+        /// The squad.
+        squad_id: SquadId,
+        /// The member.
+        member: MemberRef,
+        /// The new role.
+        role: String,
+    },
+    /// An autopilot is paused.
+    PauseAutopilot {
+        /// The autopilot.
+        autopilot_id: AutopilotId,
+        /// Why (`agent_runtime_required`).
+        reason: &'static str,
+    },
+    /// An autopilot is saved.
+    SaveAutopilot {
+        /// The record.
+        autopilot: Box<Autopilot>,
+    },
+    /// An issue is created.
+    CreateIssue {
+        /// The record.
+        issue: Box<Issue>,
+        /// Its number.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        number: Option<u64>,
+    },
+    /// An issue's status and/or assignee change.
+    UpdateIssue {
+        /// The issue.
+        issue_id: IssueId,
+        /// The new status, if it changes.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<IssueStatus>,
+        /// `true` when the assignee is written (possibly to none).
+        set_assignee: bool,
+        /// The new assignee.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        assignee: Option<Assignee>,
+    },
+    /// An issue is deleted.
+    DeleteIssue {
+        /// The issue.
+        issue_id: IssueId,
+    },
+    /// A task's status changes.
+    SetTaskStatus {
+        /// The task.
+        task_id: TaskId,
+        /// The new status.
+        status: TaskStatus,
+    },
+    /// A leader evaluation is recorded (201).
+    RecordEvaluation {
+        /// The leader's task (lower-cased).
+        task_id: TaskId,
+        /// The issue.
+        issue_id: IssueId,
+        /// The squad.
+        squad_id: SquadId,
+        /// The outcome.
+        outcome: EvaluationOutcome,
+        /// The reason.
+        reason: String,
+    },
+    /// An autopilot run is skipped.
+    SkipAutopilotRun {
+        /// The autopilot.
+        autopilot_id: AutopilotId,
+        /// The reason text.
+        reason: String,
+        /// The code (`target_unavailable`, `agent_runtime_required`, `runtime_offline`,
+        /// `invocation_not_allowed`, `already_active`).
+        code: &'static str,
+    },
+    /// An autopilot run starts.
+    AutopilotRun {
+        /// The autopilot.
+        autopilot_id: AutopilotId,
+        /// The squad, for attribution.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        squad_id: Option<SquadId>,
+        /// `issue_created` or `running`.
+        status: &'static str,
+    },
+    /// The claim response (§5).
+    Claim {
+        /// The task.
+        task_id: TaskId,
+        /// `true` when the briefing is injected (the wire meaning of the flag).
+        is_leader_task: bool,
+        /// The squad, when the briefing is injected.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        squad_id: Option<SquadId>,
+        /// Which responsibility-6 variant the briefing carries.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        owns_issue_status: Option<bool>,
+        /// Always `true`.
+        leader_role_resolved: bool,
+    },
+    /// An agent's runtime changes.
+    SetRuntime {
+        /// The agent.
+        agent_id: AgentId,
+        /// The new binding.
+        runtime: Option<RuntimeBinding>,
+    },
+    /// An agent is archived.
+    ArchiveAgent {
+        /// The agent.
+        agent_id: AgentId,
+        /// When.
+        archived_at: Timestamp,
+    },
+}
+
+impl Decision {
+    /// A rejection.
+    pub fn reject(code: u16, message: impl Into<String>) -> Self {
+        Self::Reject {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// A no-op without an agent.
+    pub fn noop(reason: NoopReason) -> Self {
+        Self::Noop {
+            reason,
+            agent_id: None,
+        }
+    }
+
+    /// A no-op about an agent.
+    pub fn noop_for(reason: NoopReason, agent: &AgentId) -> Self {
+        Self::Noop {
+            reason,
+            agent_id: Some(agent.clone()),
+        }
+    }
+
+    /// The enqueued task, if this is an enqueue.
+    pub fn enqueued(&self) -> Option<&Task> {
+        match self {
+            Self::Enqueue { task, .. } => Some(task.as_ref()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,530 @@
+//! The [`Directory`] trait (the engine's view of the world) and [`InMemoryDirectory`].
+
+use std::collections::HashMap;
+
+use foldhash::fast::FixedState;
+use squad_model::{
+    Agent, AgentId, Assignee, Autopilot, AutopilotId, CommentId, Issue, IssueId, IssueStatus,
+    MemberRef, Squad, SquadId, SquadMember, Task, TaskId, TaskStatus, UserId, WorkspaceId,
+};
+
+use crate::records::{Comment, EvaluationOutcome, Membership, User, Workspace, WorkspaceRole};
+
+type Map<K, V> = HashMap<K, V, FixedState>;
+
+/// The engine's view of squads, members, agents (with their invocation targets), issues, tasks,
+/// comments and autopilots, plus the few writes the rules' effects need.
+///
+/// # Contract
+///
+/// Reads are pure: calling one twice without a write in between gives the same answer. The
+/// decision engine only reads; [`apply`](crate::apply) performs the writes a decision implies.
+///
+/// # Behavior
+///
+/// - Every `Option`-returning lookup returns `None` for an unknown id; slice lookups return an
+///   empty slice. Nothing panics on unknown ids.
+/// - [`squad_members`](Self::squad_members) lists rows in creation order (the roster's order).
+/// - [`pending_task`](Self::pending_task) returns the queued or dispatched task of the agent on
+///   the issue (a running task is not pending); [`latest_task`](Self::latest_task) the newest by
+///   creation, whatever its status.
+/// - [`active_tasks`](Self::active_tasks) lists the tasks on the issue that are not finished
+///   (queued, dispatched, running, waiting for a directory, deferred), oldest first.
+/// - Writes are upserts keyed by id and take effect for the next read.
+/// - Invocation targets are part of [`Agent`]; a host whose target lookup can fail must return the
+///   agent with no targets, which denies (the reference's fail-closed rule).
+///
+/// # Implementing
+///
+/// Lookups return references, so an implementation owns the records it serves: load the rows an
+/// event touches into memory (or keep a cache) and answer from there. [`InMemoryDirectory`] is the
+/// reference implementation; its source is a guide to the indexes that keep every read O(1).
+///
+/// # Wrappers
+///
+/// A wrapper (for example one counting reads) forwards every method to the inner directory.
+#[diagnostic::on_unimplemented(
+    note = "implement `Directory` for your storage, or use `InMemoryDirectory`"
+)]
+pub trait Directory {
+    /// A workspace.
+    fn workspace(&self, id: &WorkspaceId) -> Option<&Workspace>;
+    /// A user.
+    fn user(&self, id: &UserId) -> Option<&User>;
+    /// The user's role in the workspace, or `None` when they are not a member.
+    fn workspace_role(&self, workspace: &WorkspaceId, user: &UserId) -> Option<WorkspaceRole>;
+    /// A squad (archived ones too).
+    fn squad(&self, id: &SquadId) -> Option<&Squad>;
+    /// A squad's membership rows, in creation order.
+    fn squad_members(&self, id: &SquadId) -> &[SquadMember];
+    /// An agent (archived ones too).
+    fn agent(&self, id: &AgentId) -> Option<&Agent>;
+    /// An issue.
+    fn issue(&self, id: &IssueId) -> Option<&Issue>;
+    /// An issue's number within its workspace, for identifiers like `SQ-12`.
+    fn issue_number(&self, id: &IssueId) -> Option<u64>;
+    /// The children of an issue, in creation order.
+    fn children(&self, parent: &IssueId) -> &[IssueId];
+    /// Issues currently assigned to the squad.
+    fn squad_issues(&self, squad: &SquadId) -> Vec<IssueId>;
+    /// Issues created by the autopilot, oldest first.
+    fn autopilot_issues(&self, autopilot: &AutopilotId) -> &[IssueId];
+    /// A task.
+    fn task(&self, id: &TaskId) -> Option<&Task>;
+    /// The agent's queued or dispatched task on the issue.
+    fn pending_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task>;
+    /// The agent's newest task on the issue.
+    fn latest_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task>;
+    /// Unfinished tasks on the issue, oldest first.
+    fn active_tasks(&self, issue: &IssueId) -> Vec<&Task>;
+    /// A comment.
+    fn comment(&self, id: &CommentId) -> Option<&Comment>;
+    /// The tasks a comment triggered (created with it as trigger), oldest first.
+    fn tasks_triggered_by(&self, comment: &CommentId) -> &[TaskId];
+    /// An autopilot.
+    fn autopilot(&self, id: &AutopilotId) -> Option<&Autopilot>;
+    /// Autopilots assigned to the squad.
+    fn squad_autopilots(&self, squad: &SquadId) -> Vec<AutopilotId>;
+    /// The evaluation a leader recorded for a task.
+    fn evaluation(&self, task: &TaskId) -> Option<EvaluationOutcome>;
+    /// A counter for minting ids: it grows by one for every task or comment the engine creates.
+    fn id_seq(&self) -> u64;
+
+    /// Inserts or replaces a squad.
+    fn put_squad(&mut self, squad: Squad);
+    /// Inserts or replaces a membership row (keyed by squad and member).
+    fn put_member(&mut self, member: SquadMember);
+    /// Removes a membership row.
+    fn remove_member(&mut self, squad: &SquadId, member: &MemberRef);
+    /// Inserts or replaces an agent.
+    fn put_agent(&mut self, agent: Agent);
+    /// Inserts or replaces an issue.
+    fn put_issue(&mut self, issue: Issue);
+    /// Sets an issue's status and/or assignee (`Some(None)` clears the assignee); an unknown issue
+    /// is ignored.
+    fn update_issue(
+        &mut self,
+        id: &IssueId,
+        status: Option<IssueStatus>,
+        assignee: Option<Option<Assignee>>,
+    );
+    /// Sets an issue's number (for identifiers such as `SQ-12`).
+    fn set_issue_number(&mut self, id: &IssueId, number: u64);
+    /// Deletes an issue.
+    fn delete_issue(&mut self, id: &IssueId);
+    /// Inserts or replaces a task.
+    fn put_task(&mut self, task: Task);
+    /// Sets a task's status; an unknown task is ignored.
+    fn set_task_status(&mut self, id: &TaskId, status: TaskStatus);
+    /// Inserts or replaces a comment.
+    fn put_comment(&mut self, comment: Comment);
+    /// Inserts or replaces an autopilot.
+    fn put_autopilot(&mut self, autopilot: Autopilot);
+    /// Records a leader evaluation.
+    fn put_evaluation(&mut self, task: TaskId, outcome: EvaluationOutcome);
+    /// Raises the id counter to at least `seq`.
+    fn advance_id_seq(&mut self, seq: u64);
+}
+
+#[derive(Debug, Clone)]
+struct AgentSlot {
+    agent: AgentId,
+    latest: TaskId,
+    pending: Option<TaskId>,
+}
+
+#[derive(Debug, Clone)]
+struct IssueEntry {
+    issue: Issue,
+    number: Option<u64>,
+    children: Vec<IssueId>,
+    slots: Vec<AgentSlot>,
+    active: Vec<TaskId>,
+}
+
+/// The reference [`Directory`]: every record in hash maps with the indexes the rules need.
+///
+/// ```
+/// use squad_routing::{Directory, InMemoryDirectory};
+/// use squad_model::SquadId;
+///
+/// let dir = InMemoryDirectory::new();
+/// assert!(dir.squad(&SquadId::new("nope").unwrap()).is_none());
+/// assert!(dir.squad_members(&SquadId::new("nope").unwrap()).is_empty());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct InMemoryDirectory {
+    workspaces: Map<WorkspaceId, Workspace>,
+    users: Map<UserId, User>,
+    roles: Map<WorkspaceId, Map<UserId, WorkspaceRole>>,
+    squads: Map<SquadId, Squad>,
+    members: Map<SquadId, Vec<SquadMember>>,
+    agents: Map<AgentId, Agent>,
+    issues: Map<IssueId, IssueEntry>,
+    squad_issues: Map<SquadId, Vec<IssueId>>,
+    autopilot_issues: Map<AutopilotId, Vec<IssueId>>,
+    tasks: Map<TaskId, Task>,
+    comments: Map<CommentId, Comment>,
+    triggered: Map<CommentId, Vec<TaskId>>,
+    autopilots: Map<AutopilotId, Autopilot>,
+    evaluations: Map<TaskId, EvaluationOutcome>,
+    seq: u64,
+}
+
+impl InMemoryDirectory {
+    /// An empty directory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Inserts or replaces a workspace.
+    pub fn put_workspace(&mut self, workspace: Workspace) {
+        self.workspaces.insert(workspace.id.clone(), workspace);
+    }
+
+    /// Inserts or replaces a user.
+    pub fn put_user(&mut self, user: User) {
+        self.users.insert(user.id.clone(), user);
+    }
+
+    /// Records a workspace membership.
+    pub fn put_membership(&mut self, m: Membership) {
+        self.roles
+            .entry(m.workspace_id)
+            .or_default()
+            .insert(m.user_id, m.role);
+    }
+
+    /// Every task, in no particular order.
+    pub fn tasks(&self) -> impl Iterator<Item = &Task> {
+        self.tasks.values()
+    }
+
+    /// Every issue, in no particular order.
+    pub fn issues(&self) -> impl Iterator<Item = &Issue> {
+        self.issues.values().map(|e| &e.issue)
+    }
+
+    /// Every squad, in no particular order.
+    pub fn squads(&self) -> impl Iterator<Item = &Squad> {
+        self.squads.values()
+    }
+
+    /// Counts of records: (squads, agents, issues, tasks, comments).
+    pub fn counts(&self) -> (usize, usize, usize, usize, usize) {
+        (
+            self.squads.len(),
+            self.agents.len(),
+            self.issues.len(),
+            self.tasks.len(),
+            self.comments.len(),
+        )
+    }
+
+    fn unindex_squad_issue(&mut self, issue: &Issue) {
+        if let Some(Assignee::Squad(s)) = &issue.assignee
+            && let Some(v) = self.squad_issues.get_mut(s)
+        {
+            v.retain(|i| i != &issue.id);
+        }
+    }
+}
+
+impl Directory for InMemoryDirectory {
+    fn workspace(&self, id: &WorkspaceId) -> Option<&Workspace> {
+        self.workspaces.get(id)
+    }
+    fn user(&self, id: &UserId) -> Option<&User> {
+        self.users.get(id)
+    }
+    fn workspace_role(&self, workspace: &WorkspaceId, user: &UserId) -> Option<WorkspaceRole> {
+        self.roles.get(workspace)?.get(user).copied()
+    }
+    fn squad(&self, id: &SquadId) -> Option<&Squad> {
+        self.squads.get(id)
+    }
+    fn squad_members(&self, id: &SquadId) -> &[SquadMember] {
+        self.members.get(id).map_or(&[], Vec::as_slice)
+    }
+    fn agent(&self, id: &AgentId) -> Option<&Agent> {
+        self.agents.get(id)
+    }
+    fn issue(&self, id: &IssueId) -> Option<&Issue> {
+        self.issues.get(id).map(|e| &e.issue)
+    }
+    fn issue_number(&self, id: &IssueId) -> Option<u64> {
+        self.issues.get(id)?.number
+    }
+    fn children(&self, parent: &IssueId) -> &[IssueId] {
+        self.issues
+            .get(parent)
+            .map_or(&[], |e| e.children.as_slice())
+    }
+    fn squad_issues(&self, squad: &SquadId) -> Vec<IssueId> {
+        self.squad_issues.get(squad).cloned().unwrap_or_default()
+    }
+    fn autopilot_issues(&self, autopilot: &AutopilotId) -> &[IssueId] {
+        self.autopilot_issues
+            .get(autopilot)
+            .map_or(&[], Vec::as_slice)
+    }
+    fn task(&self, id: &TaskId) -> Option<&Task> {
+        self.tasks.get(id)
+    }
+    fn pending_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task> {
+        let e = self.issues.get(issue)?;
+        let slot = e.slots.iter().find(|s| &s.agent == agent)?;
+        self.tasks.get(slot.pending.as_ref()?)
+    }
+    fn latest_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task> {
+        let e = self.issues.get(issue)?;
+        let slot = e.slots.iter().find(|s| &s.agent == agent)?;
+        self.tasks.get(&slot.latest)
+    }
+    fn active_tasks(&self, issue: &IssueId) -> Vec<&Task> {
+        self.issues.get(issue).map_or_else(Vec::new, |e| {
+            e.active.iter().filter_map(|t| self.tasks.get(t)).collect()
+        })
+    }
+    fn comment(&self, id: &CommentId) -> Option<&Comment> {
+        self.comments.get(id)
+    }
+    fn tasks_triggered_by(&self, comment: &CommentId) -> &[TaskId] {
+        self.triggered.get(comment).map_or(&[], Vec::as_slice)
+    }
+    fn autopilot(&self, id: &AutopilotId) -> Option<&Autopilot> {
+        self.autopilots.get(id)
+    }
+    fn squad_autopilots(&self, squad: &SquadId) -> Vec<AutopilotId> {
+        let mut v: Vec<AutopilotId> = self
+            .autopilots
+            .values()
+            .filter(|a| matches!(&a.assignee, Assignee::Squad(s) if s == squad))
+            .map(|a| a.id.clone())
+            .collect();
+        v.sort();
+        v
+    }
+    fn evaluation(&self, task: &TaskId) -> Option<EvaluationOutcome> {
+        self.evaluations.get(task).copied()
+    }
+    fn id_seq(&self) -> u64 {
+        self.seq
+    }
+
+    fn put_squad(&mut self, squad: Squad) {
+        self.squads.insert(squad.id.clone(), squad);
+    }
+    fn put_member(&mut self, member: SquadMember) {
+        let rows = self.members.entry(member.squad_id.clone()).or_default();
+        match rows.iter_mut().find(|r| r.member == member.member) {
+            Some(r) => *r = member,
+            None => rows.push(member),
+        }
+    }
+    fn remove_member(&mut self, squad: &SquadId, member: &MemberRef) {
+        if let Some(rows) = self.members.get_mut(squad) {
+            rows.retain(|r| &r.member != member);
+        }
+    }
+    fn put_agent(&mut self, agent: Agent) {
+        self.agents.insert(agent.id.clone(), agent);
+    }
+    fn put_issue(&mut self, issue: Issue) {
+        if let Some(entry) = self.issues.get_mut(&issue.id) {
+            let old_assignee = entry.issue.assignee.take();
+            let old_parent = entry.issue.parent_issue_id.take();
+            let assignee_changed = old_assignee != issue.assignee;
+            let parent_changed = old_parent != issue.parent_issue_id;
+            let new_parent = issue.parent_issue_id.clone();
+            let new_squad = match &issue.assignee {
+                Some(Assignee::Squad(s)) if assignee_changed => Some(s.clone()),
+                _ => None,
+            };
+            let id = issue.id.clone();
+            entry.issue = issue;
+            if assignee_changed {
+                if let Some(Assignee::Squad(s)) = &old_assignee
+                    && let Some(v) = self.squad_issues.get_mut(s)
+                {
+                    v.retain(|i| i != &id);
+                }
+                if let Some(s) = new_squad {
+                    self.squad_issues.entry(s).or_default().push(id.clone());
+                }
+            }
+            if parent_changed {
+                if let Some(p) = &old_parent
+                    && let Some(pe) = self.issues.get_mut(p)
+                {
+                    pe.children.retain(|c| c != &id);
+                }
+                if let Some(p) = &new_parent
+                    && let Some(pe) = self.issues.get_mut(p)
+                {
+                    pe.children.push(id);
+                }
+            }
+            return;
+        }
+        if let Some(Assignee::Squad(s)) = &issue.assignee {
+            self.squad_issues
+                .entry(s.clone())
+                .or_default()
+                .push(issue.id.clone());
+        }
+        if let Some(origin) = &issue.origin
+            && origin.kind == "autopilot"
+            && let Some(id) = origin.id.as_deref().and_then(|i| AutopilotId::new(i).ok())
+        {
+            self.autopilot_issues
+                .entry(id)
+                .or_default()
+                .push(issue.id.clone());
+        }
+        if let Some(p) = &issue.parent_issue_id
+            && let Some(pe) = self.issues.get_mut(p)
+        {
+            pe.children.push(issue.id.clone());
+        }
+        self.issues.insert(
+            issue.id.clone(),
+            IssueEntry {
+                issue,
+                number: None,
+                children: Vec::new(),
+                slots: Vec::new(),
+                active: Vec::new(),
+            },
+        );
+    }
+    fn update_issue(
+        &mut self,
+        id: &IssueId,
+        status: Option<IssueStatus>,
+        assignee: Option<Option<Assignee>>,
+    ) {
+        let Some(e) = self.issues.get_mut(id) else {
+            return;
+        };
+        if let Some(s) = status {
+            e.issue.status = s;
+        }
+        let Some(assignee) = assignee else { return };
+        if assignee == e.issue.assignee {
+            return;
+        }
+        let old = std::mem::replace(&mut e.issue.assignee, assignee);
+        if let Some(Assignee::Squad(s)) = &old
+            && let Some(v) = self.squad_issues.get_mut(s)
+        {
+            v.retain(|i| i != id);
+        }
+        if let Some(Some(Assignee::Squad(s))) = self.issues.get(id).map(|e| &e.issue.assignee) {
+            self.squad_issues
+                .entry(s.clone())
+                .or_default()
+                .push(id.clone());
+        }
+    }
+    fn set_issue_number(&mut self, id: &IssueId, number: u64) {
+        if let Some(e) = self.issues.get_mut(id) {
+            e.number = Some(number);
+        }
+    }
+    fn delete_issue(&mut self, id: &IssueId) {
+        if let Some(e) = self.issues.remove(id) {
+            self.unindex_squad_issue(&e.issue);
+            if let Some(p) = &e.issue.parent_issue_id
+                && let Some(pe) = self.issues.get_mut(p)
+            {
+                pe.children.retain(|c| c != id);
+            }
+        }
+    }
+    fn put_task(&mut self, task: Task) {
+        let is_new = !self.tasks.contains_key(&task.id);
+        if let Some(issue) = &task.issue_id
+            && let Some(e) = self.issues.get_mut(issue)
+        {
+            let slot = match e.slots.iter().position(|s| s.agent == task.agent_id) {
+                Some(i) => &mut e.slots[i],
+                None => {
+                    e.slots.push(AgentSlot {
+                        agent: task.agent_id.clone(),
+                        latest: task.id.clone(),
+                        pending: None,
+                    });
+                    let last = e.slots.len() - 1;
+                    &mut e.slots[last]
+                }
+            };
+            if is_new {
+                slot.latest = task.id.clone();
+            }
+            if task.status.is_pending() {
+                slot.pending = Some(task.id.clone());
+            } else if slot.pending.as_ref() == Some(&task.id) {
+                slot.pending = None;
+            }
+            let active = !task.status.is_terminal();
+            let pos = e.active.iter().position(|t| t == &task.id);
+            match (active, pos) {
+                (true, None) => e.active.push(task.id.clone()),
+                (false, Some(i)) => {
+                    e.active.remove(i);
+                }
+                _ => {}
+            }
+        }
+        if is_new && let Some(c) = &task.trigger_comment_id {
+            self.triggered
+                .entry(c.clone())
+                .or_default()
+                .push(task.id.clone());
+        }
+        self.tasks.insert(task.id.clone(), task);
+    }
+    fn set_task_status(&mut self, id: &TaskId, status: TaskStatus) {
+        let Some(task) = self.tasks.get_mut(id) else {
+            return;
+        };
+        let was_pending = task.status.is_pending();
+        let was_active = !task.status.is_terminal();
+        task.status = status;
+        let (pending, active) = (status.is_pending(), !status.is_terminal());
+        if was_pending == pending && was_active == active {
+            return;
+        }
+        let Some(e) = task.issue_id.as_ref().and_then(|i| self.issues.get_mut(i)) else {
+            return;
+        };
+        if let Some(slot) = e.slots.iter_mut().find(|s| s.agent == task.agent_id) {
+            if pending {
+                slot.pending = Some(id.clone());
+            } else if slot.pending.as_ref() == Some(id) {
+                slot.pending = None;
+            }
+        }
+        let pos = e.active.iter().position(|t| t == id);
+        match (active, pos) {
+            (true, None) => e.active.push(id.clone()),
+            (false, Some(i)) => {
+                e.active.remove(i);
+            }
+            _ => {}
+        }
+    }
+    fn put_comment(&mut self, comment: Comment) {
+        self.comments.insert(comment.id.clone(), comment);
+    }
+    fn put_autopilot(&mut self, autopilot: Autopilot) {
+        self.autopilots.insert(autopilot.id.clone(), autopilot);
+    }
+    fn put_evaluation(&mut self, task: TaskId, outcome: EvaluationOutcome) {
+        self.evaluations.insert(task, outcome);
+    }
+    fn advance_id_seq(&mut self, seq: u64) {
+        self.seq = self.seq.max(seq);
+    }
+}

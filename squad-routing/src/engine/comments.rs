@@ -1,0 +1,487 @@
+//! Comment triggers (§4, Era C): pre-filters, the cascade, the assigned-leader fallback, the
+//! tightened self-trigger guard and explicit mentions.
+
+use squad_model::{AgentId, Assignee, CommentId, Issue, IssueId, SquadId, TaskId, UserId};
+
+use super::{Cx, NewTask, bound};
+use crate::decision::{Decision, MentionOutcome, NoopReason, TriggerSource};
+use crate::event::Event;
+use crate::invoke::can_invoke_agent;
+use crate::mention::{Mention, MentionKind, is_note_comment, is_uuid, parse_mentions};
+use crate::records::{Comment, EvaluationOutcome, Principal};
+
+struct Req<'e> {
+    issue: &'e Issue,
+    comment_id: &'e CommentId,
+    author: &'e Principal,
+    originator: Option<UserId>,
+    suppress: &'e [AgentId],
+}
+
+pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
+    let Event::Comment {
+        comment_id,
+        issue_id,
+        author,
+        task_id,
+        parent_id,
+        content,
+        suppress_agent_ids,
+    } = event
+    else {
+        return;
+    };
+    let dir = cx.dir;
+    let Some(issue) = dir.issue(issue_id) else {
+        return cx.reject(404, "issue not found");
+    };
+    if let (Principal::Agent(_), Some(t)) = (author, task_id) {
+        let lower = TaskId::new(t.as_str().to_ascii_lowercase()).ok();
+        if lower.and_then(|t| cx.dir.evaluation(&t)) == Some(EvaluationOutcome::NoAction) {
+            return cx.reject(
+                409,
+                "squad leader recorded no_action; comments are not allowed for this task",
+            );
+        }
+    }
+    let source_task_id = task_id
+        .as_ref()
+        .filter(|t| {
+            cx.dir
+                .task(t)
+                .is_some_and(|t| t.issue_id.as_ref() == Some(issue_id))
+        })
+        .cloned();
+    cx.push(Decision::PostComment {
+        comment: Box::new(Comment {
+            id: comment_id.clone(),
+            issue_id: issue_id.clone(),
+            author: author.clone(),
+            parent_id: parent_id.clone(),
+            content: content.clone(),
+            source_task_id,
+            created_at: cx.at,
+        }),
+        system: false,
+    });
+    if is_note_comment(content) {
+        return cx.noop(NoopReason::NoteComment);
+    }
+    let originator = cx.request_originator(author, task_id.as_ref(), Some(issue));
+    let req = Req {
+        issue,
+        comment_id,
+        author,
+        originator,
+        suppress: suppress_agent_ids,
+    };
+    let mentions = parse_mentions(content);
+    if mentions
+        .iter()
+        .any(|m| matches!(m.kind, MentionKind::Agent | MentionKind::Squad))
+    {
+        return explicit(cx, &req, &mentions);
+    }
+    if mentions.iter().any(|m| m.kind == MentionKind::All) {
+        return cx.noop(NoopReason::AllMention);
+    }
+    if mentions.iter().any(|m| m.kind == MentionKind::Member) {
+        return cx.noop(NoopReason::MemberMention);
+    }
+    if !matches!(author, Principal::Member(_)) {
+        return match req.issue.assignee.clone() {
+            Some(Assignee::Squad(s)) => assigned_leader(cx, &req, &s, None),
+            _ => cx.noop(NoopReason::NoTrigger),
+        };
+    }
+    if let Some(pid) = parent_id
+        && let Some(parent) = cx.dir.comment(pid)
+    {
+        if let Principal::Agent(a) = &parent.author {
+            return thread_parent(cx, &req, a);
+        }
+        let root = thread_root(cx, parent);
+        if matches!(root.author, Principal::Member(_)) {
+            return thread_root_owner(cx, &req, root);
+        }
+    }
+    assignee_fallback(cx, &req);
+}
+
+/// Row 7: a member's top-level (or unhandled) comment goes to the assignee.
+fn assignee_fallback(cx: &mut Cx<'_>, req: &Req<'_>) {
+    match req.issue.assignee.clone() {
+        Some(Assignee::Squad(s)) => assigned_leader(cx, req, &s, None),
+        Some(Assignee::Agent(a)) => plain(cx, req, &a, TriggerSource::AssigneeAgent, None),
+        _ => cx.noop(NoopReason::NoTrigger),
+    }
+}
+
+/// The root of a thread (following parents; a cycle or a missing parent stops the walk).
+fn thread_root<'a>(cx: &Cx<'a>, start: &'a Comment) -> &'a Comment {
+    let mut cur = start;
+    for _ in 0..64 {
+        match cur.parent_id.as_ref().and_then(|p| cx.dir.comment(p)) {
+            Some(p) => cur = p,
+            None => break,
+        }
+    }
+    cur
+}
+
+/// Row 5: a member answers an agent: wake that agent; escalate to the assignee later.
+fn thread_parent(cx: &mut Cx<'_>, req: &Req<'_>, author_agent: &AgentId) {
+    plain(cx, req, author_agent, TriggerSource::ThreadParent, None);
+    let Some(assignee) = req.issue.assignee.clone() else {
+        return;
+    };
+    let dir = cx.dir;
+    let delay = Some(cx.policy.escalation_seconds);
+    match &assignee {
+        Assignee::Agent(a) if a != author_agent => {
+            plain(cx, req, a, TriggerSource::Escalation, delay);
+        }
+        Assignee::Squad(s) => {
+            if let Some(squad) = dir.squad(s)
+                && &squad.leader_id != author_agent
+            {
+                assigned_leader(cx, req, s, delay);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Row 6: the root's first explicit agent/squad mention owns the thread; else the agents the
+/// root triggered.
+fn thread_root_owner(cx: &mut Cx<'_>, req: &Req<'_>, root: &Comment) {
+    let first = parse_mentions(&root.content)
+        .into_iter()
+        .find(|m| matches!(m.kind, MentionKind::Agent | MentionKind::Squad))
+        .map(|m| (m.kind, m.id.to_owned()));
+    match first {
+        Some((MentionKind::Squad, id)) => {
+            let Some(squad) = SquadId::new(id)
+                .ok()
+                .and_then(|s| cx.squad_in(&s, &req.issue.workspace_id))
+            else {
+                return cx.noop(NoopReason::NoTrigger);
+            };
+            let leader = squad.leader_id.clone();
+            let sid = squad.id.clone();
+            leader_task(cx, req, &leader, &sid, TriggerSource::ThreadRoot, None);
+        }
+        Some((_, id)) => match AgentId::new(id) {
+            Ok(a) => plain(cx, req, &a, TriggerSource::ThreadRoot, None),
+            Err(_) => cx.noop(NoopReason::NoTrigger),
+        },
+        None => {
+            let dir = cx.dir;
+            let mut seen: Vec<(AgentId, Option<SquadId>)> = Vec::new();
+            for t in dir.tasks_triggered_by(&root.id) {
+                if let Some(t) = dir.task(t)
+                    && !seen.iter().any(|(a, _)| a == &t.agent_id)
+                {
+                    let squad = if t.is_leader_task {
+                        t.squad_id.clone()
+                    } else {
+                        None
+                    };
+                    seen.push((t.agent_id.clone(), squad));
+                }
+            }
+            if seen.is_empty() {
+                return cx.noop(NoopReason::NoTrigger);
+            }
+            for (agent, squad) in seen {
+                match squad {
+                    Some(s) => leader_task(cx, req, &agent, &s, TriggerSource::ThreadRoot, None),
+                    None => plain(cx, req, &agent, TriggerSource::ThreadRoot, None),
+                }
+            }
+        }
+    }
+}
+
+/// A plain task for an agent, gated by `canInvokeAgent`, readiness (bound, not archived) and the
+/// pending check (a pending task absorbs the comment).
+fn plain(
+    cx: &mut Cx<'_>,
+    req: &Req<'_>,
+    agent_id: &AgentId,
+    source: TriggerSource,
+    delay: Option<u32>,
+) {
+    if req.suppress.contains(agent_id) {
+        return cx.noop_for(NoopReason::Suppressed, agent_id);
+    }
+    let dir = cx.dir;
+    let Some(agent) = cx.agent_in(agent_id, &req.issue.workspace_id) else {
+        return cx.noop_for(NoopReason::AgentNotReady, agent_id);
+    };
+    if !can_invoke_agent(dir, agent, req.author, req.originator.as_ref()) {
+        return cx.noop_for(NoopReason::InvocationDenied, agent_id);
+    }
+    if !bound(agent) {
+        return cx.noop_for(NoopReason::AgentNotReady, agent_id);
+    }
+    finish(cx, req, agent_id, None, source, delay);
+}
+
+/// A leader task for a squad's leader with the same gates as [`plain`].
+fn leader_task(
+    cx: &mut Cx<'_>,
+    req: &Req<'_>,
+    leader_id: &AgentId,
+    squad: &SquadId,
+    source: TriggerSource,
+    delay: Option<u32>,
+) {
+    if req.suppress.contains(leader_id) {
+        return cx.noop_for(NoopReason::Suppressed, leader_id);
+    }
+    let dir = cx.dir;
+    // Readiness (bound, not archived; online is not required) comes before the gate (§4.3).
+    let Some(leader) = cx
+        .agent_in(leader_id, &req.issue.workspace_id)
+        .filter(|a| bound(a))
+    else {
+        return cx.noop_for(NoopReason::LeaderNotReady, leader_id);
+    };
+    if !can_invoke_agent(dir, leader, req.author, req.originator.as_ref()) {
+        return cx.noop_for(NoopReason::InvocationDenied, leader_id);
+    }
+    finish(cx, req, leader_id, Some(squad), source, delay);
+}
+
+/// Coalesces into a pending task, or enqueues.
+fn finish(
+    cx: &mut Cx<'_>,
+    req: &Req<'_>,
+    agent: &AgentId,
+    leader_of: Option<&SquadId>,
+    source: TriggerSource,
+    delay: Option<u32>,
+) {
+    if delay.is_none()
+        && let Some(task_id) = cx.pending(&req.issue.id, agent)
+    {
+        return cx.push(Decision::Coalesce {
+            task_id,
+            agent_id: agent.clone(),
+            comment_id: req.comment_id.clone(),
+        });
+    }
+    cx.enqueue(NewTask {
+        agent,
+        issue: Some(&req.issue.id),
+        leader_of,
+        trigger: Some(req.comment_id),
+        originator: req.originator.clone(),
+        source,
+        delay_seconds: delay,
+    });
+}
+
+/// The tightened self-trigger guard (§4.4): does the leader's latest task on the issue suppress
+/// a wake from its own comment?
+pub(crate) fn guard_suppresses(
+    cx: &Cx<'_>,
+    issue: &IssueId,
+    leader: &AgentId,
+    squad: &SquadId,
+) -> bool {
+    match cx.dir.latest_task(issue, leader) {
+        None => false,
+        Some(t) if t.is_leader_task => true,
+        Some(t) => t.squad_id.as_ref() != Some(squad),
+    }
+}
+
+/// The assigned-leader fallback (§4.3).
+fn assigned_leader(cx: &mut Cx<'_>, req: &Req<'_>, squad_id: &SquadId, delay: Option<u32>) {
+    let Some(squad) = cx.squad_in(squad_id, &req.issue.workspace_id) else {
+        return cx.noop(NoopReason::SquadNotFound);
+    };
+    let leader = squad.leader_id.clone();
+    if req.author == &Principal::Agent(leader.clone())
+        && guard_suppresses(cx, &req.issue.id, &leader, squad_id)
+    {
+        return cx.noop_for(NoopReason::SelfTriggerSuppressed, &leader);
+    }
+    let source = if delay.is_some() {
+        TriggerSource::Escalation
+    } else {
+        TriggerSource::IssueAssignee
+    };
+    leader_task(cx, req, &leader, squad_id, source, delay);
+}
+
+struct Trigger {
+    agent: AgentId,
+    leader_of: Option<SquadId>,
+    /// Indexes into the outcomes of the mentions this trigger serves.
+    mentions: Vec<usize>,
+}
+
+struct Outcome {
+    kind: &'static str,
+    id: String,
+    outcome: MentionOutcome,
+    reason: Option<&'static str>,
+}
+
+/// Explicit agent and squad mentions (§4.5), de-duplicated by executing agent.
+fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
+    let dir = cx.dir;
+    let ws = &req.issue.workspace_id;
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut triggers: Vec<Trigger> = Vec::new();
+    for m in mentions {
+        let kind = match m.kind {
+            MentionKind::Agent => "agent",
+            MentionKind::Squad => "squad",
+            _ => continue,
+        };
+        let idx = outcomes.len();
+        let blocked = |reason| Outcome {
+            kind,
+            id: m.id.to_owned(),
+            outcome: MentionOutcome::Blocked,
+            reason: Some(reason),
+        };
+        let (agent, squad) = if m.kind == MentionKind::Agent {
+            let Some(agent) = AgentId::new(m.id).ok().and_then(|a| cx.agent_in(&a, ws)) else {
+                outcomes.push(blocked("target_unavailable"));
+                continue;
+            };
+            if req.author == &Principal::Agent(agent.id.clone()) {
+                outcomes.push(blocked("self_trigger_suppressed"));
+                continue;
+            }
+            (agent, None)
+        } else {
+            let squad = if is_uuid(m.id) {
+                SquadId::new(m.id).ok().and_then(|s| cx.squad_in(&s, ws))
+            } else {
+                None
+            };
+            let Some(squad) = squad else {
+                outcomes.push(blocked("target_unavailable"));
+                continue;
+            };
+            if req.author == &Principal::Agent(squad.leader_id.clone())
+                && guard_suppresses(cx, &req.issue.id, &squad.leader_id, &squad.id)
+            {
+                let active = dir
+                    .active_tasks(&req.issue.id)
+                    .iter()
+                    .any(|t| t.agent_id == squad.leader_id);
+                outcomes.push(if active {
+                    Outcome {
+                        kind,
+                        id: m.id.to_owned(),
+                        outcome: MentionOutcome::Deferred,
+                        reason: Some("already_active"),
+                    }
+                } else {
+                    blocked("self_trigger_suppressed")
+                });
+                continue;
+            }
+            let Some(leader) = cx.agent_in(&squad.leader_id, ws) else {
+                outcomes.push(blocked("target_unavailable"));
+                continue;
+            };
+            (leader, Some(squad.id.clone()))
+        };
+        // The gate comes before archived/runtime so private agents cannot be enumerated.
+        if !can_invoke_agent(dir, agent, req.author, req.originator.as_ref()) {
+            outcomes.push(blocked("invocation_not_allowed"));
+            continue;
+        }
+        if agent.is_archived() {
+            outcomes.push(blocked("target_unavailable"));
+            continue;
+        }
+        if agent.runtime.is_none() {
+            outcomes.push(blocked("agent_runtime_required"));
+            continue;
+        }
+        if req.suppress.contains(&agent.id) {
+            outcomes.push(blocked("suppressed"));
+            continue;
+        }
+        outcomes.push(Outcome {
+            kind,
+            id: m.id.to_owned(),
+            outcome: MentionOutcome::Triggered,
+            reason: None,
+        });
+        match triggers.iter_mut().find(|t| t.agent == agent.id) {
+            Some(t) => {
+                if t.leader_of.is_none() && squad.is_some() {
+                    // The squad trigger upgrades a plain trigger of its leader.
+                    for &i in &t.mentions {
+                        outcomes[i].outcome = MentionOutcome::Coalesced;
+                        outcomes[i].reason = Some("same_agent");
+                    }
+                    t.leader_of = squad;
+                    t.mentions = vec![idx];
+                } else {
+                    outcomes[idx].outcome = MentionOutcome::Coalesced;
+                    outcomes[idx].reason = Some("same_agent");
+                }
+            }
+            None => triggers.push(Trigger {
+                agent: agent.id.clone(),
+                leader_of: squad,
+                mentions: vec![idx],
+            }),
+        }
+    }
+    // A pending task of the executing agent absorbs the comment.
+    let mut absorbed: Vec<Option<TaskId>> = Vec::with_capacity(triggers.len());
+    for t in &triggers {
+        let pending = cx.pending(&req.issue.id, &t.agent);
+        if pending.is_some() {
+            for &i in &t.mentions {
+                outcomes[i].outcome = MentionOutcome::Coalesced;
+                outcomes[i].reason = Some("pending_task");
+            }
+        }
+        absorbed.push(pending);
+    }
+    for o in outcomes {
+        cx.push(Decision::Mention {
+            mention_type: o.kind,
+            mention_id: o.id,
+            outcome: o.outcome,
+            reason: o.reason,
+        });
+    }
+    for (t, pending) in triggers.iter().zip(absorbed) {
+        if let Some(task_id) = pending {
+            cx.push(Decision::Coalesce {
+                task_id,
+                agent_id: t.agent.clone(),
+                comment_id: req.comment_id.clone(),
+            });
+            continue;
+        }
+        let source = if t.leader_of.is_some() {
+            TriggerSource::MentionSquadLeader
+        } else {
+            TriggerSource::MentionAgent
+        };
+        cx.enqueue(NewTask {
+            agent: &t.agent,
+            issue: Some(&req.issue.id),
+            leader_of: t.leader_of.as_ref(),
+            trigger: Some(req.comment_id),
+            originator: req.originator.clone(),
+            source,
+            delay_seconds: None,
+        });
+    }
+}

@@ -1,0 +1,789 @@
+//! Issues (§3, §7): assignment validation, the run decision, cancellation, child-done with the
+//! stage barrier; plus task status, claims (§5) and agent changes.
+
+use squad_model::{
+    Actor, AgentId, Assignee, Issue, IssueId, IssueStatus, RuntimeBinding, RuntimeId, SquadId,
+    TaskId, TaskStatus, UserId, WorkspaceId,
+};
+
+use super::{Cx, IdKind, NewTask, bound, online};
+use crate::decision::{Decision, NoopReason, TriggerSource};
+use crate::event::Event;
+use crate::invoke::can_invoke_agent;
+use crate::mention::{MentionKind, format_mention};
+use crate::records::{Comment, Principal};
+
+pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
+    match event {
+        Event::CreateIssue {
+            actor,
+            task_id,
+            workspace_id,
+            issue_id,
+            number,
+            title,
+            status,
+            assignee_type,
+            assignee_id,
+            parent_issue_id,
+            stage,
+            suppress_run,
+        } => {
+            let originator = cx.request_originator(actor, task_id.as_ref(), None);
+            let assignee = match validate_assignee(
+                cx,
+                workspace_id,
+                actor,
+                originator.as_ref(),
+                assignee_type.as_deref(),
+                assignee_id.as_deref(),
+            ) {
+                Ok(a) => a,
+                Err((code, msg)) => return cx.reject(code, msg),
+            };
+            let issue = Issue {
+                id: issue_id.clone(),
+                workspace_id: workspace_id.clone(),
+                title: title.clone(),
+                status: status.unwrap_or(IssueStatus::Todo),
+                assignee,
+                parent_issue_id: parent_issue_id.clone(),
+                stage: *stage,
+                origin: match actor {
+                    Principal::Agent(_) => task_id.as_ref().map(|t| squad_model::Origin {
+                        kind: "agent_create".to_owned(),
+                        id: Some(t.to_string()),
+                    }),
+                    _ => None,
+                },
+                creator: match actor {
+                    Principal::Member(u) => Some(Actor::Member(u.clone())),
+                    Principal::Agent(a) => Some(Actor::Agent(a.clone())),
+                    Principal::System => None,
+                },
+                created_at: cx.at,
+            };
+            if let Some(a) = &issue.assignee {
+                run(
+                    cx,
+                    &issue,
+                    issue.status,
+                    a,
+                    TriggerSource::Assign,
+                    *suppress_run,
+                    None,
+                    originator,
+                );
+            }
+            // The record goes first in the output: its effect must precede the task's.
+            cx.out.insert(
+                0,
+                Decision::CreateIssue {
+                    issue: Box::new(issue),
+                    number: *number,
+                },
+            );
+        }
+        Event::UpdateIssue {
+            actor,
+            task_id,
+            issue_id,
+            status,
+            assignee_type,
+            assignee_id,
+            unassign,
+            suppress_run,
+        } => {
+            let dir = cx.dir;
+            let Some(issue) = dir.issue(issue_id) else {
+                return cx.reject(404, "issue not found");
+            };
+            let Some(change) = validated_change(
+                cx,
+                &issue.workspace_id,
+                actor,
+                task_id.as_ref(),
+                Some(issue),
+                (assignee_type.as_deref(), assignee_id.as_deref(), *unassign),
+            ) else {
+                return;
+            };
+            if let Some(done) = update_one(
+                cx,
+                actor,
+                task_id.as_ref(),
+                issue,
+                *status,
+                change,
+                *suppress_run,
+            ) {
+                wake_parent(cx, &[done]);
+            }
+        }
+        Event::BatchUpdate {
+            actor,
+            task_id,
+            issue_ids,
+            status,
+            assignee_type,
+            assignee_id,
+            suppress_run,
+        } => {
+            cx.overlay_all = true;
+            let mut completed = Vec::new();
+            for id in issue_ids {
+                let Some(issue) = cx.issue(id).cloned() else {
+                    return cx.reject(404, "issue not found");
+                };
+                let Some(change) = validated_change(
+                    cx,
+                    &issue.workspace_id,
+                    actor,
+                    task_id.as_ref(),
+                    Some(&issue),
+                    (assignee_type.as_deref(), assignee_id.as_deref(), false),
+                ) else {
+                    // A refused assignment refuses the whole batch: drop what the earlier issues
+                    // decided and keep only the rejection.
+                    let reject = cx.out.pop();
+                    cx.out.clear();
+                    cx.out.extend(reject);
+                    return;
+                };
+                if let Some(done) = update_one(
+                    cx,
+                    actor,
+                    task_id.as_ref(),
+                    &issue,
+                    *status,
+                    change,
+                    *suppress_run,
+                ) {
+                    completed.push(done);
+                }
+            }
+            // Child-done runs after every write, grouped by parent.
+            let mut groups: Vec<(IssueId, Vec<IssueId>)> = Vec::new();
+            for c in &completed {
+                let Some(p) = cx.issue(c).and_then(|i| i.parent_issue_id.clone()) else {
+                    continue;
+                };
+                match groups.iter_mut().find(|(q, _)| q == &p) {
+                    Some((_, g)) => g.push(c.clone()),
+                    None => groups.push((p, vec![c.clone()])),
+                }
+            }
+            for (_, group) in groups {
+                wake_parent(cx, &group);
+            }
+        }
+        Event::DeleteIssue { issue_id, .. } => {
+            cx.cancel_active(issue_id, "issue_deleted");
+            cx.push(Decision::DeleteIssue {
+                issue_id: issue_id.clone(),
+            });
+        }
+        Event::TaskStatus { task_id, status } => {
+            // Tasks only move forward: a finished task stays finished, and a task that left the
+            // queue never becomes pending again (a retry is a new task). This keeps "at most one
+            // pending task per (issue, agent)" true whatever the runtime reports.
+            if let Some(old) = cx.dir.task(task_id) {
+                if old.status.is_terminal() && old.status != *status {
+                    return cx.reject(409, "task is already finished");
+                }
+                if status.is_pending() && old.status == TaskStatus::Deferred {
+                    // A deferred escalation comes due: if the agent meanwhile has a pending task
+                    // on the issue, that task absorbs it.
+                    if let Some(issue) = &old.issue_id
+                        && cx.pending(issue, &old.agent_id).is_some()
+                    {
+                        return cx.push(Decision::Cancel {
+                            task_id: task_id.clone(),
+                            reason: "coalesced",
+                        });
+                    }
+                } else if status.is_pending() && !old.status.is_pending() {
+                    return cx.reject(409, "task cannot return to the queue");
+                }
+            }
+            cx.push(Decision::SetTaskStatus {
+                task_id: task_id.clone(),
+                status: *status,
+            });
+        }
+        Event::Claim { task_id } => claim(cx, task_id),
+        Event::SetRuntime { agent_id, runtime } => {
+            let runtime = runtime.map(|status| RuntimeBinding {
+                runtime_id: cx
+                    .dir
+                    .agent(agent_id)
+                    .and_then(|a| a.runtime.as_ref())
+                    .map_or_else(
+                        || {
+                            RuntimeId::new(format!("runtime-{agent_id}"))
+                                .expect("an id without whitespace stays valid")
+                        },
+                        |r| r.runtime_id.clone(),
+                    ),
+                status,
+                last_seen_at: Some(cx.at),
+            });
+            cx.push(Decision::SetRuntime {
+                agent_id: agent_id.clone(),
+                runtime,
+            });
+        }
+        Event::ArchiveAgent { agent_id } => cx.push(Decision::ArchiveAgent {
+            agent_id: agent_id.clone(),
+            archived_at: cx.at,
+        }),
+        _ => {}
+    }
+}
+
+/// The assignee change a request asks for: `None` = unchanged, `Some(None)` = unassign.
+type Change = Option<Option<Assignee>>;
+
+/// Validates the request's assignee fields; on refusal pushes the rejection and returns `None`.
+fn validated_change(
+    cx: &mut Cx<'_>,
+    ws: &WorkspaceId,
+    actor: &Principal,
+    task_id: Option<&TaskId>,
+    issue: Option<&Issue>,
+    (ty, id, unassign): (Option<&str>, Option<&str>, bool),
+) -> Option<Change> {
+    if unassign {
+        return Some(Some(None));
+    }
+    if ty.is_none() && id.is_none() {
+        return Some(None);
+    }
+    let originator = cx.request_originator(actor, task_id, issue);
+    match validate_assignee(cx, ws, actor, originator.as_ref(), ty, id) {
+        Ok(a) => Some(Some(a)),
+        Err((code, msg)) => {
+            cx.reject(code, msg);
+            None
+        }
+    }
+}
+
+/// `validateAssigneePair` (§3.1).
+pub(super) fn validate_assignee(
+    cx: &Cx<'_>,
+    ws: &WorkspaceId,
+    actor: &Principal,
+    originator: Option<&UserId>,
+    ty: Option<&str>,
+    id: Option<&str>,
+) -> Result<Option<Assignee>, (u16, &'static str)> {
+    let (ty, id) = match (ty, id) {
+        (None, None) => return Ok(None),
+        (Some(t), Some(i)) => (t, i),
+        _ => {
+            return Err((
+                400,
+                "assignee_type and assignee_id must be provided together",
+            ));
+        }
+    };
+    match ty {
+        "squad" => {
+            let squad = SquadId::new(id)
+                .ok()
+                .and_then(|s| cx.squad_in(&s, ws))
+                .ok_or((
+                    400,
+                    "assignee_id does not refer to a squad in this workspace",
+                ))?;
+            if squad.is_archived() {
+                return Err((400, "cannot assign to an archived squad"));
+            }
+            let leader = cx
+                .dir
+                .agent(&squad.leader_id)
+                .filter(|a| !a.is_archived())
+                .ok_or((400, "squad leader is archived; cannot assign to this squad"))?;
+            if !can_invoke_agent(cx.dir, leader, actor, originator) {
+                return Err((403, "cannot assign to squad with private leader"));
+            }
+            Ok(Some(Assignee::Squad(squad.id.clone())))
+        }
+        "agent" => {
+            let agent = AgentId::new(id)
+                .ok()
+                .and_then(|a| cx.agent_in(&a, ws))
+                .ok_or((
+                    400,
+                    "assignee_id does not refer to an agent in this workspace",
+                ))?;
+            if agent.is_archived() {
+                return Err((400, "cannot assign to archived agent"));
+            }
+            if !can_invoke_agent(cx.dir, agent, actor, originator) {
+                return Err((403, "cannot assign to private agent"));
+            }
+            Ok(Some(Assignee::Agent(agent.id.clone())))
+        }
+        "member" => {
+            let user = UserId::new(id)
+                .ok()
+                .filter(|u| cx.dir.workspace_role(ws, u).is_some())
+                .ok_or((
+                    400,
+                    "assignee_id does not refer to a member of this workspace",
+                ))?;
+            Ok(Some(Assignee::Member(user)))
+        }
+        _ => Err((400, "assignee_type must be 'member', 'agent', or 'squad'")),
+    }
+}
+
+/// Applies one issue update and its run decision. Returns the issue in its new state when the
+/// update completed it (non-terminal to terminal), for child-done.
+fn update_one(
+    cx: &mut Cx<'_>,
+    actor: &Principal,
+    task_id: Option<&TaskId>,
+    issue: &Issue,
+    status: Option<IssueStatus>,
+    change: Change,
+    suppress_run: bool,
+) -> Option<IssueId> {
+    let old_status = issue.status;
+    let new_status = status.unwrap_or(old_status);
+    let assignee_changed = change.as_ref().is_some_and(|a| a != &issue.assignee);
+    let next_assignee = match &change {
+        Some(a) => a.clone(),
+        None => issue.assignee.clone(),
+    };
+    let completed = !old_status.is_terminal() && new_status.is_terminal();
+    if completed || cx.overlay_all {
+        // Child-done and batch updates read this issue back in its new state.
+        let mut next = issue.clone();
+        next.status = new_status;
+        next.assignee.clone_from(&next_assignee);
+        cx.set_issue(next);
+    }
+    cx.push(Decision::UpdateIssue {
+        issue_id: issue.id.clone(),
+        status,
+        set_assignee: change.is_some(),
+        assignee: change.flatten(),
+    });
+    if assignee_changed && cx.policy.cancel_tasks_on_reassign {
+        cx.cancel_active(&issue.id, "reassigned");
+    }
+    if new_status == IssueStatus::Cancelled
+        && old_status != IssueStatus::Cancelled
+        && cx.policy.cancel_tasks_on_issue_cancelled
+    {
+        cx.cancel_active(&issue.id, "issue_cancelled");
+    }
+    if let Some(a) = &next_assignee {
+        if assignee_changed {
+            let originator = cx.request_originator(actor, task_id, Some(issue));
+            run(
+                cx,
+                issue,
+                new_status,
+                a,
+                TriggerSource::Assign,
+                suppress_run,
+                Some(actor),
+                originator,
+            );
+        } else if old_status == IssueStatus::Backlog
+            && new_status != IssueStatus::Backlog
+            && !new_status.is_terminal()
+        {
+            let self_loop = matches!(actor, Principal::Agent(_))
+                && task_id
+                    .and_then(|t| cx.dir.task(t))
+                    .is_some_and(|t| t.issue_id.as_ref() == Some(&issue.id));
+            if self_loop {
+                cx.noop(NoopReason::SelfLoop);
+            } else {
+                let originator = cx.request_originator(actor, task_id, Some(issue));
+                run(
+                    cx,
+                    issue,
+                    new_status,
+                    a,
+                    TriggerSource::Status,
+                    suppress_run,
+                    Some(actor),
+                    originator,
+                );
+            }
+        }
+    }
+    completed.then(|| issue.id.clone())
+}
+
+/// The run decision (§3.2) and the enqueue (§3.3). `gate_actor` is `Some` on the update path,
+/// which re-checks `canInvokeAgent`; the create path has no second gate.
+#[allow(clippy::too_many_arguments, reason = "the inputs of the run decision")]
+fn run(
+    cx: &mut Cx<'_>,
+    issue: &Issue,
+    status: IssueStatus,
+    assignee: &Assignee,
+    source: TriggerSource,
+    suppress_run: bool,
+    gate_actor: Option<&Principal>,
+    originator: Option<UserId>,
+) {
+    if matches!(assignee, Assignee::Member(_)) {
+        return;
+    }
+    if status == IssueStatus::Backlog {
+        return cx.noop(NoopReason::Backlog);
+    }
+    if suppress_run {
+        return cx.noop(NoopReason::SuppressRun);
+    }
+    match assignee {
+        Assignee::Squad(sid) => {
+            let dir = cx.dir;
+            let Some(squad) = cx.squad_in(sid, &issue.workspace_id) else {
+                return cx.noop(NoopReason::LeaderNotReady);
+            };
+            let Some(leader) = dir.agent(&squad.leader_id).filter(|a| online(a)) else {
+                return cx.noop_for(NoopReason::LeaderNotReady, &squad.leader_id);
+            };
+            let originator = match gate_actor {
+                Some(actor) => {
+                    let gate_originator = match actor {
+                        Principal::Member(u) => Some(u.clone()),
+                        _ => cx.provenance_originator(issue),
+                    };
+                    if !can_invoke_agent(dir, leader, actor, gate_originator.as_ref()) {
+                        return cx.noop_for(NoopReason::InvocationDenied, &leader.id);
+                    }
+                    gate_originator
+                }
+                None => originator,
+            };
+            if cx.pending(&issue.id, &leader.id).is_some() {
+                return cx.noop_for(NoopReason::PendingTask, &leader.id);
+            }
+            cx.enqueue(NewTask {
+                agent: &leader.id,
+                issue: Some(&issue.id),
+                leader_of: Some(&squad.id),
+                trigger: None,
+                originator,
+                source,
+                delay_seconds: None,
+            });
+        }
+        Assignee::Agent(aid) => {
+            let Some(agent) = cx.agent_in(aid, &issue.workspace_id).filter(|a| bound(a)) else {
+                return cx.noop_for(NoopReason::AgentNotReady, aid);
+            };
+            if cx.pending(&issue.id, &agent.id).is_some() {
+                return cx.noop_for(NoopReason::PendingTask, &agent.id);
+            }
+            cx.enqueue(NewTask {
+                agent: &agent.id,
+                issue: Some(&issue.id),
+                leader_of: None,
+                trigger: None,
+                originator,
+                source,
+                delay_seconds: None,
+            });
+        }
+        Assignee::Member(_) => {}
+    }
+}
+
+/// `stageBarrierClosed` for a stage `s` (or the implicit stage when `s` is `None`).
+pub(crate) fn barrier_closed(children: &[&Issue], completed_stage: Option<u32>) -> bool {
+    let staged = children.iter().any(|c| c.stage.is_some());
+    if !staged {
+        return children.iter().all(|c| c.status.is_terminal());
+    }
+    let Some(s) = completed_stage else {
+        return false;
+    };
+    children
+        .iter()
+        .filter(|c| c.stage.is_some_and(|cs| cs <= s))
+        .all(|c| c.status.is_terminal())
+}
+
+/// `Stage 1: 3/3 done; Stage 2: 0/4 done (next)` and the next stage (0 when none).
+pub(crate) fn progress_summary(children: &[&Issue], closed: u32) -> (String, u32) {
+    let mut stages: Vec<(u32, usize, usize)> = Vec::new();
+    for c in children {
+        let Some(s) = c.stage else { continue };
+        let done = usize::from(c.status.is_terminal());
+        match stages.iter_mut().find(|(st, _, _)| *st == s) {
+            Some(e) => {
+                e.1 += done;
+                e.2 += 1;
+            }
+            None => stages.push((s, done, 1)),
+        }
+    }
+    stages.sort_unstable_by_key(|e| e.0);
+    let next = stages
+        .iter()
+        .find(|(s, d, t)| *s > closed && d < t)
+        .map_or(0, |e| e.0);
+    let text = stages
+        .iter()
+        .map(|(s, d, t)| {
+            let mark = if *s == next { " (next)" } else { "" };
+            format!("Stage {s}: {d}/{t} done{mark}")
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    (text, next)
+}
+
+/// Child-done (§7) for the children of one parent that this event completed (in order).
+fn wake_parent(cx: &mut Cx<'_>, completed: &[IssueId]) {
+    let completed: Vec<Issue> = completed
+        .iter()
+        .filter_map(|id| cx.issue(id).cloned())
+        .collect();
+    let completed = completed.as_slice();
+    let Some(last) = completed.last() else { return };
+    let Some(parent_id) = last.parent_issue_id.clone() else {
+        return;
+    };
+    let Some(parent) = cx.issue(&parent_id).cloned() else {
+        return cx.noop(NoopReason::NoParent);
+    };
+    if parent.status.is_terminal() {
+        return cx.noop(NoopReason::ParentClosed);
+    }
+    if parent.status == IssueStatus::Backlog {
+        return cx.noop(NoopReason::ParentBacklog);
+    }
+    if matches!(parent.assignee, Some(Assignee::Member(_))) {
+        return cx.noop(NoopReason::ParentHumanAssigned);
+    }
+    let dir = cx.dir;
+    let children: Vec<&Issue> = dir
+        .children(&parent_id)
+        .iter()
+        .filter_map(|c| cx.issue(c))
+        .collect();
+    let staged = children.iter().any(|c| c.stage.is_some());
+    // The stage to report: the implicit one, or the highest completed stage whose barrier is
+    // closed in the final state.
+    let (closed, child) = if staged {
+        let mut best: Option<(u32, &Issue)> = None;
+        for c in completed {
+            if let Some(s) = c.stage
+                && barrier_closed(&children, Some(s))
+                && best.is_none_or(|(b, _)| s >= b)
+            {
+                best = Some((s, c));
+            }
+        }
+        match best {
+            Some((s, c)) => (Some(s), c),
+            None => return cx.noop(NoopReason::StageOpen),
+        }
+    } else if barrier_closed(&children, None) {
+        (None, last)
+    } else {
+        return cx.noop(NoopReason::StageOpen);
+    };
+    let content = child_done_comment(cx, &parent, child, &children, closed, completed.len() > 1);
+    let comment = Comment {
+        id: squad_model::CommentId::new(cx.mint(IdKind::Comment)).expect("minted ids are valid"),
+        issue_id: parent.id.clone(),
+        author: Principal::System,
+        parent_id: None,
+        content,
+        source_task_id: None,
+        created_at: cx.at,
+    };
+    let comment_id = comment.id.clone();
+    cx.push(Decision::PostComment {
+        comment: Box::new(comment),
+        system: true,
+    });
+    let originator = cx.provenance_originator(&parent);
+    match &parent.assignee {
+        None | Some(Assignee::Member(_)) => cx.noop(NoopReason::ParentUnassigned),
+        Some(Assignee::Agent(aid)) => {
+            let Some(agent) = dir.agent(aid).filter(|a| bound(a)) else {
+                return cx.noop_for(NoopReason::AgentNotReady, aid);
+            };
+            if cx.pending(&parent.id, &agent.id).is_some() {
+                return cx.noop_for(NoopReason::PendingTask, &agent.id);
+            }
+            cx.enqueue(NewTask {
+                agent: &agent.id,
+                issue: Some(&parent.id),
+                leader_of: None,
+                trigger: Some(&comment_id),
+                originator,
+                source: TriggerSource::ChildDone,
+                delay_seconds: None,
+            });
+        }
+        Some(Assignee::Squad(sid)) => {
+            // No self-trigger guard and no invocation gate here (MUL-3969, MUL-4063).
+            let Some(squad) = dir.squad(sid) else {
+                return cx.noop(NoopReason::SquadNotFound);
+            };
+            let Some(leader) = dir.agent(&squad.leader_id).filter(|a| bound(a)) else {
+                return cx.noop_for(NoopReason::LeaderNotReady, &squad.leader_id);
+            };
+            if cx.pending(&parent.id, &leader.id).is_some() {
+                return cx.noop_for(NoopReason::PendingTask, &leader.id);
+            }
+            cx.enqueue(NewTask {
+                agent: &leader.id,
+                issue: Some(&parent.id),
+                leader_of: Some(&squad.id),
+                trigger: Some(&comment_id),
+                originator,
+                source: TriggerSource::ChildDone,
+                delay_seconds: None,
+            });
+        }
+    }
+}
+
+/// `SQ-12` from the workspace prefix and the issue number, else the id.
+pub(crate) fn identifier(cx: &Cx<'_>, issue: &Issue) -> String {
+    match (
+        cx.dir.workspace(&issue.workspace_id),
+        cx.dir.issue_number(&issue.id),
+    ) {
+        (Some(ws), Some(n)) => format!("{}-{n}", ws.issue_prefix),
+        _ => issue.id.to_string(),
+    }
+}
+
+fn child_done_comment(
+    cx: &Cx<'_>,
+    parent: &Issue,
+    child: &Issue,
+    children: &[&Issue],
+    closed: Option<u32>,
+    batch: bool,
+) -> String {
+    let prefix = match &parent.assignee {
+        Some(Assignee::Agent(a)) => {
+            let name = cx.dir.agent(a).map_or("", |a| a.name.as_str());
+            format!(
+                "{} ",
+                format_mention(MentionKind::Agent, a.as_str(), &label(name))
+            )
+        }
+        Some(Assignee::Squad(s)) => {
+            let name = cx.dir.squad(s).map_or("", |s| s.name.as_str());
+            format!(
+                "{} ",
+                format_mention(MentionKind::Squad, s.as_str(), &label(name))
+            )
+        }
+        _ => String::new(),
+    };
+    let ident = identifier(cx, child);
+    let title = child
+        .title
+        .replace("](mention://", "] (mention-stripped://");
+    let parent_ref = identifier(cx, parent);
+    match closed {
+        None => format!(
+            "{prefix}All sub-issues are complete — the last one, [{ident}](mention://issue/{}) — \"{title}\", just finished. \
+             Carry the parent forward by pulling the sub-issues' results together; \
+             if nothing is left to do, run `multica issue status {parent_ref} in_review`.",
+            child.id
+        ),
+        Some(s) => {
+            let (summary, next) = progress_summary(children, s);
+            let advance = if next > 0 {
+                format!(
+                    " Stage {next} is next: check the layout with `multica issue children {parent_ref}`, \
+                     then move that stage's `backlog` sub-issues to `todo` once their dependencies are met."
+                )
+            } else {
+                format!(
+                    " Closing this stage does not by itself finish the issue: either mark the parent ready \
+                     with `multica issue status {parent_ref} in_review`, or create the next stage."
+                )
+            };
+            if batch {
+                format!(
+                    "{prefix}Stage {s} of this issue is complete — its sub-issues just finished together in a batch update, \
+                     most recently [{ident}](mention://issue/{}) — \"{title}\". Stage progress — {summary}.{advance}",
+                    child.id
+                )
+            } else {
+                format!(
+                    "{prefix}Stage {s} of this issue is complete — its last sub-issue [{ident}](mention://issue/{}) — \
+                     \"{title}\" — just finished. Stage progress — {summary}.{advance}",
+                    child.id
+                )
+            }
+        }
+    }
+}
+
+/// A mention label: `]` stripped, `assignee` when empty.
+fn label(name: &str) -> String {
+    let l: String = name.chars().filter(|c| *c != ']').collect();
+    if l.is_empty() {
+        "assignee".to_owned()
+    } else {
+        l
+    }
+}
+
+/// The claim response (§5).
+fn claim(cx: &mut Cx<'_>, task_id: &TaskId) {
+    let dir = cx.dir;
+    let Some(task) = dir.task(task_id) else {
+        return;
+    };
+    if task.status == TaskStatus::Queued {
+        cx.push(Decision::SetTaskStatus {
+            task_id: task_id.clone(),
+            status: TaskStatus::Dispatched,
+        });
+    }
+    let plain = Decision::Claim {
+        task_id: task_id.clone(),
+        is_leader_task: false,
+        squad_id: None,
+        owns_issue_status: None,
+        leader_role_resolved: true,
+    };
+    if !task.is_leader_task {
+        cx.noop(NoopReason::NotLeaderTask);
+        return cx.push(plain);
+    }
+    let issue = task.issue_id.as_ref().and_then(|i| cx.issue(i));
+    let squad = task
+        .squad_id
+        .as_ref()
+        .and_then(|s| dir.squad(s))
+        .filter(|s| {
+            issue.is_none_or(|i| i.workspace_id == s.workspace_id) && s.leader_id == task.agent_id
+        });
+    let Some(squad) = squad else {
+        return cx.push(plain);
+    };
+    let owns =
+        issue.is_some_and(|i| i.assignee.as_ref() == Some(&Assignee::Squad(squad.id.clone())));
+    cx.push(Decision::Claim {
+        task_id: task_id.clone(),
+        is_leader_task: true,
+        squad_id: Some(squad.id.clone()),
+        owns_issue_status: Some(owns),
+        leader_role_resolved: true,
+    });
+}

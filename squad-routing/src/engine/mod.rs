@@ -1,0 +1,361 @@
+//! The decision engine: pure and synchronous.
+
+mod autopilot;
+mod comments;
+mod issues;
+mod squads;
+
+use serde::Serialize;
+use squad_model::{
+    Agent, AgentId, CommentId, Issue, IssueId, Squad, SquadId, Task, TaskId, TaskStatus, Timestamp,
+    UserId, WorkspaceId,
+};
+
+use crate::decision::{Decision, NoopReason, TriggerSource};
+use crate::directory::Directory;
+use crate::event::Event;
+use crate::policy::RoutingPolicy;
+use crate::records::Principal;
+
+/// The decisions for one event, plus the id counter after minting new ids.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decisions {
+    /// The decisions, in order. Effects ([`apply`](crate::apply)) follow this order.
+    pub decisions: Vec<Decision>,
+    /// The directory's id counter after this event ([`Directory::id_seq`]).
+    #[serde(skip)]
+    pub id_seq: u64,
+}
+
+impl Decisions {
+    /// The first rejection, if the request was refused.
+    pub fn rejection(&self) -> Option<(u16, &str)> {
+        self.decisions.iter().find_map(|d| match d {
+            Decision::Reject { code, message } => Some((*code, message.as_str())),
+            _ => None,
+        })
+    }
+
+    /// The tasks enqueued.
+    pub fn enqueued(&self) -> impl Iterator<Item = &Task> {
+        self.decisions.iter().filter_map(Decision::enqueued)
+    }
+}
+
+/// The routing rules over a [`Directory`], parameterised by a [`RoutingPolicy`].
+///
+/// [`decide`](Self::decide) only reads the directory; [`apply`](crate::apply) writes the effects,
+/// so that later events see them.
+///
+/// ```
+/// use squad_routing::{Engine, Event, InMemoryDirectory};
+/// use squad_model::{SquadId, Timestamp, UserId, WorkspaceId};
+///
+/// let dir = InMemoryDirectory::new();
+/// let event = Event::CreateSquad {
+///     actor: UserId::new("u1").unwrap(),
+///     workspace_id: WorkspaceId::new("w1").unwrap(),
+///     squad_id: SquadId::new("s1").unwrap(),
+///     name: "Core".into(), description: String::new(), instructions: String::new(),
+///     leader_id: String::new(), avatar_url: None,
+/// };
+/// let out = Engine::default().decide(&dir, Timestamp::from_unix_seconds(0).unwrap(), &event);
+/// // u1 is not a member of w1.
+/// assert_eq!(out.rejection(), Some((404, "workspace not found")));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Engine {
+    /// The policy choices.
+    pub policy: RoutingPolicy,
+}
+
+impl Engine {
+    /// An engine with this policy.
+    pub fn new(policy: RoutingPolicy) -> Self {
+        Self { policy }
+    }
+
+    /// Decides what `event`, happening at `at`, leads to.
+    pub fn decide(&self, dir: &dyn Directory, at: Timestamp, event: &Event) -> Decisions {
+        let mut cx = Cx::new(&self.policy, dir, at);
+        match event {
+            Event::CreateSquad { .. }
+            | Event::UpdateSquad { .. }
+            | Event::ArchiveSquad { .. }
+            | Event::AddMember { .. }
+            | Event::RemoveMember { .. }
+            | Event::SetMemberRole { .. }
+            | Event::RecordEvaluation { .. } => squads::decide(&mut cx, event),
+            Event::CreateIssue { .. }
+            | Event::UpdateIssue { .. }
+            | Event::BatchUpdate { .. }
+            | Event::DeleteIssue { .. }
+            | Event::TaskStatus { .. }
+            | Event::Claim { .. }
+            | Event::SetRuntime { .. }
+            | Event::ArchiveAgent { .. } => issues::decide(&mut cx, event),
+            Event::Comment { .. } => comments::decide(&mut cx, event),
+            Event::SaveAutopilot { .. } | Event::TriggerAutopilot { .. } => {
+                autopilot::decide(&mut cx, event)
+            }
+        }
+        Decisions {
+            decisions: cx.out,
+            id_seq: cx.seq,
+        }
+    }
+}
+
+/// Kinds of minted ids (first UUID group), so minted ids are UUID-shaped and distinct.
+#[derive(Clone, Copy)]
+pub(crate) enum IdKind {
+    Task = 0x7a5c_0000,
+    Comment = 0x0c03_0000,
+    Issue = 0x1550_0000,
+}
+
+/// One decision in progress: the directory plus what this event already decided.
+pub(crate) struct Cx<'a> {
+    pub(crate) policy: &'a RoutingPolicy,
+    pub(crate) dir: &'a dyn Directory,
+    pub(crate) at: Timestamp,
+    seq: u64,
+    pub(crate) out: Vec<Decision>,
+    /// Tasks cancelled by this event.
+    cancelled: Vec<TaskId>,
+    /// Issues as this event left them (batch updates read siblings in their final state).
+    issues: Vec<Issue>,
+    /// Record every updated issue in `issues` (batch updates), not only completed ones.
+    pub(crate) overlay_all: bool,
+}
+
+/// What a new task looks like, before it gets an id.
+pub(crate) struct NewTask<'t> {
+    pub(crate) agent: &'t AgentId,
+    pub(crate) issue: Option<&'t IssueId>,
+    pub(crate) leader_of: Option<&'t SquadId>,
+    pub(crate) trigger: Option<&'t CommentId>,
+    pub(crate) originator: Option<UserId>,
+    pub(crate) source: TriggerSource,
+    pub(crate) delay_seconds: Option<u32>,
+}
+
+impl<'a> Cx<'a> {
+    fn new(policy: &'a RoutingPolicy, dir: &'a dyn Directory, at: Timestamp) -> Self {
+        Self {
+            policy,
+            dir,
+            at,
+            seq: dir.id_seq(),
+            out: Vec::new(),
+            cancelled: Vec::new(),
+            issues: Vec::new(),
+            overlay_all: false,
+        }
+    }
+
+    pub(crate) fn push(&mut self, d: Decision) {
+        self.out.push(d);
+    }
+
+    pub(crate) fn reject(&mut self, code: u16, message: &str) {
+        self.out.push(Decision::reject(code, message));
+    }
+
+    pub(crate) fn noop(&mut self, reason: NoopReason) {
+        self.out.push(Decision::noop(reason));
+    }
+
+    pub(crate) fn noop_for(&mut self, reason: NoopReason, agent: &AgentId) {
+        self.out.push(Decision::noop_for(reason, agent));
+    }
+
+    /// Mints a UUID-shaped id.
+    pub(crate) fn mint(&mut self, kind: IdKind) -> String {
+        self.seq += 1;
+        // `{kind:08x}-0000-4000-8000-{seq:012x}`, written by hand: this runs for every task.
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(36);
+        let k = kind as u32;
+        for shift in (0..8).rev() {
+            out.push(char::from(HEX[((k >> (shift * 4)) & 0xf) as usize]));
+        }
+        out.push_str("-0000-4000-8000-");
+        for shift in (0..12).rev() {
+            out.push(char::from(HEX[((self.seq >> (shift * 4)) & 0xf) as usize]));
+        }
+        out
+    }
+
+    /// The issue as this event has left it so far.
+    pub(crate) fn issue(&self, id: &IssueId) -> Option<&Issue> {
+        self.issues
+            .iter()
+            .rev()
+            .find(|i| &i.id == id)
+            .or_else(|| self.dir.issue(id))
+    }
+
+    pub(crate) fn set_issue(&mut self, issue: Issue) {
+        self.issues.push(issue);
+    }
+
+    /// The pending task of the agent on the issue, counting this event's enqueues and
+    /// cancellations.
+    pub(crate) fn pending(&self, issue: &IssueId, agent: &AgentId) -> Option<TaskId> {
+        if let Some(t) = self.local_tasks(issue).find(|t| &t.agent_id == agent) {
+            return Some(t.id.clone());
+        }
+        self.dir
+            .pending_task(issue, agent)
+            .filter(|t| !self.cancelled.contains(&t.id))
+            .map(|t| t.id.clone())
+    }
+
+    /// Pending tasks this event enqueued on the issue and has not cancelled.
+    fn local_tasks<'s>(&'s self, issue: &'s IssueId) -> impl Iterator<Item = &'s Task> + 's {
+        self.out.iter().filter_map(move |d| match d {
+            Decision::Enqueue { task, .. }
+                if task.issue_id.as_ref() == Some(issue)
+                    && task.status.is_pending()
+                    && !self.cancelled.contains(&task.id) =>
+            {
+                Some(task.as_ref())
+            }
+            _ => None,
+        })
+    }
+
+    /// Cancels every active task on the issue.
+    pub(crate) fn cancel_active(&mut self, issue: &IssueId, reason: &'static str) {
+        let mut ids: Vec<TaskId> = self
+            .dir
+            .active_tasks(issue)
+            .into_iter()
+            .map(|t| t.id.clone())
+            .filter(|id| !self.cancelled.contains(id))
+            .collect();
+        ids.extend(self.local_tasks(issue).map(|t| t.id.clone()));
+        for id in ids {
+            self.cancelled.push(id.clone());
+            self.out.push(Decision::Cancel {
+                task_id: id,
+                reason,
+            });
+        }
+    }
+
+    /// Enqueues a task and returns its id.
+    pub(crate) fn enqueue(&mut self, t: NewTask<'_>) -> TaskId {
+        let id = TaskId::new(self.mint(IdKind::Task)).expect("minted ids are valid");
+        let status = if t.delay_seconds.is_some() {
+            TaskStatus::Deferred
+        } else {
+            TaskStatus::Queued
+        };
+        let task = Task {
+            id: id.clone(),
+            agent_id: t.agent.clone(),
+            issue_id: t.issue.cloned(),
+            status,
+            is_leader_task: t.leader_of.is_some(),
+            squad_id: t.leader_of.cloned(),
+            trigger_comment_id: t.trigger.cloned(),
+            originator_user_id: t.originator,
+            head_sha: None,
+            attempt: 1,
+            created_at: self.at,
+        };
+        self.out.push(Decision::Enqueue {
+            task: Box::new(task),
+            source: t.source,
+            delay_seconds: t.delay_seconds,
+        });
+        id
+    }
+
+    /// The originator named by a request: a member is its own; an agent uses the originator of
+    /// the task named in the request, else (MUL-4857) the member who created the autopilot the
+    /// issue came from; the system has none.
+    pub(crate) fn request_originator(
+        &self,
+        actor: &Principal,
+        task: Option<&TaskId>,
+        issue: Option<&Issue>,
+    ) -> Option<UserId> {
+        match actor {
+            Principal::Member(u) => Some(u.clone()),
+            Principal::System => None,
+            Principal::Agent(_) => task
+                .and_then(|t| self.dir.task(t))
+                .and_then(|t| t.originator_user_id.clone())
+                .or_else(|| {
+                    let origin = issue?.origin.as_ref()?;
+                    if origin.kind != "autopilot" {
+                        return None;
+                    }
+                    let id = squad_model::AutopilotId::new(origin.id.clone()?).ok()?;
+                    Some(self.dir.autopilot(&id)?.creator_id.clone())
+                }),
+        }
+    }
+
+    /// The originator from an issue's provenance: its member creator; for `agent_create`, the
+    /// originator of the creating task; otherwise none.
+    pub(crate) fn provenance_originator(&self, issue: &Issue) -> Option<UserId> {
+        if let Some(squad_model::Actor::Member(u)) = &issue.creator {
+            return Some(u.clone());
+        }
+        let origin = issue.origin.as_ref()?;
+        if origin.kind == "agent_create" {
+            let t = TaskId::new(origin.id.clone()?).ok()?;
+            return self.dir.task(&t)?.originator_user_id.clone();
+        }
+        None
+    }
+
+    /// The squad, when it belongs to the workspace.
+    pub(crate) fn squad_in(&self, id: &SquadId, ws: &WorkspaceId) -> Option<&'a Squad> {
+        self.dir.squad(id).filter(|s| &s.workspace_id == ws)
+    }
+
+    /// The agent, when it belongs to the workspace.
+    pub(crate) fn agent_in(&self, id: &AgentId, ws: &WorkspaceId) -> Option<&'a Agent> {
+        self.dir.agent(id).filter(|a| &a.workspace_id == ws)
+    }
+}
+
+/// Not archived and a runtime bound.
+pub(crate) fn bound(agent: &Agent) -> bool {
+    !agent.is_archived() && agent.runtime.is_some()
+}
+
+/// Not archived, bound and online.
+pub(crate) fn online(agent: &Agent) -> bool {
+    !agent.is_archived() && agent.is_online()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::directory::InMemoryDirectory;
+
+    #[test]
+    fn minted_ids_are_uuid_shaped_and_match_the_format() {
+        let dir = InMemoryDirectory::new();
+        let policy = RoutingPolicy::default();
+        let t = Timestamp::from_unix_seconds(0).expect("valid");
+        let mut cx = Cx::new(&policy, &dir, t);
+        cx.seq = 0x1234_5678_9abc - 1;
+        let id = cx.mint(IdKind::Task);
+        assert_eq!(
+            id,
+            format!(
+                "{:08x}-0000-4000-8000-{:012x}",
+                IdKind::Task as u32,
+                0x1234_5678_9abc_u64
+            )
+        );
+        assert!(crate::mention::is_uuid(&id));
+    }
+}

@@ -1,0 +1,460 @@
+//! Synthetic traces for benchmarks: squads of a leader, two workers and a human, background
+//! issues, and "episodes" that walk one parent issue through the rules (assignment, claim,
+//! delegation by mention, staged children, child-done, squad mentions, batch updates).
+//!
+//! The generator simulates while it generates (it runs the engine on its own directory), so
+//! the task ids its events name are the ones a replay will mint. Output is deterministic for a
+//! given [`GenConfig`].
+
+use squad_model::{
+    Agent, AgentId, Assignee, CommentId, InvocationTarget, Issue, IssueId, IssueStatus, MemberRef,
+    PermissionMode, RuntimeBinding, RuntimeId, RuntimeStatus, Squad, SquadId, SquadMember,
+    SquadMemberId, TaskId, TaskStatus, Timestamp, UserId, WorkspaceId,
+};
+
+use crate::apply::apply;
+use crate::directory::{Directory, InMemoryDirectory};
+use crate::engine::Engine;
+use crate::event::Event;
+use crate::records::{Membership, Principal, User, Workspace, WorkspaceRole};
+use crate::trace::{IssueRecord, TraceLine};
+
+/// What to generate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenConfig {
+    /// Number of squads (each: a leader, two workers, one human).
+    pub squads: usize,
+    /// Background issues per squad, loaded as entities.
+    pub issues_per_squad: usize,
+    /// Number of events (the last episode is cut to fit).
+    pub events: usize,
+    /// Seed of the pseudo-random choices.
+    pub seed: u64,
+}
+
+impl Default for GenConfig {
+    fn default() -> Self {
+        Self {
+            squads: 100,
+            issues_per_squad: 4,
+            events: 1_000,
+            seed: 1,
+        }
+    }
+}
+
+/// A generated trace: entity records, then events (each with its time).
+#[derive(Debug, Clone)]
+pub struct Generated {
+    /// Entity records.
+    pub entities: Vec<TraceLine>,
+    /// Events, in order.
+    pub events: Vec<(Timestamp, Event)>,
+}
+
+impl Generated {
+    /// A directory holding the entities.
+    pub fn directory(&self) -> InMemoryDirectory {
+        let mut dir = InMemoryDirectory::new();
+        for e in &self.entities {
+            // Generated entities are consistent by construction.
+            let _ = crate::trace::load_entity(&mut dir, e.clone());
+        }
+        dir
+    }
+
+    /// The whole trace as JSON Lines.
+    pub fn to_jsonl(&self) -> String {
+        let mut out = String::new();
+        for e in &self.entities {
+            out.push_str(&e.to_json());
+            out.push('\n');
+        }
+        for (at, event) in &self.events {
+            let line = TraceLine::Event {
+                at: Some(*at),
+                event: event.clone(),
+            };
+            out.push_str(&line.to_json());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// SplitMix64: small, fast and good enough for picking squads.
+#[derive(Debug, Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        // n is small; the modulo bias is irrelevant here.
+        usize::try_from(self.next() % (n.max(1) as u64)).unwrap_or(0)
+    }
+}
+
+fn id(kind: u32, n: usize) -> String {
+    format!("{kind:08x}-0000-4000-8000-{n:012x}")
+}
+
+struct Team {
+    squad: SquadId,
+    leader: AgentId,
+    workers: [AgentId; 2],
+    human: UserId,
+}
+
+struct Sim {
+    engine: Engine,
+    dir: InMemoryDirectory,
+    at: Timestamp,
+    events: Vec<(Timestamp, Event)>,
+    limit: usize,
+    next: usize,
+}
+
+impl Sim {
+    fn full(&self) -> bool {
+        self.events.len() >= self.limit
+    }
+    fn fresh(&mut self, kind: u32) -> String {
+        self.next += 1;
+        id(kind, self.next)
+    }
+    /// Runs one event; returns the tasks it enqueued.
+    fn run(&mut self, e: Event) -> Vec<TaskId> {
+        if self.full() {
+            return Vec::new();
+        }
+        self.at = self.at.plus_seconds(1);
+        let d = self.engine.decide(&self.dir, self.at, &e);
+        apply(&mut self.dir, &d);
+        self.events.push((self.at, e));
+        d.enqueued().map(|t| t.id.clone()).collect()
+    }
+    fn status(&mut self, task: &TaskId, status: TaskStatus) {
+        self.run(Event::TaskStatus {
+            task_id: task.clone(),
+            status,
+        });
+    }
+    fn comment(
+        &mut self,
+        issue: &IssueId,
+        author: Principal,
+        task: Option<TaskId>,
+        text: String,
+    ) -> Vec<TaskId> {
+        let comment_id = CommentId::new(self.fresh(0xc0)).expect("generated ids are valid");
+        self.run(Event::Comment {
+            comment_id,
+            issue_id: issue.clone(),
+            author,
+            task_id: task,
+            parent_id: None,
+            content: text,
+            suppress_agent_ids: Vec::new(),
+        })
+    }
+    #[allow(clippy::too_many_arguments, reason = "mirrors the create request")]
+    fn create(
+        &mut self,
+        ws: &WorkspaceId,
+        actor: Principal,
+        task: Option<TaskId>,
+        status: IssueStatus,
+        assignee: (&str, String),
+        parent: Option<&IssueId>,
+        stage: Option<u32>,
+    ) -> (IssueId, Vec<TaskId>) {
+        let issue_id = IssueId::new(self.fresh(0x15)).expect("generated ids are valid");
+        let tasks = self.run(Event::CreateIssue {
+            actor,
+            task_id: task,
+            workspace_id: ws.clone(),
+            issue_id: issue_id.clone(),
+            number: None,
+            title: format!("Generated {issue_id}"),
+            status: Some(status),
+            assignee_type: Some(assignee.0.to_owned()),
+            assignee_id: Some(assignee.1),
+            parent_issue_id: parent.cloned(),
+            stage,
+            suppress_run: false,
+        });
+        (issue_id, tasks)
+    }
+    fn update(
+        &mut self,
+        actor: Principal,
+        task: Option<TaskId>,
+        issue: &IssueId,
+        status: IssueStatus,
+    ) -> Vec<TaskId> {
+        self.run(Event::UpdateIssue {
+            actor,
+            task_id: task,
+            issue_id: issue.clone(),
+            status: Some(status),
+            assignee_type: None,
+            assignee_id: None,
+            unassign: false,
+            suppress_run: false,
+        })
+    }
+}
+
+/// Generates a trace.
+///
+/// ```
+/// use squad_routing::generate::{generate, GenConfig};
+///
+/// let g = generate(&GenConfig { squads: 3, issues_per_squad: 2, events: 40, seed: 7 });
+/// assert_eq!(g.events.len(), 40);
+/// assert!(g.to_jsonl().lines().count() > 40);
+/// ```
+pub fn generate(cfg: &GenConfig) -> Generated {
+    let t0 = Timestamp::from_unix_seconds(1_796_032_800).unwrap_or_else(|_| Timestamp::now());
+    let ws = WorkspaceId::new("00000000-0000-4000-8000-000000000001").expect("valid id");
+    let mut entities = vec![TraceLine::Workspace(Workspace {
+        id: ws.clone(),
+        name: "Generated".into(),
+        issue_prefix: "GEN".into(),
+    })];
+    let mut teams = Vec::with_capacity(cfg.squads);
+    let mut n = 0usize;
+    let mut next = || {
+        n += 1;
+        n
+    };
+    for s in 0..cfg.squads {
+        let human = UserId::new(id(0xe0, next())).expect("valid id");
+        entities.push(TraceLine::User(User {
+            id: human.clone(),
+            name: format!("Human {s}"),
+        }));
+        entities.push(TraceLine::Membership(Membership {
+            workspace_id: ws.clone(),
+            user_id: human.clone(),
+            role: WorkspaceRole::Member,
+        }));
+        let mut agent = |name: String, public: bool| {
+            let a = AgentId::new(id(0xa0, next())).expect("valid id");
+            entities.push(TraceLine::Agent(Agent {
+                id: a.clone(),
+                workspace_id: ws.clone(),
+                name,
+                owner_id: Some(human.clone()),
+                archived_at: None,
+                runtime: Some(RuntimeBinding {
+                    runtime_id: RuntimeId::new(format!("rt-{a}")).expect("valid id"),
+                    status: RuntimeStatus::Online,
+                    last_seen_at: Some(t0),
+                }),
+                permission_mode: if public {
+                    PermissionMode::PublicTo
+                } else {
+                    PermissionMode::Private
+                },
+                invocation_targets: if public {
+                    vec![InvocationTarget::Workspace]
+                } else {
+                    Vec::new()
+                },
+                skills: vec!["rust".into(), "review".into()],
+                created_at: t0,
+            }));
+            a
+        };
+        let leader = agent(format!("Leader {s}"), s % 2 == 0);
+        let workers = [
+            agent(format!("Worker {s}a"), true),
+            agent(format!("Worker {s}b"), false),
+        ];
+        let squad = SquadId::new(id(0x50, next())).expect("valid id");
+        entities.push(TraceLine::Squad(Squad {
+            id: squad.clone(),
+            workspace_id: ws.clone(),
+            name: format!("Squad {s}"),
+            description: String::new(),
+            leader_id: leader.clone(),
+            creator_id: human.clone(),
+            instructions: "Keep changes small.".into(),
+            avatar_url: None,
+            archived_at: None,
+            archived_by: None,
+            created_at: t0,
+            updated_at: t0,
+        }));
+        for (i, (m, role)) in [
+            (MemberRef::Agent(leader.clone()), "leader"),
+            (MemberRef::Agent(workers[0].clone()), "backend"),
+            (MemberRef::Agent(workers[1].clone()), "frontend"),
+            (MemberRef::Member(human.clone()), "reviewer"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            entities.push(TraceLine::Member(SquadMember {
+                id: SquadMemberId::new(format!("{squad}-{i}")).expect("valid id"),
+                squad_id: squad.clone(),
+                member: m,
+                role: role.into(),
+                created_at: t0,
+            }));
+        }
+        for i in 0..cfg.issues_per_squad {
+            let issue_id = IssueId::new(id(0x10, next())).expect("valid id");
+            let (status, assignee) = match i % 4 {
+                0 => (IssueStatus::Backlog, Assignee::Squad(squad.clone())),
+                1 => (IssueStatus::InProgress, Assignee::Squad(squad.clone())),
+                2 => (IssueStatus::Todo, Assignee::Agent(workers[0].clone())),
+                _ => (IssueStatus::Done, Assignee::Member(human.clone())),
+            };
+            entities.push(TraceLine::Issue(IssueRecord {
+                issue: Issue {
+                    id: issue_id,
+                    workspace_id: ws.clone(),
+                    title: format!("Background {s}.{i}"),
+                    status,
+                    assignee: Some(assignee),
+                    parent_issue_id: None,
+                    stage: None,
+                    origin: None,
+                    creator: Some(squad_model::Actor::Member(human.clone())),
+                    created_at: t0,
+                },
+                number: None,
+            }));
+        }
+        teams.push(Team {
+            squad,
+            leader,
+            workers,
+            human,
+        });
+    }
+    let mut sim = Sim {
+        engine: Engine::default(),
+        dir: InMemoryDirectory::new(),
+        at: t0,
+        events: Vec::with_capacity(cfg.events),
+        limit: cfg.events,
+        next: n,
+    };
+    for e in &entities {
+        let _ = crate::trace::load_entity(&mut sim.dir, e.clone());
+    }
+    let mut rng = Rng(cfg.seed);
+    while !sim.full() && !teams.is_empty() {
+        let team = &teams[rng.below(teams.len())];
+        episode(&mut sim, &mut rng, &ws, team);
+    }
+    Generated {
+        entities,
+        events: sim.events,
+    }
+}
+
+fn mention(kind: &str, id: &str, label: &str) -> String {
+    format!("[@{label}](mention://{kind}/{id})")
+}
+
+/// One parent issue through the rules.
+fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
+    let human = Principal::Member(t.human.clone());
+    let lead = Principal::Agent(t.leader.clone());
+    let w0 = Principal::Agent(t.workers[0].clone());
+    let (parent, tasks) = sim.create(
+        ws,
+        human.clone(),
+        None,
+        IssueStatus::Todo,
+        ("squad", t.squad.to_string()),
+        None,
+        None,
+    );
+    let Some(lt) = tasks.first().cloned() else {
+        return;
+    };
+    sim.run(Event::Claim {
+        task_id: lt.clone(),
+    });
+    sim.status(&lt, TaskStatus::Running);
+    let w_tasks = sim.comment(
+        &parent,
+        lead.clone(),
+        Some(lt.clone()),
+        format!(
+            "{} please take the API part.",
+            mention("agent", t.workers[0].as_str(), "Worker")
+        ),
+    );
+    sim.status(&lt, TaskStatus::Completed);
+    let (c1, c1_tasks) = sim.create(
+        ws,
+        lead.clone(),
+        Some(lt.clone()),
+        IssueStatus::Todo,
+        ("agent", t.workers[0].to_string()),
+        Some(&parent),
+        Some(1),
+    );
+    let (c2, _) = sim.create(
+        ws,
+        lead.clone(),
+        Some(lt.clone()),
+        IssueStatus::Backlog,
+        ("agent", t.workers[1].to_string()),
+        Some(&parent),
+        Some(2),
+    );
+    let wt = c1_tasks.first().or(w_tasks.first()).cloned();
+    sim.comment(
+        &parent,
+        w0.clone(),
+        wt.clone(),
+        "Started on the API.".into(),
+    );
+    if let Some(wt) = &wt {
+        sim.status(wt, TaskStatus::Completed);
+    }
+    let wake = sim.update(w0, wt, &c1, IssueStatus::Done);
+    for task in wake {
+        sim.status(&task, TaskStatus::Completed);
+    }
+    let text = match rng.below(4) {
+        0 => "/note remember to update the changelog".to_owned(),
+        1 => format!("{} status?", mention("squad", t.squad.as_str(), "Squad")),
+        2 => "[@all](mention://all/all) demo on Friday".to_owned(),
+        _ => "Any blockers?".to_owned(),
+    };
+    sim.comment(&parent, human.clone(), None, text);
+    sim.update(lead.clone(), None, &c2, IssueStatus::Todo);
+    sim.run(Event::BatchUpdate {
+        actor: human,
+        task_id: None,
+        issue_ids: vec![c2],
+        status: Some(IssueStatus::Done),
+        assignee_type: None,
+        assignee_id: None,
+        suppress_run: false,
+    });
+    let pending: Vec<TaskId> = sim
+        .dir
+        .active_tasks(&parent)
+        .iter()
+        .map(|t| t.id.clone())
+        .collect();
+    for task in pending {
+        sim.status(&task, TaskStatus::Completed);
+    }
+    sim.update(lead, None, &parent, IssueStatus::InReview);
+}

@@ -1,0 +1,558 @@
+//! Traces: JSON Lines of entity records, then event records; and their replay.
+//!
+//! ```text
+//! {"kind":"workspace","id":"w1","issue_prefix":"SQ"}
+//! {"kind":"user","id":"u1","name":"Sam"}
+//! {"kind":"membership","workspace_id":"w1","user_id":"u1","role":"owner"}
+//! {"kind":"agent", ...squad_model::Agent}
+//! {"kind":"squad", ...squad_model::Squad}
+//! {"kind":"member", ...squad_model::SquadMember}
+//! {"kind":"issue", ...squad_model::Issue, "number": 12}
+//! {"kind":"task", ...}  {"kind":"comment", ...}  {"kind":"autopilot", ...}
+//! {"kind":"event","at":"2026-11-30T10:00:00Z","event":{"type":"update_issue", ...}}
+//! ```
+//!
+//! The JSON Schema is `schemas/trace.schema.json` ([`TRACE_SCHEMA`]). Replaying checks what the
+//! schema cannot: entity records come before events, ids are defined once, and every id an
+//! event acts on exists. Errors name the 1-based line.
+
+use serde::Serialize;
+use serde_json::Value;
+use squad_model::{
+    Agent, AgentId, Autopilot, Issue, IssueId, Squad, SquadMember, Task, TaskId, Timestamp, UserId,
+    WorkspaceId,
+};
+
+use crate::apply::apply;
+use crate::directory::{Directory, InMemoryDirectory};
+use crate::engine::{Decisions, Engine};
+use crate::error::{Error, ErrorKind, Result};
+use crate::event::Event;
+use crate::records::{Comment, Membership, Principal, User, Workspace};
+
+/// The JSON Schema of one trace line.
+pub const TRACE_SCHEMA: &str = include_str!("../schemas/trace.schema.json");
+
+/// An issue record with its optional number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct IssueRecord {
+    /// The issue.
+    #[serde(flatten)]
+    pub issue: Issue,
+    /// Its number in the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number: Option<u64>,
+}
+
+/// One line of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant, reason = "records are built once per line")]
+#[non_exhaustive]
+pub enum TraceLine {
+    /// A workspace.
+    Workspace(Workspace),
+    /// A user.
+    User(User),
+    /// A workspace membership.
+    Membership(Membership),
+    /// An agent.
+    Agent(Agent),
+    /// A squad.
+    Squad(Squad),
+    /// A squad membership row.
+    Member(SquadMember),
+    /// An issue.
+    Issue(IssueRecord),
+    /// A task.
+    Task(Task),
+    /// A comment.
+    Comment(Comment),
+    /// An autopilot.
+    Autopilot(Autopilot),
+    /// An event, at a time (default: the previous event's time).
+    Event {
+        /// When it happens.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        at: Option<Timestamp>,
+        /// What happens.
+        event: Event,
+    },
+}
+
+impl TraceLine {
+    /// The line as compact JSON (no trailing newline).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+const ENTITY_KINDS: [&str; 10] = [
+    "workspace",
+    "user",
+    "membership",
+    "agent",
+    "squad",
+    "member",
+    "issue",
+    "task",
+    "comment",
+    "autopilot",
+];
+
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::InvalidTrace, msg)
+}
+
+fn unknown_ref(what: &str, id: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorKind::UnknownReference,
+        format!("unknown {what} \"{id}\""),
+    )
+}
+
+fn duplicate(what: &str, id: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorKind::UnknownReference,
+        format!("{what} \"{id}\" is defined twice"),
+    )
+}
+
+/// Parses one non-blank line.
+///
+/// # Errors
+///
+/// [`ErrorKind::InvalidTrace`] for malformed JSON or records, [`ErrorKind::UnknownEventKind`] for
+/// an event type this crate does not know. The error carries no line number; [`Replay`] adds it.
+pub fn parse_line(line: &str) -> Result<TraceLine> {
+    let mut value: Value =
+        serde_json::from_str(line).map_err(|e| invalid(format!("invalid JSON: {e}")))?;
+    let obj = value
+        .as_object_mut()
+        .ok_or_else(|| invalid("a trace line must be a JSON object"))?;
+    let kind = match obj.remove("kind") {
+        Some(Value::String(k)) => k,
+        Some(_) => return Err(invalid("\"kind\" must be a string")),
+        None => return Err(invalid("missing \"kind\"")),
+    };
+    fn typed<T: serde::de::DeserializeOwned>(kind: &str, v: Value) -> Result<T> {
+        serde_json::from_value(v).map_err(|e| invalid(format!("invalid {kind} record: {e}")))
+    }
+    Ok(match kind.as_str() {
+        "workspace" => TraceLine::Workspace(typed(&kind, value)?),
+        "user" => TraceLine::User(typed(&kind, value)?),
+        "membership" => TraceLine::Membership(typed(&kind, value)?),
+        "agent" => TraceLine::Agent(typed(&kind, value)?),
+        "squad" => TraceLine::Squad(typed(&kind, value)?),
+        "member" => TraceLine::Member(typed(&kind, value)?),
+        "issue" => TraceLine::Issue(typed(&kind, value)?),
+        "task" => TraceLine::Task(typed(&kind, value)?),
+        "comment" => TraceLine::Comment(typed(&kind, value)?),
+        "autopilot" => TraceLine::Autopilot(typed(&kind, value)?),
+        "event" => {
+            let at = match obj.remove("at") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(typed::<Timestamp>("event time", v)?),
+            };
+            let event = obj
+                .remove("event")
+                .ok_or_else(|| invalid("missing \"event\""))?;
+            if let Some(extra) = obj.keys().next() {
+                return Err(invalid(format!(
+                    "unknown field \"{extra}\" in event record"
+                )));
+            }
+            let ty = match event.get("type") {
+                Some(Value::String(t)) => t.clone(),
+                _ => return Err(invalid("event without a string \"type\"")),
+            };
+            if !Event::KINDS.contains(&ty.as_str()) {
+                return Err(Error::new(
+                    ErrorKind::UnknownEventKind,
+                    format!("unknown event kind \"{ty}\""),
+                ));
+            }
+            let event = serde_json::from_value(event)
+                .map_err(|e| invalid(format!("invalid {ty} event: {e}")))?;
+            TraceLine::Event { at, event }
+        }
+        other => {
+            return Err(invalid(format!(
+                "unknown record kind \"{other}\" (expected one of {}, event)",
+                ENTITY_KINDS.join(", ")
+            )));
+        }
+    })
+}
+
+/// The result of one replayed event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventOutput {
+    /// The 1-based line of the event.
+    pub line: usize,
+    /// The event's type.
+    pub event: &'static str,
+    /// What the engine decided.
+    #[serde(flatten)]
+    pub decisions: Decisions,
+}
+
+/// Replays a trace line by line into an [`InMemoryDirectory`].
+///
+/// ```
+/// use squad_routing::{Replay, Engine};
+///
+/// let mut r = Replay::new(Engine::default());
+/// r.feed_line(r#"{"kind":"workspace","id":"w1"}"#).unwrap();
+/// let err = r.feed_line(r#"{"kind":"event","event":{"type":"frobnicate"}}"#).unwrap_err();
+/// assert_eq!(err.to_string(), "line 2: unknown event kind \"frobnicate\"");
+/// ```
+#[derive(Debug)]
+pub struct Replay {
+    engine: Engine,
+    dir: InMemoryDirectory,
+    clock: Timestamp,
+    line: usize,
+    in_events: bool,
+}
+
+impl Replay {
+    /// A replay with an empty directory; the clock starts at 2026-01-01T00:00:00Z.
+    pub fn new(engine: Engine) -> Self {
+        Self {
+            engine,
+            dir: InMemoryDirectory::new(),
+            clock: Timestamp::from_unix_seconds(1_767_225_600).unwrap_or_else(|_| Timestamp::now()),
+            line: 0,
+            in_events: false,
+        }
+    }
+
+    /// The directory in its current state.
+    pub fn directory(&self) -> &InMemoryDirectory {
+        &self.dir
+    }
+
+    /// Feeds the next line. Blank lines and entity records return `Ok(None)`.
+    ///
+    /// # Errors
+    ///
+    /// Any [`parse_line`] error, or [`ErrorKind::UnknownReference`] for an id defined twice or an
+    /// event acting on an id the trace never defined, or an entity after the first event; all
+    /// with the line number. The directory is unchanged by a failed line.
+    pub fn feed_line(&mut self, line: &str) -> Result<Option<EventOutput>> {
+        self.line += 1;
+        let n = self.line;
+        if line.trim().is_empty() {
+            return Ok(None);
+        }
+        let record = parse_line(line).map_err(|e| e.at_line(n))?;
+        self.feed(record).map_err(|e| e.at_line(n))
+    }
+
+    /// Feeds one parsed record. Its output reports the number of lines fed through
+    /// [`Self::feed_line`] so far.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::feed_line`], without the line number.
+    pub fn feed(&mut self, record: TraceLine) -> Result<Option<EventOutput>> {
+        if let TraceLine::Event { at, event } = record {
+            self.in_events = true;
+            check_event(&self.dir, &event)?;
+            if let Some(at) = at {
+                self.clock = at;
+            }
+            let decisions = self.engine.decide(&self.dir, self.clock, &event);
+            apply(&mut self.dir, &decisions);
+            return Ok(Some(EventOutput {
+                line: self.line,
+                event: event.kind(),
+                decisions,
+            }));
+        }
+        if self.in_events {
+            return Err(invalid("entity records must come before the first event"));
+        }
+        load_entity(&mut self.dir, record)?;
+        Ok(None)
+    }
+}
+
+/// Loads one entity record into a directory, checking that its id is new and its references
+/// exist.
+///
+/// # Errors
+///
+/// [`ErrorKind::UnknownReference`] for a duplicate id or a dangling reference.
+pub fn load_entity(dir: &mut InMemoryDirectory, record: TraceLine) -> Result<()> {
+    match record {
+        TraceLine::Workspace(w) => {
+            if dir.workspace(&w.id).is_some() {
+                return Err(duplicate("workspace", &w.id));
+            }
+            dir.put_workspace(w);
+        }
+        TraceLine::User(u) => {
+            if dir.user(&u.id).is_some() {
+                return Err(duplicate("user", &u.id));
+            }
+            dir.put_user(u);
+        }
+        TraceLine::Membership(m) => {
+            need_workspace(dir, &m.workspace_id)?;
+            need_user(dir, &m.user_id)?;
+            dir.put_membership(m);
+        }
+        TraceLine::Agent(a) => {
+            if dir.agent(&a.id).is_some() {
+                return Err(duplicate("agent", &a.id));
+            }
+            need_workspace(dir, &a.workspace_id)?;
+            dir.put_agent(a);
+        }
+        TraceLine::Squad(s) => {
+            if dir.squad(&s.id).is_some() {
+                return Err(duplicate("squad", &s.id));
+            }
+            need_workspace(dir, &s.workspace_id)?;
+            dir.put_squad(s);
+        }
+        TraceLine::Member(m) => {
+            if dir.squad(&m.squad_id).is_none() {
+                return Err(unknown_ref("squad", &m.squad_id));
+            }
+            if dir
+                .squad_members(&m.squad_id)
+                .iter()
+                .any(|r| r.member == m.member)
+            {
+                return Err(duplicate("squad member", m.member.id_str()));
+            }
+            dir.put_member(m);
+        }
+        TraceLine::Issue(r) => {
+            if dir.issue(&r.issue.id).is_some() {
+                return Err(duplicate("issue", &r.issue.id));
+            }
+            need_workspace(dir, &r.issue.workspace_id)?;
+            if let Some(p) = &r.issue.parent_issue_id {
+                need_issue(dir, p)?;
+            }
+            let id = r.issue.id.clone();
+            dir.put_issue(r.issue);
+            if let Some(n) = r.number {
+                dir.set_issue_number(&id, n);
+            }
+        }
+        TraceLine::Task(t) => {
+            if dir.task(&t.id).is_some() {
+                return Err(duplicate("task", &t.id));
+            }
+            need_agent(dir, &t.agent_id)?;
+            if let Some(i) = &t.issue_id {
+                need_issue(dir, i)?;
+            }
+            dir.put_task(t);
+        }
+        TraceLine::Comment(c) => {
+            if dir.comment(&c.id).is_some() {
+                return Err(duplicate("comment", &c.id));
+            }
+            need_issue(dir, &c.issue_id)?;
+            dir.put_comment(c);
+        }
+        TraceLine::Autopilot(a) => {
+            if dir.autopilot(&a.id).is_some() {
+                return Err(duplicate("autopilot", &a.id));
+            }
+            need_workspace(dir, &a.workspace_id)?;
+            dir.put_autopilot(a);
+        }
+        TraceLine::Event { .. } => {}
+    }
+    Ok(())
+}
+
+fn need_workspace(dir: &dyn Directory, id: &WorkspaceId) -> Result<()> {
+    dir.workspace(id)
+        .map(|_| ())
+        .ok_or_else(|| unknown_ref("workspace", id))
+}
+fn need_user(dir: &dyn Directory, id: &UserId) -> Result<()> {
+    dir.user(id)
+        .map(|_| ())
+        .ok_or_else(|| unknown_ref("user", id))
+}
+fn need_agent(dir: &dyn Directory, id: &AgentId) -> Result<()> {
+    dir.agent(id)
+        .map(|_| ())
+        .ok_or_else(|| unknown_ref("agent", id))
+}
+fn need_issue(dir: &dyn Directory, id: &IssueId) -> Result<()> {
+    dir.issue(id)
+        .map(|_| ())
+        .ok_or_else(|| unknown_ref("issue", id))
+}
+fn need_task(dir: &dyn Directory, id: &TaskId) -> Result<()> {
+    dir.task(id)
+        .map(|_| ())
+        .ok_or_else(|| unknown_ref("task", id))
+}
+fn need_principal(dir: &dyn Directory, p: &Principal) -> Result<()> {
+    match p {
+        Principal::Member(u) => need_user(dir, u),
+        Principal::Agent(a) => need_agent(dir, a),
+        Principal::System => Ok(()),
+    }
+}
+fn need_squad(dir: &dyn Directory, id: &squad_model::SquadId) -> Result<()> {
+    dir.squad(id)
+        .map(|_| ())
+        .ok_or_else(|| unknown_ref("squad", id))
+}
+
+/// Checks that the ids an event acts on exist (and that ids it creates are new).
+///
+/// # Errors
+///
+/// [`ErrorKind::UnknownReference`] naming the first offending id.
+pub fn check_event(dir: &dyn Directory, event: &Event) -> Result<()> {
+    match event {
+        Event::CreateSquad {
+            actor,
+            workspace_id,
+            squad_id,
+            ..
+        } => {
+            need_user(dir, actor)?;
+            need_workspace(dir, workspace_id)?;
+            if dir.squad(squad_id).is_some() {
+                return Err(duplicate("squad", squad_id));
+            }
+        }
+        Event::UpdateSquad {
+            actor, squad_id, ..
+        }
+        | Event::ArchiveSquad { actor, squad_id }
+        | Event::AddMember {
+            actor, squad_id, ..
+        }
+        | Event::RemoveMember {
+            actor, squad_id, ..
+        }
+        | Event::SetMemberRole {
+            actor, squad_id, ..
+        } => {
+            need_user(dir, actor)?;
+            need_squad(dir, squad_id)?;
+        }
+        Event::RecordEvaluation {
+            agent_id, issue_id, ..
+        } => {
+            need_agent(dir, agent_id)?;
+            need_issue(dir, issue_id)?;
+        }
+        Event::CreateIssue {
+            actor,
+            task_id,
+            workspace_id,
+            issue_id,
+            parent_issue_id,
+            ..
+        } => {
+            need_principal(dir, actor)?;
+            need_workspace(dir, workspace_id)?;
+            if dir.issue(issue_id).is_some() {
+                return Err(duplicate("issue", issue_id));
+            }
+            if let Some(p) = parent_issue_id {
+                need_issue(dir, p)?;
+            }
+            if let Some(t) = task_id {
+                need_task(dir, t)?;
+            }
+        }
+        Event::UpdateIssue {
+            actor,
+            task_id,
+            issue_id,
+            ..
+        } => {
+            need_principal(dir, actor)?;
+            need_issue(dir, issue_id)?;
+            if let Some(t) = task_id {
+                need_task(dir, t)?;
+            }
+        }
+        Event::BatchUpdate {
+            actor,
+            task_id,
+            issue_ids,
+            ..
+        } => {
+            need_principal(dir, actor)?;
+            for i in issue_ids {
+                need_issue(dir, i)?;
+            }
+            if let Some(t) = task_id {
+                need_task(dir, t)?;
+            }
+        }
+        Event::DeleteIssue { actor, issue_id } => {
+            need_principal(dir, actor)?;
+            need_issue(dir, issue_id)?;
+        }
+        Event::Comment {
+            comment_id,
+            issue_id,
+            author,
+            task_id,
+            parent_id,
+            ..
+        } => {
+            need_principal(dir, author)?;
+            need_issue(dir, issue_id)?;
+            if dir.comment(comment_id).is_some() {
+                return Err(duplicate("comment", comment_id));
+            }
+            if let Some(p) = parent_id
+                && dir.comment(p).is_none()
+            {
+                return Err(unknown_ref("comment", p));
+            }
+            if let Some(t) = task_id {
+                need_task(dir, t)?;
+            }
+        }
+        Event::SaveAutopilot {
+            actor,
+            task_id,
+            workspace_id,
+            ..
+        } => {
+            need_principal(dir, actor)?;
+            need_workspace(dir, workspace_id)?;
+            if let Some(t) = task_id {
+                need_task(dir, t)?;
+            }
+        }
+        Event::TriggerAutopilot {
+            autopilot_id,
+            actor,
+            ..
+        } => {
+            if dir.autopilot(autopilot_id).is_none() {
+                return Err(unknown_ref("autopilot", autopilot_id));
+            }
+            if let Some(u) = actor {
+                need_user(dir, u)?;
+            }
+        }
+        Event::TaskStatus { task_id, .. } | Event::Claim { task_id } => need_task(dir, task_id)?,
+        Event::SetRuntime { agent_id, .. } | Event::ArchiveAgent { agent_id } => {
+            need_agent(dir, agent_id)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,29 @@
+//! Integration tests of `squad-routing`.
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test panics on failure; that is the point"
+)]
+
+mod world;
+
+mod assign;
+mod autopilot;
+mod briefing;
+mod child_done;
+mod comments;
+mod invoke;
+mod props;
+mod replay;
+mod squads;
+
+/// Public types can cross threads (hosts run the engine on worker threads).
+#[test]
+fn public_types_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<squad_routing::Engine>();
+    check::<squad_routing::InMemoryDirectory>();
+    check::<squad_routing::Decisions>();
+    check::<squad_routing::Event>();
+    check::<squad_routing::Replay>();
+    check::<squad_routing::Error>();
+}
