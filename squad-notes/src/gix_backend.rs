@@ -1,0 +1,542 @@
+//! The gix (gitoxide) notes backend: reads any fanout, writes git's fanout, updates refs by CAS.
+
+use std::path::Path;
+
+use gix::bstr::ByteSlice;
+use gix::note::plumbing::State;
+use gix::refs::transaction::PreviousValue;
+
+use crate::backend::{NoteEdit, NotesBackend};
+use crate::error::{Error, ErrorKind, Result};
+use crate::oid::{NotesRef, Oid};
+
+/// A [`NotesBackend`] on a git repository, through gix 0.90 (feature `gix`, on by default).
+///
+/// - **Reads** walk the notes tree themselves, so they accept any fanout (flat as libgit2 writes,
+///   2/38, 2/2/36 as `git fast-import` writes, mixed inside one tree) and several entries for one
+///   object, which they join as git does. Non-note entries are ignored by reads.
+/// - **Writes** use `gix_note::State`, a fresh one per update: git's progressive fanout, non-note
+///   entries preserved, every old entry of an edited object removed. A tree that holds several
+///   entries for one object is first repaired (all entries of such objects merged into one, as
+///   git would show them), then edited.
+/// - **Ref updates** are compare-and-swap (`MustExistAndMatch` / `MustNotExist`), with the reflog
+///   message `notes: <message>` as git writes it. A lost race or a ref lock held by another writer
+///   is [`ErrorKind::Conflict`].
+/// - **Identity**: notes commits use the repository's configured author and committer (git
+///   config or the `GIT_AUTHOR_*` / `GIT_COMMITTER_*` variables); without one, an update fails
+///   with [`ErrorKind::Backend`] saying so.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use squad_notes::{GixNotes, NotesBackend, NotesRef};
+/// let dir = tempfile::tempdir()?;
+/// std::process::Command::new("git").args(["init", "-q"]).arg(dir.path()).status()?;
+/// let notes = GixNotes::open(dir.path())?;
+/// assert_eq!(notes.tip(&NotesRef::new("refs/notes/squad/data")?)?, None);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct GixNotes {
+    repo: gix::ThreadSafeRepository,
+}
+
+fn backend_err(op: &'static str, message: impl Into<String>) -> impl FnOnce(gix::Error) -> Error {
+    let message = message.into();
+    move |e| Error::new(ErrorKind::Backend, op, message).with_source(e)
+}
+
+impl GixNotes {
+    /// Opens the repository at `path` (a work tree, its `.git` directory or a bare repository).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] when `path` is not a git repository.
+    pub fn open(path: &Path) -> Result<Self> {
+        let repo = gix::ThreadSafeRepository::open(path).map_err(|e| {
+            Error::new(
+                ErrorKind::NotFound,
+                "notes.open",
+                format!("{} is not a git repository", path.display()),
+            )
+            .with_source(e)
+        })?;
+        Ok(Self { repo })
+    }
+
+    /// Finds the repository containing `path`, like git does from a working directory.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] when neither `path` nor a parent is in a git repository.
+    pub fn discover(path: &Path) -> Result<Self> {
+        let repo = gix::ThreadSafeRepository::discover(path).map_err(|e| {
+            Error::new(
+                ErrorKind::NotFound,
+                "notes.open",
+                format!("not a git repository (or any parent): {}", path.display()),
+            )
+            .with_source(e)
+        })?;
+        Ok(Self { repo })
+    }
+
+    /// Resolves a revision (`HEAD`, a branch, an abbreviated or full id) to the id of a commit.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] naming `rev` when it does not resolve to a commit in this repository.
+    pub fn resolve_commit(&self, rev: &str) -> Result<Oid> {
+        let repo = self.repo.to_thread_local();
+        let not_found = || {
+            Error::new(
+                ErrorKind::NotFound,
+                "notes.resolve",
+                format!("commit {rev:?} not found"),
+            )
+        };
+        let id = repo
+            .rev_parse_single(rev.as_bytes().as_bstr())
+            .map_err(|e| not_found().with_source(e))?;
+        let object = id.object().map_err(|e| not_found().with_source(e))?;
+        let commit = object
+            .peel_to_commit()
+            .map_err(|e| not_found().with_source(e))?;
+        Oid::new(&commit.id.to_string())
+    }
+
+    fn local(&self) -> gix::Repository {
+        let mut repo = self.repo.to_thread_local();
+        repo.object_cache_size_if_unset(4 * 1024 * 1024);
+        repo
+    }
+}
+
+fn to_gix(repo: &gix::Repository, oid: &Oid) -> Result<gix::ObjectId> {
+    let id = gix::ObjectId::from_hex(oid.as_str().as_bytes()).map_err(|e| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            "notes",
+            format!("invalid object id {oid}"),
+        )
+        .with_source(e)
+    })?;
+    if id.kind() != repo.object_hash() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "notes",
+            format!("object id {oid} does not match the repository's hash function"),
+        ));
+    }
+    Ok(id)
+}
+
+fn from_gix(id: &gix::oid) -> Oid {
+    Oid(id.to_hex().to_string())
+}
+
+fn current_tip(repo: &gix::Repository, notes_ref: &NotesRef) -> Result<Option<gix::ObjectId>> {
+    let reference = repo
+        .try_find_reference(notes_ref.as_str())
+        .map_err(backend_err("notes.tip", format!("cannot read {notes_ref}")))?;
+    match reference {
+        None => Ok(None),
+        Some(mut r) => Ok(Some(
+            r.follow_to_object()
+                .map_err(backend_err(
+                    "notes.tip",
+                    format!("cannot resolve {notes_ref}"),
+                ))?
+                .detach(),
+        )),
+    }
+}
+
+/// The root tree of notes commit `tip` (a notes ref may also point at a tree directly).
+fn root_tree(repo: &gix::Repository, tip: &gix::oid) -> Result<gix::ObjectId> {
+    let object = repo.find_object(tip).map_err(|e| {
+        Error::new(
+            ErrorKind::NotFound,
+            "notes.read",
+            format!("notes tip {tip} not found"),
+        )
+        .with_source(e)
+    })?;
+    match object.kind {
+        gix::object::Kind::Tree => Ok(object.id),
+        _ => Ok(object
+            .peel_to_commit()
+            .map_err(backend_err(
+                "notes.read",
+                format!("notes tip {tip} is not a commit"),
+            ))?
+            .tree_id()
+            .map_err(backend_err(
+                "notes.read",
+                format!("notes commit {tip} has no tree"),
+            ))?
+            .detach()),
+    }
+}
+
+/// Collects the note blobs of the object whose hex id is `hex`, in git's tree order, at every depth.
+fn find_note(
+    repo: &gix::Repository,
+    tree_id: gix::ObjectId,
+    hex: &[u8],
+    consumed: usize,
+    out: &mut Vec<gix::ObjectId>,
+) -> Result<()> {
+    let tree = repo.find_tree(tree_id).map_err(backend_err(
+        "notes.read",
+        format!("cannot read notes tree {tree_id}"),
+    ))?;
+    let decoded = tree.decode().map_err(backend_err(
+        "notes.read",
+        format!("corrupt notes tree {tree_id}"),
+    ))?;
+    let rest = &hex[consumed..];
+    for entry in &decoded.entries {
+        let name: &[u8] = entry.filename;
+        if entry.mode.is_blob() && name.eq_ignore_ascii_case(rest) {
+            out.push(entry.oid.to_owned());
+        } else if entry.mode.is_tree()
+            && name.len() == 2
+            && rest.len() > 2
+            && name.eq_ignore_ascii_case(&rest[..2])
+        {
+            find_note(repo, entry.oid.to_owned(), hex, consumed + 2, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// One entry of a notes tree as found by a full walk.
+enum Walked {
+    Note {
+        object: gix::ObjectId,
+        blob: gix::ObjectId,
+        path: Vec<u8>,
+    },
+    Other,
+}
+
+/// Walks the whole notes tree in git's order, classifying entries as git's `load_subtree` does.
+fn walk(
+    repo: &gix::Repository,
+    tree_id: gix::ObjectId,
+    prefix: &mut Vec<u8>,
+    path: &mut Vec<u8>,
+    hex_len: usize,
+    out: &mut Vec<Walked>,
+) -> Result<()> {
+    let tree = repo.find_tree(tree_id).map_err(backend_err(
+        "notes.list",
+        format!("cannot read notes tree {tree_id}"),
+    ))?;
+    let decoded = tree.decode().map_err(backend_err(
+        "notes.list",
+        format!("corrupt notes tree {tree_id}"),
+    ))?;
+    for entry in &decoded.entries {
+        let name: &[u8] = entry.filename;
+        let hex = name.iter().all(u8::is_ascii_hexdigit);
+        let (plen, pathlen) = (prefix.len(), path.len());
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name);
+        if entry.mode.is_blob() && hex && prefix.len() + name.len() == hex_len {
+            prefix.extend_from_slice(name);
+            if let Ok(object) = gix::ObjectId::from_hex(prefix) {
+                out.push(Walked::Note {
+                    object,
+                    blob: entry.oid.to_owned(),
+                    path: path.clone(),
+                });
+            } else {
+                out.push(Walked::Other);
+            }
+        } else if entry.mode.is_tree() && hex && name.len() == 2 && prefix.len() + 2 < hex_len {
+            prefix.extend_from_slice(name);
+            walk(repo, entry.oid.to_owned(), prefix, path, hex_len, out)?;
+        } else {
+            out.push(Walked::Other);
+        }
+        prefix.truncate(plen);
+        path.truncate(pathlen);
+    }
+    Ok(())
+}
+
+/// The entries of one annotated object: (blob, path) in tree order.
+type Entries = Vec<(gix::ObjectId, Vec<u8>)>;
+
+/// Every (object, its entries) of a notes tree, sorted by object.
+fn walk_notes(
+    repo: &gix::Repository,
+    root: gix::ObjectId,
+) -> Result<Vec<(gix::ObjectId, Entries)>> {
+    let mut walked = Vec::new();
+    let hex_len = repo.object_hash().len_in_hex();
+    walk(
+        repo,
+        root,
+        &mut Vec::with_capacity(hex_len),
+        &mut Vec::new(),
+        hex_len,
+        &mut walked,
+    )?;
+    let mut notes: Vec<(gix::ObjectId, gix::ObjectId, Vec<u8>)> = walked
+        .into_iter()
+        .filter_map(|w| match w {
+            Walked::Note { object, blob, path } => Some((object, blob, path)),
+            Walked::Other => None,
+        })
+        .collect();
+    // Stable: entries of one object keep their tree order.
+    notes.sort_by_key(|n| n.0);
+    let mut grouped: Vec<(gix::ObjectId, Entries)> = Vec::new();
+    for (object, blob, path) in notes {
+        match grouped.last_mut() {
+            Some((last, blobs)) if *last == object => blobs.push((blob, path)),
+            _ => grouped.push((object, vec![(blob, path)])),
+        }
+    }
+    Ok(grouped)
+}
+
+fn load_blob(repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>> {
+    let mut blob = repo.find_blob(id).map_err(|e| {
+        Error::new(
+            ErrorKind::Corrupt,
+            "notes.read",
+            format!("note blob {id} cannot be read"),
+        )
+        .with_source(e)
+    })?;
+    Ok(blob.take_data())
+}
+
+/// Joins the contents of several entries for one object as git's `combine_notes_concatenate` does.
+fn join_git(parts: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
+    let mut acc: Vec<u8> = Vec::new();
+    for part in parts {
+        if part.is_empty() {
+            continue;
+        }
+        if acc.is_empty() {
+            acc = part;
+        } else {
+            if acc.ends_with(b"\n") {
+                acc.pop();
+            }
+            acc.extend_from_slice(b"\n\n");
+            acc.extend_from_slice(&part);
+        }
+    }
+    acc
+}
+
+fn apply_edits(
+    repo: &gix::Repository,
+    root: gix::ObjectId,
+    edits: &[(gix::ObjectId, Option<gix::ObjectId>)],
+) -> std::result::Result<gix::ObjectId, gix::Error> {
+    let mut state = State::new(root, repo)?;
+    for (object, blob) in edits {
+        state.edit(*object, *blob, repo)?;
+    }
+    state.write(repo)
+}
+
+/// Rewrites `root` so that no object has more than one entry: the entries of such an object are
+/// removed and replaced by one blob at the first entry's path holding their git-joined contents.
+fn repair_duplicates(repo: &gix::Repository, root: gix::ObjectId) -> Result<gix::ObjectId> {
+    let grouped = walk_notes(repo, root)?;
+    let mut editor = repo
+        .edit_tree(root)
+        .map_err(backend_err("notes.update", "cannot edit the notes tree"))?;
+    let mut changed = false;
+    for (_object, entries) in grouped.into_iter().filter(|(_, e)| e.len() > 1) {
+        let mut parts = Vec::new();
+        for (blob, path) in &entries {
+            parts.push(load_blob(repo, *blob)?);
+            editor
+                .remove(path.as_bstr())
+                .map_err(backend_err("notes.update", "cannot edit the notes tree"))?;
+        }
+        let joined = repo
+            .write_blob(join_git(parts))
+            .map_err(backend_err("notes.update", "cannot write a note blob"))?
+            .detach();
+        editor
+            .upsert(
+                entries[0].1.as_bstr(),
+                gix::object::tree::EntryKind::Blob,
+                joined,
+            )
+            .map_err(backend_err("notes.update", "cannot edit the notes tree"))?;
+        changed = true;
+    }
+    if !changed {
+        return Ok(root);
+    }
+    Ok(editor
+        .write()
+        .map_err(backend_err("notes.update", "cannot write the notes tree"))?
+        .detach())
+}
+
+impl NotesBackend for GixNotes {
+    fn tip(&self, notes_ref: &NotesRef) -> Result<Option<Oid>> {
+        let repo = self.local();
+        Ok(current_tip(&repo, notes_ref)?.map(|id| from_gix(&id)))
+    }
+
+    fn read(&self, tip: &Oid, object: &Oid) -> Result<Option<Vec<u8>>> {
+        let repo = self.local();
+        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
+        let mut blobs = Vec::new();
+        find_note(&repo, root, object.as_str().as_bytes(), 0, &mut blobs)?;
+        match blobs.len() {
+            0 => Ok(None),
+            1 => Ok(Some(load_blob(&repo, blobs[0])?)),
+            _ => {
+                let parts = blobs
+                    .into_iter()
+                    .map(|b| load_blob(&repo, b))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Some(join_git(parts)))
+            }
+        }
+    }
+
+    fn list(&self, tip: &Oid) -> Result<Vec<Oid>> {
+        let repo = self.local();
+        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
+        Ok(walk_notes(&repo, root)?
+            .iter()
+            .map(|(object, _)| from_gix(object))
+            .collect())
+    }
+
+    fn read_all(&self, tip: &Oid) -> Result<Vec<(Oid, Vec<u8>)>> {
+        let repo = self.local();
+        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
+        let grouped = walk_notes(&repo, root)?;
+        let mut out = Vec::with_capacity(grouped.len());
+        for (object, entries) in grouped {
+            let bytes = if entries.len() == 1 {
+                load_blob(&repo, entries[0].0)?
+            } else {
+                join_git(
+                    entries
+                        .iter()
+                        .map(|(b, _)| load_blob(&repo, *b))
+                        .collect::<Result<Vec<_>>>()?,
+                )
+            };
+            out.push((from_gix(&object), bytes));
+        }
+        Ok(out)
+    }
+
+    fn update(
+        &self,
+        notes_ref: &NotesRef,
+        expected: Option<&Oid>,
+        edits: &[NoteEdit],
+        message: &str,
+    ) -> Result<Oid> {
+        const OP: &str = "notes.update";
+        if edits.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                OP,
+                "an update needs at least one edit",
+            ));
+        }
+        let repo = self.local();
+        let expected = expected.map(|e| to_gix(&repo, e)).transpose()?;
+        let moved = |found: Option<gix::ObjectId>| {
+            Error::new(
+                ErrorKind::Conflict,
+                OP,
+                format!(
+                    "{notes_ref} moved: expected {}, found {}",
+                    expected.map_or_else(|| "nothing".to_owned(), |e| e.to_string()),
+                    found.map_or_else(|| "nothing".to_owned(), |e| e.to_string()),
+                ),
+            )
+        };
+        let current = current_tip(&repo, notes_ref)?;
+        if current != expected {
+            return Err(moved(current));
+        }
+        let root = match &expected {
+            Some(tip) => root_tree(&repo, tip)?,
+            None => gix::ObjectId::empty_tree(repo.object_hash()),
+        };
+        let mut staged = Vec::with_capacity(edits.len());
+        for edit in edits {
+            let object = to_gix(&repo, &edit.object)?;
+            let blob = match &edit.blob {
+                Some(bytes) => Some(
+                    repo.write_blob(bytes)
+                        .map_err(backend_err(OP, "cannot write a note blob"))?
+                        .detach(),
+                ),
+                None => None,
+            };
+            staged.push((object, blob));
+        }
+        let tree = match apply_edits(&repo, root, &staged) {
+            Ok(tree) => tree,
+            Err(_) => {
+                // Most likely several entries for one object (mixed fanout): repair, then retry once.
+                let repaired = repair_duplicates(&repo, root)?;
+                apply_edits(&repo, repaired, &staged).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Corrupt,
+                        OP,
+                        format!("the notes tree of {notes_ref} cannot be edited"),
+                    )
+                    .with_source(e)
+                })?
+            }
+        };
+        let commit = repo
+            .new_commit(message, tree, expected)
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Backend,
+                    OP,
+                    format!(
+                        "cannot create the notes commit for {notes_ref} (is user.name/user.email configured?)"
+                    ),
+                )
+                .with_source(e)
+            })?
+            .id;
+        let constraint = match expected {
+            Some(tip) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(tip)),
+            None => PreviousValue::MustNotExist,
+        };
+        let log = format!("notes: {}", message.lines().next().unwrap_or_default());
+        match repo.reference(notes_ref.as_str(), commit, constraint, log) {
+            Ok(_) => Ok(from_gix(&commit)),
+            Err(e) => {
+                let now = current_tip(&repo, notes_ref)?;
+                let text = format!("{e:?}");
+                if now != expected || text.contains("lock") || text.contains("Lock") {
+                    Err(moved(now).with_source(e))
+                } else {
+                    Err(
+                        Error::new(ErrorKind::Backend, OP, format!("cannot update {notes_ref}"))
+                            .with_source(e),
+                    )
+                }
+            }
+        }
+    }
+}
