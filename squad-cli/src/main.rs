@@ -6,6 +6,7 @@
 )]
 
 mod ctx;
+mod notes_cmd;
 mod schema_cmd;
 
 use std::process::ExitCode;
@@ -43,6 +44,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Commit-scoped agent notes under refs/notes/squad/<agent>: write, show, list.
+    Notes(notes_cmd::Args),
     /// Print a JSON Schema shipped with squad.
     Schema(schema_cmd::Args),
 }
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Err(e) => return e.report(),
     };
     let result = match cli.command {
+        Command::Notes(args) => notes_cmd::run(&args, &ctx),
         Command::Schema(args) => schema_cmd::run(&args, &ctx),
     };
     match result {

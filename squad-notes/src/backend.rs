@@ -29,6 +29,38 @@ impl NoteEdit {
     }
 }
 
+/// A held advisory write lock (see [`NotesBackend::lock_writes`]); released when dropped.
+pub struct WriteLock {
+    held: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl WriteLock {
+    /// No lock: what backends without cooperative locking return.
+    pub fn none() -> Self {
+        Self { held: None }
+    }
+
+    /// A lock that is held until `guard` is dropped.
+    pub fn new(guard: impl std::any::Any + Send) -> Self {
+        Self {
+            held: Some(Box::new(guard)),
+        }
+    }
+
+    /// `true` when a lock is actually held.
+    pub fn is_held(&self) -> bool {
+        self.held.is_some()
+    }
+}
+
+impl std::fmt::Debug for WriteLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteLock")
+            .field("held", &self.is_held())
+            .finish()
+    }
+}
+
 /// A store of git notes: note blobs keyed by (notes ref, annotated object), versioned by the tip
 /// of the notes ref, and written only by compare-and-swap.
 ///
@@ -97,6 +129,17 @@ pub trait NotesBackend: Send + Sync + std::fmt::Debug {
         message: &str,
     ) -> Result<Oid>;
 
+    /// Takes an advisory lock that makes cooperating writers of `notes_ref` (other threads, other
+    /// processes on the same storage) take turns for the lifetime of the returned guard.
+    ///
+    /// Correctness never depends on it (compare-and-swap does): it only saves the work of lost
+    /// races when many writers share one ref. It may give up and return [`WriteLock::none`]
+    /// after waiting a while. The default takes no lock.
+    fn lock_writes(&self, notes_ref: &NotesRef) -> Result<WriteLock> {
+        let _ = notes_ref;
+        Ok(WriteLock::none())
+    }
+
     /// Every note at `tip` as (object, bytes), sorted by object.
     fn read_all(&self, tip: &Oid) -> Result<Vec<(Oid, Vec<u8>)>> {
         let mut out = Vec::new();
@@ -156,6 +199,9 @@ macro_rules! forward {
             }
             fn read_all(&self, tip: &Oid) -> Result<Vec<(Oid, Vec<u8>)>> {
                 (**self).read_all(tip)
+            }
+            fn lock_writes(&self, notes_ref: &NotesRef) -> Result<WriteLock> {
+                (**self).lock_writes(notes_ref)
             }
         }
     )*};

@@ -6,7 +6,7 @@ use gix::bstr::ByteSlice;
 use gix::note::plumbing::State;
 use gix::refs::transaction::PreviousValue;
 
-use crate::backend::{NoteEdit, NotesBackend};
+use crate::backend::{NoteEdit, NotesBackend, WriteLock};
 use crate::error::{Error, ErrorKind, Result};
 use crate::oid::{NotesRef, Oid};
 
@@ -387,7 +387,43 @@ fn repair_duplicates(repo: &gix::Repository, root: gix::ObjectId) -> Result<gix:
         .detach())
 }
 
+/// How long a writer waits for its turn before writing without it (CAS still protects it).
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl NotesBackend for GixNotes {
+    /// An advisory `flock` on `<git common dir>/squad-notes.lock`, shared by every notes ref of
+    /// the repository, polled with short jittered sleeps for up to 10 s. Released when the
+    /// guard is dropped, or by the OS when the process dies.
+    fn lock_writes(&self, _notes_ref: &NotesRef) -> Result<WriteLock> {
+        use fs4::fs_std::FileExt;
+        use rand::{Rng, SeedableRng};
+        let path = self
+            .repo
+            .to_thread_local()
+            .common_dir()
+            .join("squad-notes.lock");
+        let Ok(file) = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+        else {
+            return Ok(WriteLock::none());
+        };
+        let start = std::time::Instant::now();
+        let mut rng = rand::rngs::StdRng::from_os_rng();
+        while start.elapsed() < LOCK_PATIENCE {
+            match file.try_lock_exclusive() {
+                Ok(true) => return Ok(WriteLock::new(file)),
+                Ok(false) => std::thread::sleep(std::time::Duration::from_micros(
+                    rng.random_range(200..=2000),
+                )),
+                Err(_) => break,
+            }
+        }
+        Ok(WriteLock::none())
+    }
+
     fn tip(&self, notes_ref: &NotesRef) -> Result<Option<Oid>> {
         let repo = self.local();
         Ok(current_tip(&repo, notes_ref)?.map(|id| from_gix(&id)))

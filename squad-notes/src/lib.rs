@@ -12,7 +12,7 @@ mod memory;
 mod notes;
 mod oid;
 
-pub use backend::{NoteEdit, NotesBackend, NotesBackendExt};
+pub use backend::{NoteEdit, NotesBackend, NotesBackendExt, WriteLock};
 pub use error::{Error, ErrorKind, Result};
 #[cfg(feature = "gix")]
 pub use gix_backend::GixNotes;

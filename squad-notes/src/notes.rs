@@ -157,6 +157,8 @@ impl<B: NotesBackend> Notes<B> {
             by_commit.entry(commit).or_default().push(entry);
         }
         let notes_ref = NotesRef::squad(namespace);
+        // Cooperating writers take turns; compare-and-swap below keeps everyone else honest.
+        let _turn = self.backend.lock_writes(&notes_ref)?;
         let mut attempt = 0;
         loop {
             attempt += 1;

@@ -4,4 +4,5 @@
     reason = "a test panics on failure; that is the point"
 )]
 
+mod notes;
 mod schema;
