@@ -104,10 +104,62 @@ impl GixNotes {
         Oid::new(&commit.id.to_string())
     }
 
+    /// Writes the blobs of `edits` (on several threads for large batches) and pairs each
+    /// annotated object with its new blob id.
+    fn write_blobs(
+        &self,
+        repo: &gix::Repository,
+        edits: &[NoteEdit],
+    ) -> Result<Vec<(gix::ObjectId, Option<gix::ObjectId>)>> {
+        fn chunk(
+            repo: &gix::Repository,
+            edits: &[NoteEdit],
+        ) -> Result<Vec<(gix::ObjectId, Option<gix::ObjectId>)>> {
+            edits
+                .iter()
+                .map(|edit| {
+                    let object = to_gix(repo, &edit.object)?;
+                    let blob = match &edit.blob {
+                        Some(bytes) => Some(
+                            repo.write_blob(bytes)
+                                .map_err(backend_err("notes.update", "cannot write a note blob"))?
+                                .detach(),
+                        ),
+                        None => None,
+                    };
+                    Ok((object, blob))
+                })
+                .collect()
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        if edits.len() < 512 || threads < 2 {
+            return chunk(repo, edits);
+        }
+        let size = edits.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = edits
+                .chunks(size)
+                .map(|part| scope.spawn(move || chunk(&self.repo.to_thread_local(), part)))
+                .collect();
+            let mut out = Vec::with_capacity(edits.len());
+            for h in handles {
+                match h.join() {
+                    Ok(part) => out.extend(part?),
+                    Err(_) => {
+                        return Err(Error::new(
+                            ErrorKind::Backend,
+                            "notes.update",
+                            "a blob-writing thread panicked",
+                        ));
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
     fn local(&self) -> gix::Repository {
-        let mut repo = self.repo.to_thread_local();
-        repo.object_cache_size_if_unset(4 * 1024 * 1024);
-        repo
+        self.repo.to_thread_local()
     }
 }
 
@@ -513,19 +565,7 @@ impl NotesBackend for GixNotes {
             Some(tip) => root_tree(&repo, tip)?,
             None => gix::ObjectId::empty_tree(repo.object_hash()),
         };
-        let mut staged = Vec::with_capacity(edits.len());
-        for edit in edits {
-            let object = to_gix(&repo, &edit.object)?;
-            let blob = match &edit.blob {
-                Some(bytes) => Some(
-                    repo.write_blob(bytes)
-                        .map_err(backend_err(OP, "cannot write a note blob"))?
-                        .detach(),
-                ),
-                None => None,
-            };
-            staged.push((object, blob));
-        }
+        let staged = self.write_blobs(&repo, edits)?;
         let tree = match apply_edits(&repo, root, &staged) {
             Ok(tree) => tree,
             Err(_) => {

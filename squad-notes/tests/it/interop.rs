@@ -343,3 +343,47 @@ fn resolve_commit_finds_revisions_and_names_missing_ones() {
         squad_notes::ErrorKind::NotFound
     );
 }
+
+/// Two lines of history merged by `git notes merge` with the strategies the protocol allows:
+/// every entry reads back once, in order, whatever the strategy did to the text.
+#[test]
+fn we_read_git_notes_merge_union_and_cat_sort_uniq() {
+    for strategy in ["cat_sort_uniq", "union"] {
+        let repo = Repo::new();
+        let c = repo.commit("one");
+        let notes = Notes::new(repo.backend());
+        let (data, other) = (agent("data"), agent("other"));
+        let base = entry("data", "base");
+        notes.write(&data, &c, &base).unwrap();
+        repo.git_ok(&[
+            "update-ref",
+            "refs/notes/squad/other",
+            "refs/notes/squad/data",
+        ]);
+        let ours = entry("data", "ours");
+        let theirs = entry("other", "theirs");
+        notes.write(&data, &c, &ours).unwrap();
+        notes.write(&other, &c, &theirs).unwrap();
+        repo.git_ok(&[
+            "notes",
+            "--ref=squad/data",
+            "merge",
+            "-q",
+            "-s",
+            strategy,
+            "refs/notes/squad/other",
+        ]);
+        let shown = notes.show(&data, &c).unwrap();
+        assert_eq!(
+            shown.entries,
+            vec![base.clone(), ours, theirs],
+            "{strategy}"
+        );
+        assert!(
+            shown.unparsed.is_empty(),
+            "{strategy}: {:?}",
+            shown.unparsed
+        );
+        repo.fsck();
+    }
+}

@@ -152,3 +152,39 @@ fn a_batch_is_one_commit_and_all_or_nothing() {
         ErrorKind::InvalidInput
     );
 }
+
+/// A large batch (blobs written on several threads) lands completely, in one commit, readable by git.
+#[test]
+fn a_large_batch_lands_completely() {
+    let repo = Repo::new();
+    let notes = Notes::new(repo.backend());
+    let data = agent("data");
+    let batch: Vec<(Oid, _)> = (0..700u32)
+        .map(|i| {
+            let object = format!("{:08x}{:032x}", i.wrapping_mul(2_654_435_761), i);
+            (object.parse().unwrap(), entry("data", &format!("e{i}")))
+        })
+        .collect();
+    notes.write_batch(&data, &batch).unwrap();
+    assert_eq!(
+        repo.git_ok(&["rev-list", "--count", "refs/notes/squad/data"])
+            .trim(),
+        "1"
+    );
+    assert_eq!(
+        repo.git_ok(&["notes", "--ref=squad/data", "list"])
+            .lines()
+            .count(),
+        700
+    );
+    let all = notes.read_all(&data).unwrap();
+    assert_eq!(all.len(), 700);
+    assert!(
+        all.iter()
+            .all(|(_, n)| n.entries.len() == 1 && n.unparsed.is_empty())
+    );
+    let (object, e) = &batch[456];
+    let git = repo.git_ok(&["notes", "--ref=squad/data", "show", object.as_str()]);
+    assert_eq!(git, e.to_line());
+    repo.fsck();
+}
