@@ -264,6 +264,21 @@ mod read_all {
         });
     }
 
+    /// The backend's bulk read alone (tree walk and blobs, no parsing).
+    #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+    fn ours_blobs_only(b: divan::Bencher<'_, '_>, n: usize) {
+        use squad_notes::{NotesBackend, NotesRef};
+        let f = fixture(n);
+        f.reset("refs/notes/squad/data", &f.data_tip);
+        let tip = f
+            .notes
+            .backend()
+            .tip(&NotesRef::squad(&data()))
+            .unwrap()
+            .unwrap();
+        b.bench_local(|| f.notes.backend().read_all(&tip).unwrap().len());
+    }
+
     #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
     fn git_cli(b: divan::Bencher<'_, '_>, n: usize) {
         let f = fixture(n);

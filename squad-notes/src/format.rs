@@ -45,6 +45,39 @@ pub struct ParsedNote {
 /// assert_eq!(note.unparsed[0].line, 3);
 /// ```
 pub fn parse_note(bytes: &[u8]) -> ParsedNote {
+    fast_path(bytes).unwrap_or_else(|| stream_parse(bytes))
+}
+
+/// The common case: one valid entry per line. Gives up (returns `None`) at the first line that
+/// is not exactly one valid entry, leaving the general parser to report it.
+fn fast_path(bytes: &[u8]) -> Option<ParsedNote> {
+    let mut entries: Vec<NoteEntry> = Vec::new();
+    let mut seen = HashSet::new();
+    for line in bytes.split(|&b| b == b'\n') {
+        let line = line.trim_ascii();
+        if line.is_empty() {
+            continue;
+        }
+        if line.first() != Some(&b'{') {
+            return None;
+        }
+        let entry: NoteEntry = serde_json::from_slice(line).ok()?;
+        if entry.effort_hours.is_some_and(|h| h.is_nan() || h < 0.0) {
+            return None;
+        }
+        if seen.insert(entry.id.clone()) {
+            entries.push(entry);
+        }
+    }
+    entries.sort_by(NoteEntry::display_order);
+    Some(ParsedNote {
+        entries,
+        unparsed: Vec::new(),
+    })
+}
+
+/// The general parser: a stream of JSON values, resynchronising at the next line after an error.
+fn stream_parse(bytes: &[u8]) -> ParsedNote {
     let mut entries = Vec::new();
     let mut unparsed = Vec::new();
     let mut seen = HashSet::new();

@@ -38,6 +38,40 @@ use crate::oid::{NotesRef, Oid};
 #[derive(Debug, Clone)]
 pub struct GixNotes {
     repo: gix::ThreadSafeRepository,
+    /// Thread-local handles kept for reuse: opening one per call costs more than a lookup.
+    pool: std::sync::Arc<std::sync::Mutex<Vec<gix::Repository>>>,
+}
+
+/// The delta-base cache of a bulk read (git's default `core.deltaBaseCacheLimit` is 96 MiB).
+const READ_ALL_DELTA_CACHE_BYTES: usize = 96 * 1024 * 1024;
+/// Bulk reads and writes of at least this many blobs use several threads.
+const PARALLEL_MIN: usize = 512;
+/// How many idle repository handles are kept.
+const POOL_SIZE: usize = 8;
+/// The object cache of each pooled handle.
+const OBJECT_CACHE_BYTES: usize = 8 * 1024 * 1024;
+
+/// A pooled repository handle, returned to the pool when dropped.
+struct Local<'a> {
+    repo: Option<gix::Repository>,
+    pool: &'a std::sync::Mutex<Vec<gix::Repository>>,
+}
+
+impl std::ops::Deref for Local<'_> {
+    type Target = gix::Repository;
+    fn deref(&self) -> &gix::Repository {
+        self.repo.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for Local<'_> {
+    fn drop(&mut self) {
+        if let (Some(repo), Ok(mut pool)) = (self.repo.take(), self.pool.lock())
+            && pool.len() < POOL_SIZE
+        {
+            pool.push(repo);
+        }
+    }
 }
 
 fn backend_err(op: &'static str, message: impl Into<String>) -> impl FnOnce(gix::Error) -> Error {
@@ -60,7 +94,7 @@ impl GixNotes {
             )
             .with_source(e)
         })?;
-        Ok(Self { repo })
+        Ok(Self::from_repo(repo))
     }
 
     /// Finds the repository containing `path`, like git does from a working directory.
@@ -77,7 +111,7 @@ impl GixNotes {
             )
             .with_source(e)
         })?;
-        Ok(Self { repo })
+        Ok(Self::from_repo(repo))
     }
 
     /// Resolves a revision (`HEAD`, a branch, an abbreviated or full id) to the id of a commit.
@@ -132,7 +166,7 @@ impl GixNotes {
                 .collect()
         }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        if edits.len() < 512 || threads < 2 {
+        if edits.len() < PARALLEL_MIN || threads < 2 {
             return chunk(repo, edits);
         }
         let size = edits.len().div_ceil(threads);
@@ -158,8 +192,35 @@ impl GixNotes {
         })
     }
 
-    fn local(&self) -> gix::Repository {
-        self.repo.to_thread_local()
+    /// A fresh handle for bulk reads, with a delta-base cache of `bytes`.
+    fn bulk_reader(&self, bytes: usize) -> gix::Repository {
+        let mut repo = self.repo.to_thread_local();
+        repo.objects.set_pack_cache(move || {
+            Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(bytes))
+        });
+        repo
+    }
+
+    fn from_repo(repo: gix::ThreadSafeRepository) -> Self {
+        Self {
+            repo,
+            pool: std::sync::Arc::default(),
+        }
+    }
+
+    fn local(&self) -> Local<'_> {
+        let pooled = self.pool.lock().ok().and_then(|mut p| p.pop());
+        let repo = pooled.unwrap_or_else(|| {
+            let mut repo = self.repo.to_thread_local();
+            // Notes trees are immutable by id: the root and first-level fanout trees are read by
+            // every lookup, so a small cache per pooled handle saves most inflating.
+            repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
+            repo
+        });
+        Local {
+            repo: Some(repo),
+            pool: &self.pool,
+        }
     }
 }
 
@@ -242,12 +303,16 @@ fn find_note(
         "notes.read",
         format!("cannot read notes tree {tree_id}"),
     ))?;
-    let decoded = tree.decode().map_err(backend_err(
-        "notes.read",
-        format!("corrupt notes tree {tree_id}"),
-    ))?;
     let rest = &hex[consumed..];
-    for entry in &decoded.entries {
+    for entry in gix::objs::TreeRefIter::from_bytes(&tree.data, repo.object_hash()) {
+        let entry = entry.map_err(|e| {
+            Error::new(
+                ErrorKind::Corrupt,
+                "notes.read",
+                format!("corrupt notes tree {tree_id}"),
+            )
+            .with_source(e)
+        })?;
         let name: &[u8] = entry.filename;
         if entry.mode.is_blob() && name.eq_ignore_ascii_case(rest) {
             out.push(entry.oid.to_owned());
@@ -320,6 +385,9 @@ fn walk(
     Ok(())
 }
 
+/// Where a blob goes in a bulk read: (object group, entry within the group, blob id).
+type Slot = (usize, usize, gix::ObjectId);
+
 /// The entries of one annotated object: (blob, path) in tree order.
 type Entries = Vec<(gix::ObjectId, Vec<u8>)>;
 
@@ -367,6 +435,36 @@ fn load_blob(repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>> {
         .with_source(e)
     })?;
     Ok(blob.take_data())
+}
+
+/// The (pack number, offset) of each object in the repository's own packs, `(usize::MAX, 0)`
+/// for objects that are loose or elsewhere. Used only to choose a good reading order.
+fn pack_positions(
+    repo: &gix::Repository,
+    ids: impl Iterator<Item = gix::ObjectId>,
+) -> Vec<(usize, u64)> {
+    let dir = repo.common_dir().join("objects").join("pack");
+    let mut indices = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            if let Ok(index) = gix::odb::pack::index::File::at(&path, repo.object_hash()) {
+                indices.push(index);
+            }
+        }
+    }
+    ids.map(|id| {
+        indices
+            .iter()
+            .enumerate()
+            .find_map(|(n, index)| index.lookup(id).map(|i| (n, index.pack_offset_at_index(i))))
+            .unwrap_or((usize::MAX, 0))
+    })
+    .collect()
 }
 
 /// Joins the contents of several entries for one object as git's `combine_notes_concatenate` does.
@@ -508,23 +606,79 @@ impl NotesBackend for GixNotes {
             .collect())
     }
 
+    /// One walk of the tree, then every blob, on a handle with a large delta-base cache (as
+    /// git's `core.deltaBaseCacheLimit`), since packed note blobs are mostly deltas of each other.
     fn read_all(&self, tip: &Oid) -> Result<Vec<(Oid, Vec<u8>)>> {
-        let repo = self.local();
+        let repo = self.bulk_reader(READ_ALL_DELTA_CACHE_BYTES);
         let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
         let grouped = walk_notes(&repo, root)?;
+        // Read the blobs in pack order: a delta's base then sits in the cache already, so each
+        // blob costs one inflate instead of a walk down its delta chain.
+        let mut order: Vec<Slot> = grouped
+            .iter()
+            .enumerate()
+            .flat_map(|(g, (_, entries))| {
+                entries
+                    .iter()
+                    .enumerate()
+                    .map(move |(k, (b, _))| (g, k, *b))
+            })
+            .collect();
+        let positions = pack_positions(&repo, order.iter().map(|(_, _, b)| *b));
+        let mut keyed: Vec<((usize, u64), Slot)> =
+            positions.into_iter().zip(order.drain(..)).collect();
+        keyed.sort_unstable_by_key(|(key, _)| *key);
+        let mut contents: Vec<Vec<Option<Vec<u8>>>> =
+            grouped.iter().map(|(_, e)| vec![None; e.len()]).collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        let loaded: Vec<(usize, usize, Vec<u8>)> = if keyed.len() < PARALLEL_MIN || threads < 2 {
+            keyed
+                .into_iter()
+                .map(|(_, (g, k, blob))| Ok((g, k, load_blob(&repo, blob)?)))
+                .collect::<Result<_>>()?
+        } else {
+            // Contiguous runs of the pack order, one per thread, each with its own handle and cache.
+            let size = keyed.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = keyed
+                    .chunks(size)
+                    .map(|part| {
+                        scope.spawn(move || {
+                            let repo = self.bulk_reader(READ_ALL_DELTA_CACHE_BYTES / threads);
+                            part.iter()
+                                .map(|(_, (g, k, blob))| Ok((*g, *k, load_blob(&repo, *blob)?)))
+                                .collect::<Result<Vec<_>>>()
+                        })
+                    })
+                    .collect();
+                let mut all = Vec::with_capacity(keyed.len());
+                for h in handles {
+                    match h.join() {
+                        Ok(part) => all.extend(part?),
+                        Err(_) => {
+                            return Err(Error::new(
+                                ErrorKind::Backend,
+                                "notes.read",
+                                "a blob-reading thread panicked",
+                            ));
+                        }
+                    }
+                }
+                Ok(all)
+            })?
+        };
+        for (g, k, bytes) in loaded {
+            contents[g][k] = Some(bytes);
+        }
         let mut out = Vec::with_capacity(grouped.len());
-        for (object, entries) in grouped {
-            let bytes = if entries.len() == 1 {
-                load_blob(&repo, entries[0].0)?
+        for ((object, _), parts) in grouped.iter().zip(contents) {
+            let mut parts: Vec<Vec<u8>> = parts.into_iter().flatten().collect();
+            let bytes = if parts.len() == 1 {
+                parts.pop().unwrap_or_default()
             } else {
-                join_git(
-                    entries
-                        .iter()
-                        .map(|(b, _)| load_blob(&repo, *b))
-                        .collect::<Result<Vec<_>>>()?,
-                )
+                join_git(parts)
             };
-            out.push((from_gix(&object), bytes));
+            out.push((from_gix(object), bytes));
         }
         Ok(out)
     }

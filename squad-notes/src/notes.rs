@@ -272,12 +272,40 @@ impl<B: NotesBackend> Notes<B> {
         let Some(tip) = self.backend.tip(&notes_ref)? else {
             return Ok(Vec::new());
         };
-        Ok(self
-            .backend
-            .read_all(&tip)?
-            .into_iter()
-            .map(|(commit, bytes)| (commit, format::parse_note(&bytes)))
-            .collect())
+        let all = self.backend.read_all(&tip)?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        if all.len() < 512 || threads < 2 {
+            return Ok(all
+                .into_iter()
+                .map(|(commit, bytes)| (commit, format::parse_note(&bytes)))
+                .collect());
+        }
+        // Parsing is pure: large namespaces are parsed on several threads.
+        let size = all.len().div_ceil(threads);
+        let parsed = std::thread::scope(|scope| {
+            let handles: Vec<_> = all
+                .chunks(size)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|(commit, bytes)| (commit.clone(), format::parse_note(bytes)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join())
+                .collect::<std::result::Result<Vec<_>, _>>()
+        });
+        match parsed {
+            Ok(parts) => Ok(parts.into_iter().flatten().collect()),
+            Err(_) => Err(Error::new(
+                ErrorKind::Backend,
+                "notes.read",
+                "a parsing thread panicked",
+            )),
+        }
     }
 }
 

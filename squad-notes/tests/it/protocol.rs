@@ -177,7 +177,11 @@ fn a_large_batch_lands_completely() {
             .count(),
         700
     );
+    // Packed: bulk reads follow the pack order; both halves must agree.
+    let loose = notes.read_all(&data).unwrap();
+    repo.git_ok(&["repack", "-adq"]);
     let all = notes.read_all(&data).unwrap();
+    assert_eq!(all, loose);
     assert_eq!(all.len(), 700);
     assert!(
         all.iter()
