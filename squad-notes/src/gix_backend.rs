@@ -40,12 +40,16 @@ pub struct GixNotes {
     repo: gix::ThreadSafeRepository,
     /// Thread-local handles kept for reuse: opening one per call costs more than a lookup.
     pool: std::sync::Arc<std::sync::Mutex<Vec<gix::Repository>>>,
+    /// Updates with at least this many edits write their objects as one pack.
+    pack_threshold: usize,
 }
 
 /// The delta-base cache of a bulk read (git's default `core.deltaBaseCacheLimit` is 96 MiB).
 const READ_ALL_DELTA_CACHE_BYTES: usize = 96 * 1024 * 1024;
 /// Bulk reads and writes of at least this many blobs use several threads.
 const PARALLEL_MIN: usize = 512;
+/// Updates with at least this many edits write their objects as one pack.
+const PACK_MIN: usize = 2048;
 /// How many idle repository handles are kept.
 const POOL_SIZE: usize = 8;
 /// The object cache of each pooled handle.
@@ -145,35 +149,17 @@ impl GixNotes {
         repo: &gix::Repository,
         edits: &[NoteEdit],
     ) -> Result<Vec<(gix::ObjectId, Option<gix::ObjectId>)>> {
-        fn chunk(
-            repo: &gix::Repository,
-            edits: &[NoteEdit],
-        ) -> Result<Vec<(gix::ObjectId, Option<gix::ObjectId>)>> {
-            edits
-                .iter()
-                .map(|edit| {
-                    let object = to_gix(repo, &edit.object)?;
-                    let blob = match &edit.blob {
-                        Some(bytes) => Some(
-                            repo.write_blob(bytes)
-                                .map_err(backend_err("notes.update", "cannot write a note blob"))?
-                                .detach(),
-                        ),
-                        None => None,
-                    };
-                    Ok((object, blob))
-                })
-                .collect()
-        }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         if edits.len() < PARALLEL_MIN || threads < 2 {
-            return chunk(repo, edits);
+            return write_blob_chunk(repo, edits);
         }
         let size = edits.len().div_ceil(threads);
         std::thread::scope(|scope| {
             let handles: Vec<_> = edits
                 .chunks(size)
-                .map(|part| scope.spawn(move || chunk(&self.repo.to_thread_local(), part)))
+                .map(|part| {
+                    scope.spawn(move || write_blob_chunk(&self.repo.to_thread_local(), part))
+                })
                 .collect();
             let mut out = Vec::with_capacity(edits.len());
             for h in handles {
@@ -205,7 +191,16 @@ impl GixNotes {
         Self {
             repo,
             pool: std::sync::Arc::default(),
+            pack_threshold: PACK_MIN,
         }
+    }
+
+    /// Updates with at least `edits` edits (default 2048) build their objects in memory and write
+    /// them as one pack instead of one loose file per object; bulk imports are several times
+    /// faster that way. `usize::MAX` turns it off.
+    pub fn with_pack_threshold(mut self, edits: usize) -> Self {
+        self.pack_threshold = edits.max(1);
+        self
     }
 
     fn local(&self) -> Local<'_> {
@@ -715,39 +710,20 @@ impl NotesBackend for GixNotes {
         if current != expected {
             return Err(moved(current));
         }
-        let root = match &expected {
-            Some(tip) => root_tree(&repo, tip)?,
-            None => gix::ObjectId::empty_tree(repo.object_hash()),
-        };
-        let staged = self.write_blobs(&repo, edits)?;
-        let tree = match apply_edits(&repo, root, &staged) {
-            Ok(tree) => tree,
-            Err(_) => {
-                // Most likely several entries for one object (mixed fanout): repair, then retry once.
-                let repaired = repair_duplicates(&repo, root)?;
-                apply_edits(&repo, repaired, &staged).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Corrupt,
-                        OP,
-                        format!("the notes tree of {notes_ref} cannot be edited"),
-                    )
-                    .with_source(e)
-                })?
+        let commit = if edits.len() >= self.pack_threshold {
+            // Large batches: objects are built in memory and written as one pack, since a
+            // hundred thousand loose-object files cost seconds of file-system work.
+            let mut memory = self.repo.to_thread_local().with_object_memory();
+            let staged = write_blob_chunk(&memory, edits)?;
+            let commit = build_commit(&memory, notes_ref, expected, &staged, message)?;
+            if let Some(objects) = memory.objects.take_object_memory() {
+                write_pack(&repo, &objects)?;
             }
+            commit
+        } else {
+            let staged = self.write_blobs(&repo, edits)?;
+            build_commit(&repo, notes_ref, expected, &staged, message)?
         };
-        let commit = repo
-            .new_commit(message, tree, expected)
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Backend,
-                    OP,
-                    format!(
-                        "cannot create the notes commit for {notes_ref} (is user.name/user.email configured?)"
-                    ),
-                )
-                .with_source(e)
-            })?
-            .id;
         let constraint = match expected {
             Some(tip) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(tip)),
             None => PreviousValue::MustNotExist,
@@ -769,4 +745,164 @@ impl NotesBackend for GixNotes {
             }
         }
     }
+}
+
+/// Writes the blobs of `edits` through `repo`, pairing each annotated object with its blob.
+fn write_blob_chunk(
+    repo: &gix::Repository,
+    edits: &[NoteEdit],
+) -> Result<Vec<(gix::ObjectId, Option<gix::ObjectId>)>> {
+    edits
+        .iter()
+        .map(|edit| {
+            let object = to_gix(repo, &edit.object)?;
+            let blob = match &edit.blob {
+                Some(bytes) => Some(
+                    repo.write_blob(bytes)
+                        .map_err(backend_err("notes.update", "cannot write a note blob"))?
+                        .detach(),
+                ),
+                None => None,
+            };
+            Ok((object, blob))
+        })
+        .collect()
+}
+
+/// Writes the tree and the notes commit for `staged` edits on top of `expected`.
+fn build_commit(
+    repo: &gix::Repository,
+    notes_ref: &NotesRef,
+    expected: Option<gix::ObjectId>,
+    staged: &[(gix::ObjectId, Option<gix::ObjectId>)],
+    message: &str,
+) -> Result<gix::ObjectId> {
+    const OP: &str = "notes.update";
+    let root = match &expected {
+        Some(tip) => root_tree(repo, tip)?,
+        None => gix::ObjectId::empty_tree(repo.object_hash()),
+    };
+    let tree = match apply_edits(repo, root, staged) {
+        Ok(tree) => tree,
+        Err(_) => {
+            // Most likely several entries for one object (mixed fanout): repair, then retry once.
+            let repaired = repair_duplicates(repo, root)?;
+            apply_edits(repo, repaired, staged).map_err(|e| {
+                Error::new(
+                    ErrorKind::Corrupt,
+                    OP,
+                    format!("the notes tree of {notes_ref} cannot be edited"),
+                )
+                .with_source(e)
+            })?
+        }
+    };
+    Ok(repo
+        .new_commit(message, tree, expected)
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Backend,
+                OP,
+                format!(
+                    "cannot create the notes commit for {notes_ref} (is user.name/user.email configured?)"
+                ),
+            )
+            .with_source(e)
+        })?
+        .id)
+}
+
+/// Writes `objects` as one new pack (with its index) into the repository's object directory.
+fn write_pack(repo: &gix::Repository, objects: &gix::odb::memory::Storage) -> Result<()> {
+    const OP: &str = "notes.update";
+    let count = u32::try_from(objects.len())
+        .map_err(|_| Error::new(ErrorKind::InvalidInput, OP, "too many objects for one pack"))?;
+    let mut pack = Vec::with_capacity(
+        objects
+            .values()
+            .map(|(_, d)| d.len() / 2 + 16)
+            .sum::<usize>()
+            + 32,
+    );
+    pack.extend_from_slice(b"PACK");
+    pack.extend_from_slice(&2u32.to_be_bytes());
+    pack.extend_from_slice(&count.to_be_bytes());
+    let mut deflate = gix::zlib::stream::deflate::Compress::new(gix::zlib::Compression::BEST_SPEED);
+    let mut out = vec![0u8; 64 * 1024];
+    for (kind, data) in objects.values() {
+        let type_id: u8 = match kind {
+            gix::object::Kind::Commit => 1,
+            gix::object::Kind::Tree => 2,
+            gix::object::Kind::Blob => 3,
+            gix::object::Kind::Tag => 4,
+        };
+        let mut size = data.len();
+        let mut byte = (type_id << 4) | (size & 0x0f) as u8;
+        size >>= 4;
+        while size > 0 {
+            pack.push(byte | 0x80);
+            byte = (size & 0x7f) as u8;
+            size >>= 7;
+        }
+        pack.push(byte);
+        deflate.reset();
+        loop {
+            let (seen_in, seen_out) = (deflate.total_in(), deflate.total_out());
+            let consumed = usize::try_from(seen_in)
+                .unwrap_or(usize::MAX)
+                .min(data.len());
+            let status = deflate
+                .compress(
+                    &data[consumed..],
+                    &mut out,
+                    gix::zlib::stream::deflate::FlushCompress::Finish,
+                )
+                .map_err(|e| {
+                    Error::new(ErrorKind::Backend, OP, "cannot compress a note object")
+                        .with_source(e)
+                })?;
+            let produced = usize::try_from(deflate.total_out() - seen_out).unwrap_or(0);
+            pack.extend_from_slice(&out[..produced]);
+            if status == gix::zlib::Status::StreamEnd {
+                break;
+            }
+            if produced == 0 && deflate.total_in() == seen_in {
+                return Err(Error::new(
+                    ErrorKind::Backend,
+                    OP,
+                    "cannot compress a note object",
+                ));
+            }
+        }
+    }
+    let mut hasher = gix::hash::hasher(repo.object_hash());
+    hasher.update(&pack);
+    let checksum = hasher
+        .try_finalize()
+        .map_err(|e| Error::new(ErrorKind::Backend, OP, "cannot hash the pack").with_source(e))?;
+    pack.extend_from_slice(checksum.as_bytes());
+    let dir = repo.objects.store_ref().path().join("pack");
+    let mut reader: &[u8] = &pack;
+    gix_pack::Bundle::write_to_directory(
+        &mut reader,
+        Some(&dir),
+        &mut gix::progress::Discard,
+        &std::sync::atomic::AtomicBool::new(false),
+        None::<gix::objs::find::Never>,
+        repo.object_hash(),
+        gix_pack::bundle::write::Options {
+            thread_limit: Some(1),
+            iteration_mode: gix_pack::data::input::Mode::Verify,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| {
+        Error::new(
+            ErrorKind::Backend,
+            OP,
+            "cannot write a pack of note objects",
+        )
+        .with_source(e)
+    })?;
+    Ok(())
 }

@@ -192,3 +192,56 @@ fn a_large_batch_lands_completely() {
     assert_eq!(git, e.to_line());
     repo.fsck();
 }
+
+/// A batch over the pack threshold is written as one pack: git reads it, fsck is clean, no loose objects.
+#[test]
+fn a_batch_over_the_pack_threshold_is_written_as_a_pack() {
+    let repo = Repo::new();
+    let c = repo.commit("one");
+    let notes = Notes::new(repo.backend().with_pack_threshold(100));
+    let data = agent("data");
+    notes
+        .write(&data, &c, &entry("data", "first, loose"))
+        .unwrap();
+    let loose_before = repo.git_ok(&["count-objects"]);
+    let batch: Vec<(Oid, _)> = (0..300u32)
+        .map(|i| {
+            let object = format!("{:08x}{:032x}", i.wrapping_mul(2_654_435_761), i);
+            (object.parse().unwrap(), entry("data", &format!("e{i}")))
+        })
+        .chain(std::iter::once((
+            c.clone(),
+            entry("data", "second, packed"),
+        )))
+        .collect();
+    notes.write_batch(&data, &batch).unwrap();
+    assert_eq!(
+        repo.git_ok(&["count-objects"]),
+        loose_before,
+        "nothing loose was added"
+    );
+    let packs = repo.git_ok(&["count-objects", "-v"]);
+    assert!(packs.contains("packs: 1"), "{packs}");
+    assert_eq!(
+        repo.git_ok(&["notes", "--ref=squad/data", "list"])
+            .lines()
+            .count(),
+        301
+    );
+    assert_eq!(
+        repo.git_ok(&["notes", "--ref=squad/data", "show", c.as_str()])
+            .lines()
+            .count(),
+        2
+    );
+    let (object, e) = &batch[123];
+    assert_eq!(
+        repo.git_ok(&["notes", "--ref=squad/data", "show", object.as_str()]),
+        e.to_line()
+    );
+    assert_eq!(notes.show(&data, &c).unwrap().entries.len(), 2);
+    // And a later single write goes on top, loose as usual.
+    notes.write(&data, &c, &entry("data", "third")).unwrap();
+    assert_eq!(notes.show(&data, &c).unwrap().entries.len(), 3);
+    repo.fsck();
+}
