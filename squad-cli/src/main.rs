@@ -8,6 +8,7 @@
 mod approval_cmd;
 mod ctx;
 mod memory_cmd;
+mod notes_cmd;
 mod route_cmd;
 mod schema_cmd;
 
@@ -46,6 +47,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Commit-scoped agent notes under refs/notes/squad/<agent>: write, show, list.
+    Notes(notes_cmd::Args),
     /// Print a JSON Schema shipped with squad.
     Schema(schema_cmd::Args),
     /// Tiered agent memory: spawn context, the Scribe, validation.
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Err(e) => return e.report(),
     };
     let result = match cli.command {
+        Command::Notes(args) => notes_cmd::run(&args, &ctx),
         Command::Schema(args) => schema_cmd::run(&args, &ctx),
         Command::Memory(args) => memory_cmd::run(&args, &ctx),
         Command::Approval(cmd) => approval_cmd::run(cmd, &ctx),

@@ -1,6 +1,21 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod backend;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod error;
+pub mod format;
+#[cfg(feature = "gix")]
+mod gix_backend;
+mod memory;
+mod notes;
+mod oid;
 
+pub use backend::{NoteEdit, NotesBackend, NotesBackendExt, WriteLock};
 pub use error::{Error, ErrorKind, Result};
+#[cfg(feature = "gix")]
+pub use gix_backend::GixNotes;
+pub use memory::InMemoryNotes;
+pub use notes::{APPEND_MESSAGE, Notes, RetryPolicy, WriteOutcome};
+pub use oid::{NotesRef, Oid};

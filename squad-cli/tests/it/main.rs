@@ -6,5 +6,6 @@
 
 mod approval;
 mod memory;
+mod notes;
 mod route;
 mod schema;

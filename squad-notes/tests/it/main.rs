@@ -4,6 +4,13 @@
     reason = "a test panics on failure; that is the point"
 )]
 
+mod common;
+mod concurrency;
+mod conformance;
+mod format;
+mod interop;
+mod protocol;
+
 #[test]
 fn error_kinds_classify_user_errors() {
     use squad_notes::{Error, ErrorKind};

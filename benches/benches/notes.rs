@@ -1,0 +1,385 @@
+//! squad-notes against the git CLI, on packed repositories with 10k and 100k notes.
+//!
+//! Fixtures: a linear history of N commits and one note per commit in `refs/notes/squad/data`
+//! (one compact JSON entry of about 230 bytes each), written by `git fast-import` (so 2/38 at
+//! 10k and 2/2/36 at 100k), plus `refs/notes/squad/native` with one note for the `copy --stdin`
+//! baseline. They are built once and cached under `target/squad-bench-fixtures/`.
+//!
+//! Each group measures ours and the git CLI baseline in the same run:
+//! - `show_one`: one commit's entries (`Notes::show`) vs `git notes show` (one process each).
+//! - `read_all`: every entry, parsed (`Notes::read_all`) vs `git notes list | git cat-file --batch`.
+//! - `write_one`: one appended entry (`Notes::write`) vs `git notes append`.
+//! - `batch_import`: 100k entries in one notes commit (`Notes::write_batch`) vs
+//!   `git notes copy --stdin` creating 100k notes.
+#![allow(missing_docs, reason = "divan bench functions")]
+#![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use squad_model::{AgentName, NoteEntry, NoteType};
+use squad_notes::{GixNotes, Notes, Oid};
+
+fn main() {
+    divan::main();
+}
+
+const SIZES: [usize; 2] = [10_000, 100_000];
+const FIXTURE_VERSION: &str = "v1";
+
+struct Fixture {
+    dir: PathBuf,
+    home: PathBuf,
+    commits: Vec<Oid>,
+    data_tip: String,
+    native_tip: String,
+    notes: Notes<GixNotes>,
+}
+
+fn git(f_dir: &Path, home: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(f_dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", home)
+        .env("LC_ALL", "C")
+        .env("GIT_AUTHOR_NAME", "Bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@test.invalid")
+        .env("GIT_COMMITTER_NAME", "Bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@test.invalid")
+        .env_remove("GIT_DIR");
+    c
+}
+
+fn run(mut c: Command) -> String {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{c:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn run_stdin(mut c: Command, input: &[u8]) {
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    assert!(child.wait().unwrap().success(), "{c:?}");
+}
+
+pub fn entry_line(agent: &AgentName, i: usize) -> NoteEntry {
+    let mut e = NoteEntry::new(agent.clone(), NoteType::Decision);
+    e.decision = Some(format!("Use JWT RS256 for auth middleware, step {i}"));
+    e.reasoning = Some("Existing pattern in codebase: auth.go:47-89.".into());
+    e.alternatives_considered = Some(vec!["HS256".into(), "session tokens".into()]);
+    e.confidence = Some(squad_model::Confidence::High);
+    e.promote_to_permanent = Some(true);
+    e
+}
+
+fn build(dir: &Path, home: &Path, n: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::create_dir_all(home).unwrap();
+    run({
+        let mut c = git(dir, home);
+        c.args(["init", "-q", "-b", "main"]);
+        c
+    });
+    for (k, v) in [
+        ("user.name", "Bench"),
+        ("user.email", "bench@test.invalid"),
+        ("gc.auto", "0"),
+        ("maintenance.auto", "false"),
+        ("core.hooksPath", "/dev/null"),
+    ] {
+        run({
+            let mut c = git(dir, home);
+            c.args(["config", k, v]);
+            c
+        });
+    }
+    let data = AgentName::new("data").unwrap();
+    let mut s = String::with_capacity(n * 400);
+    for i in 1..=n {
+        s.push_str(&format!(
+            "commit refs/heads/main\nmark :{i}\ncommitter Bench <bench@test.invalid> {} +0000\ndata 0\n\n",
+            1_700_000_000 + i
+        ));
+    }
+    for i in 1..=n {
+        let line = entry_line(&data, i).to_line();
+        s.push_str(&format!(
+            "blob\nmark :{}\ndata {}\n{line}\n",
+            n + i,
+            line.len()
+        ));
+    }
+    s.push_str("commit refs/notes/squad/data\ncommitter Bench <bench@test.invalid> 1700000000 +0000\ndata 8\nfixture\n");
+    for i in 1..=n {
+        s.push_str(&format!("N :{} :{i}\n", n + i));
+    }
+    s.push('\n');
+    run_stdin(
+        {
+            let mut c = git(dir, home);
+            c.args(["fast-import", "--quiet"]);
+            c
+        },
+        s.as_bytes(),
+    );
+    run({
+        let mut c = git(dir, home);
+        c.args([
+            "notes",
+            "--ref=squad/native",
+            "add",
+            "-m",
+            &entry_line(&data, 0).to_line(),
+            "main~0",
+        ]);
+        c
+    });
+    run({
+        let mut c = git(dir, home);
+        c.args(["repack", "-adq"]);
+        c
+    });
+    std::fs::write(dir.join("fixture-version"), FIXTURE_VERSION).unwrap();
+}
+
+fn fixture(n: usize) -> &'static Fixture {
+    static FIXTURES: OnceLock<Mutex<HashMap<usize, &'static Fixture>>> = OnceLock::new();
+    let map = FIXTURES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut map = map.lock().unwrap();
+    map.entry(n).or_insert_with(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/squad-bench-fixtures");
+        let dir = root.join(format!("notes-{n}"));
+        let home = root.join("home");
+        let fresh = std::fs::read_to_string(dir.join("fixture-version"))
+            .ok()
+            .as_deref()
+            == Some(FIXTURE_VERSION);
+        if !fresh {
+            let _ = std::fs::remove_dir_all(&dir);
+            build(&dir, &home, n);
+        }
+        let commits = run({
+            let mut c = git(&dir, &home);
+            c.args(["rev-list", "--reverse", "main"]);
+            c
+        })
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+        let rev = |r: &str| {
+            run({
+                let mut c = git(&dir, &home);
+                c.args(["rev-parse", r]);
+                c
+            })
+            .trim()
+            .to_owned()
+        };
+        let data_tip = rev("refs/notes/squad/data");
+        let native_tip = rev("refs/notes/squad/native");
+        let notes = Notes::new(GixNotes::open(&dir).unwrap());
+        Box::leak(Box::new(Fixture {
+            dir,
+            home,
+            commits,
+            data_tip,
+            native_tip,
+            notes,
+        }))
+    })
+}
+
+impl Fixture {
+    fn git(&self) -> Command {
+        git(&self.dir, &self.home)
+    }
+
+    fn next_commit(&self) -> Oid {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let i = NEXT.fetch_add(7919, Ordering::Relaxed) % self.commits.len();
+        self.commits[i].clone()
+    }
+
+    fn reset(&self, r: &str, tip: &str) {
+        let mut c = self.git();
+        c.args(["update-ref", r, tip]);
+        run(c);
+    }
+}
+
+fn data() -> AgentName {
+    AgentName::new("data").unwrap()
+}
+
+mod show_one {
+    use super::*;
+
+    #[divan::bench(args = SIZES, sample_count = 200)]
+    fn ours(b: divan::Bencher<'_, '_>, n: usize) {
+        let f = fixture(n);
+        let ns = data();
+        b.with_inputs(|| f.next_commit()).bench_local_refs(|c| {
+            let note = f.notes.show(&ns, c).unwrap();
+            assert_eq!(note.entries.len(), 1);
+        });
+    }
+
+    #[divan::bench(args = SIZES, sample_count = 20)]
+    fn git_cli(b: divan::Bencher<'_, '_>, n: usize) {
+        let f = fixture(n);
+        b.with_inputs(|| f.next_commit()).bench_local_refs(|c| {
+            let mut cmd = f.git();
+            cmd.args(["notes", "--ref=squad/data", "show", c.as_str()]);
+            run(cmd)
+        });
+    }
+}
+
+mod read_all {
+    use super::*;
+
+    #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+    fn ours(b: divan::Bencher<'_, '_>, n: usize) {
+        let f = fixture(n);
+        f.reset("refs/notes/squad/data", &f.data_tip);
+        let ns = data();
+        b.bench_local(|| {
+            let all = f.notes.read_all(&ns).unwrap();
+            assert_eq!(all.len(), n);
+            all.iter()
+                .map(|(_, note)| note.entries.len())
+                .sum::<usize>()
+        });
+    }
+
+    /// The backend's bulk read alone (tree walk and blobs, no parsing).
+    #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+    fn ours_blobs_only(b: divan::Bencher<'_, '_>, n: usize) {
+        use squad_notes::{NotesBackend, NotesRef};
+        let f = fixture(n);
+        f.reset("refs/notes/squad/data", &f.data_tip);
+        let tip = f
+            .notes
+            .backend()
+            .tip(&NotesRef::squad(&data()))
+            .unwrap()
+            .unwrap();
+        b.bench_local(|| f.notes.backend().read_all(&tip).unwrap().len());
+    }
+
+    #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+    fn git_cli(b: divan::Bencher<'_, '_>, n: usize) {
+        let f = fixture(n);
+        f.reset("refs/notes/squad/data", &f.data_tip);
+        b.bench_local(|| {
+            let mut cmd = f.git();
+            cmd.args(["-c", "core.pager=cat"])
+                .arg("notes")
+                .args(["--ref=squad/data", "list"]);
+            let mut list = cmd.stdout(Stdio::piped()).spawn().unwrap();
+            let mut cat = f.git();
+            cat.args(["cat-file", "--batch"])
+                .stdin(list.stdout.take().unwrap())
+                .stdout(Stdio::piped());
+            let out = cat.output().unwrap();
+            assert!(out.status.success() && list.wait().unwrap().success());
+            out.stdout.len()
+        });
+    }
+}
+
+mod write_one {
+    use super::*;
+
+    #[divan::bench(args = SIZES, sample_count = 30, sample_size = 1)]
+    fn ours(b: divan::Bencher<'_, '_>, n: usize) {
+        let f = fixture(n);
+        f.reset("refs/notes/squad/data", &f.data_tip);
+        let ns = data();
+        b.with_inputs(|| (f.next_commit(), entry_line(&ns, 1)))
+            .bench_local_refs(|(c, e)| f.notes.write(&ns, c, e).unwrap());
+        f.reset("refs/notes/squad/data", &f.data_tip);
+    }
+
+    #[divan::bench(args = SIZES, sample_count = 30, sample_size = 1)]
+    fn git_cli(b: divan::Bencher<'_, '_>, n: usize) {
+        let f = fixture(n);
+        f.reset("refs/notes/squad/data", &f.data_tip);
+        let ns = data();
+        b.with_inputs(|| (f.next_commit(), entry_line(&ns, 1).to_line()))
+            .bench_local_refs(|(c, line)| {
+                let mut cmd = f.git();
+                cmd.args([
+                    "notes",
+                    "--ref=squad/data",
+                    "append",
+                    "-m",
+                    line,
+                    c.as_str(),
+                ]);
+                run(cmd)
+            });
+        f.reset("refs/notes/squad/data", &f.data_tip);
+    }
+}
+
+mod batch_import {
+    use super::*;
+
+    static RUN: AtomicUsize = AtomicUsize::new(0);
+
+    #[divan::bench(args = [100_000], sample_count = 3, sample_size = 1)]
+    fn ours(b: divan::Bencher<'_, '_>, n: usize) {
+        let f = fixture(n);
+        b.with_inputs(|| {
+            let ns =
+                AgentName::new(format!("import{}", RUN.fetch_add(1, Ordering::Relaxed))).unwrap();
+            let batch: Vec<(Oid, NoteEntry)> = f
+                .commits
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.clone(), entry_line(&ns, i)))
+                .collect();
+            (ns, batch)
+        })
+        .bench_local_values(|(ns, batch)| {
+            f.notes.write_batch(&ns, &batch).unwrap();
+            ns
+        });
+    }
+
+    #[divan::bench(args = [100_000], sample_count = 1, sample_size = 1)]
+    fn git_cli_copy_stdin(b: divan::Bencher<'_, '_>, n: usize) {
+        let f = fixture(n);
+        let from = f.commits[f.commits.len() - 1].clone();
+        let lines: String = f.commits[..f.commits.len() - 1]
+            .iter()
+            .map(|c| format!("{from} {c}\n"))
+            .collect();
+        b.with_inputs(|| {
+            let r = format!(
+                "refs/notes/squad/copy{}",
+                RUN.fetch_add(1, Ordering::Relaxed)
+            );
+            f.reset(&r, &f.native_tip);
+            r
+        })
+        .bench_local_refs(|r| {
+            let mut cmd = f.git();
+            cmd.args(["notes", &format!("--ref={r}"), "copy", "--stdin"]);
+            run_stdin(cmd, lines.as_bytes());
+        });
+    }
+}

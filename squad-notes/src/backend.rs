@@ -1,0 +1,210 @@
+//! The storage trait: note blobs per (notes ref, annotated object), with compare-and-swap writes.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::oid::{NotesRef, Oid};
+
+/// One change to a notes tree: set the note of `object` to `blob`, or remove it (`blob: None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoteEdit {
+    /// The annotated object.
+    pub object: Oid,
+    /// The new note bytes, stored verbatim; `None` removes the note.
+    pub blob: Option<Vec<u8>>,
+}
+
+impl NoteEdit {
+    /// Sets the note of `object` to `blob`.
+    pub fn set(object: Oid, blob: impl Into<Vec<u8>>) -> Self {
+        Self {
+            object,
+            blob: Some(blob.into()),
+        }
+    }
+
+    /// Removes the note of `object`.
+    pub fn remove(object: Oid) -> Self {
+        Self { object, blob: None }
+    }
+}
+
+/// A held advisory write lock (see [`NotesBackend::lock_writes`]); released when dropped.
+pub struct WriteLock {
+    held: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl WriteLock {
+    /// No lock: what backends without cooperative locking return.
+    pub fn none() -> Self {
+        Self { held: None }
+    }
+
+    /// A lock that is held until `guard` is dropped.
+    pub fn new(guard: impl std::any::Any + Send) -> Self {
+        Self {
+            held: Some(Box::new(guard)),
+        }
+    }
+
+    /// `true` when a lock is actually held.
+    pub fn is_held(&self) -> bool {
+        self.held.is_some()
+    }
+}
+
+impl std::fmt::Debug for WriteLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteLock")
+            .field("held", &self.is_held())
+            .finish()
+    }
+}
+
+/// A store of git notes: note blobs keyed by (notes ref, annotated object), versioned by the tip
+/// of the notes ref, and written only by compare-and-swap.
+///
+/// The trait is **synchronous**: git object stores are synchronous (gix is), and `squad-notes`
+/// must not pull an async runtime into hosts that use it alone. Hosts on an async runtime call it
+/// from a blocking task.
+///
+/// # Contract
+///
+/// - A notes ref has a *tip* (for git: the notes commit it points to) or does not exist.
+///   Every successful [`update`](Self::update) produces a new tip, different from every tip the
+///   ref had before.
+/// - A tip is an immutable snapshot: [`read`](Self::read), [`list`](Self::list) and
+///   [`read_all`](Self::read_all) at a tip always return the same answer, even after the ref moved.
+/// - [`update`](Self::update) applies all its edits as **one** change (for git: one notes commit
+///   whose parent is the expected tip), and only if the ref still points at `expected`;
+///   otherwise it fails with [`ErrorKind::Conflict`](crate::ErrorKind::Conflict) and changes nothing.
+/// - Note bytes are stored and returned verbatim (no newline is added or removed).
+///
+/// # Behavior
+///
+/// - `tip`: `Ok(None)` when the ref does not exist.
+/// - `read`: `Ok(None)` when the object has no note at that tip. When a git notes tree holds
+///   several entries for one object (mixed fanout), their contents are joined as git joins them
+///   (the first without one trailing `\n`, then `\n\n`, then the next).
+///   An unknown tip is [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
+/// - `list`: the annotated objects with a note at that tip, sorted, without duplicates.
+/// - `read_all`: every (object, bytes) pair at that tip, sorted by object, duplicates joined as in `read`.
+/// - `update`: `expected: None` means "the ref must not exist yet". An empty `edits` slice is
+///   [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput). Two edits for one object in one
+///   call: the last wins. Removing a note that does not exist is not an error. A concurrent writer
+///   holding the ref (a lock) is reported as `Conflict`, like a moved tip, so callers retry.
+///
+/// # Implementing
+///
+/// Implement the four required methods; override `read_all` when a bulk read is cheaper than
+/// `list` plus one `read` per object. Run [`conformance::run_all`](crate#conformance) (feature
+/// `conformance`) against your type, a `Box` of it and an `Arc<dyn NotesBackend>`.
+/// [`InMemoryNotes`](crate::InMemoryNotes) is the reference implementation.
+///
+/// # Wrappers
+///
+/// `&T`, `Box<T>` and `Arc<T>` forward every method, including the provided ones.
+#[diagnostic::on_unimplemented(
+    note = "implement the four required methods of NotesBackend; InMemoryNotes is the reference"
+)]
+pub trait NotesBackend: Send + Sync + std::fmt::Debug {
+    /// The tip of `notes_ref`, or `None` when the ref does not exist.
+    fn tip(&self, notes_ref: &NotesRef) -> Result<Option<Oid>>;
+
+    /// The note bytes of `object` at `tip`, or `None` when it has no note there.
+    fn read(&self, tip: &Oid, object: &Oid) -> Result<Option<Vec<u8>>>;
+
+    /// The annotated objects that have a note at `tip`, sorted.
+    fn list(&self, tip: &Oid) -> Result<Vec<Oid>>;
+
+    /// Applies `edits` as one change on top of `expected`, and moves `notes_ref` to it only if the
+    /// ref still points at `expected` (`None`: the ref must not exist). Returns the new tip.
+    ///
+    /// `message` is the commit message of the change (backends without commits may ignore it).
+    fn update(
+        &self,
+        notes_ref: &NotesRef,
+        expected: Option<&Oid>,
+        edits: &[NoteEdit],
+        message: &str,
+    ) -> Result<Oid>;
+
+    /// Takes an advisory lock that makes cooperating writers of `notes_ref` (other threads, other
+    /// processes on the same storage) take turns for the lifetime of the returned guard.
+    ///
+    /// Correctness never depends on it (compare-and-swap does): it only saves the work of lost
+    /// races when many writers share one ref. It may give up and return [`WriteLock::none`]
+    /// after waiting a while. The default takes no lock.
+    fn lock_writes(&self, notes_ref: &NotesRef) -> Result<WriteLock> {
+        let _ = notes_ref;
+        Ok(WriteLock::none())
+    }
+
+    /// Every note at `tip` as (object, bytes), sorted by object.
+    fn read_all(&self, tip: &Oid) -> Result<Vec<(Oid, Vec<u8>)>> {
+        let mut out = Vec::new();
+        for object in self.list(tip)? {
+            if let Some(bytes) = self.read(tip, &object)? {
+                out.push((object, bytes));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Conveniences on top of [`NotesBackend`]: reads at the current tip.
+///
+/// Implemented for every backend; do not implement this trait yourself.
+pub trait NotesBackendExt: NotesBackend {
+    /// The note of `object` at the current tip of `notes_ref` (`None` when the ref or the note is missing).
+    fn read_current(&self, notes_ref: &NotesRef, object: &Oid) -> Result<Option<Vec<u8>>> {
+        match self.tip(notes_ref)? {
+            Some(tip) => self.read(&tip, object),
+            None => Ok(None),
+        }
+    }
+
+    /// The annotated objects with a note at the current tip of `notes_ref` (empty when the ref is missing).
+    fn list_current(&self, notes_ref: &NotesRef) -> Result<Vec<Oid>> {
+        match self.tip(notes_ref)? {
+            Some(tip) => self.list(&tip),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+impl<T: NotesBackend + ?Sized> NotesBackendExt for T {}
+
+macro_rules! forward {
+    ($($ty:ty),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        impl<T: NotesBackend + ?Sized> NotesBackend for $ty {
+            fn tip(&self, notes_ref: &NotesRef) -> Result<Option<Oid>> {
+                (**self).tip(notes_ref)
+            }
+            fn read(&self, tip: &Oid, object: &Oid) -> Result<Option<Vec<u8>>> {
+                (**self).read(tip, object)
+            }
+            fn list(&self, tip: &Oid) -> Result<Vec<Oid>> {
+                (**self).list(tip)
+            }
+            fn update(
+                &self,
+                notes_ref: &NotesRef,
+                expected: Option<&Oid>,
+                edits: &[NoteEdit],
+                message: &str,
+            ) -> Result<Oid> {
+                (**self).update(notes_ref, expected, edits, message)
+            }
+            fn read_all(&self, tip: &Oid) -> Result<Vec<(Oid, Vec<u8>)>> {
+                (**self).read_all(tip)
+            }
+            fn lock_writes(&self, notes_ref: &NotesRef) -> Result<WriteLock> {
+                (**self).lock_writes(notes_ref)
+            }
+        }
+    )*};
+}
+
+forward!(&T, Box<T>, Arc<T>);

@@ -1,0 +1,908 @@
+//! The gix (gitoxide) notes backend: reads any fanout, writes git's fanout, updates refs by CAS.
+
+use std::path::Path;
+
+use gix::bstr::ByteSlice;
+use gix::note::plumbing::State;
+use gix::refs::transaction::PreviousValue;
+
+use crate::backend::{NoteEdit, NotesBackend, WriteLock};
+use crate::error::{Error, ErrorKind, Result};
+use crate::oid::{NotesRef, Oid};
+
+/// A [`NotesBackend`] on a git repository, through gix 0.90 (feature `gix`, on by default).
+///
+/// - **Reads** walk the notes tree themselves, so they accept any fanout (flat as libgit2 writes,
+///   2/38, 2/2/36 as `git fast-import` writes, mixed inside one tree) and several entries for one
+///   object, which they join as git does. Non-note entries are ignored by reads.
+/// - **Writes** use `gix_note::State`, a fresh one per update: git's progressive fanout, non-note
+///   entries preserved, every old entry of an edited object removed. A tree that holds several
+///   entries for one object is first repaired (all entries of such objects merged into one, as
+///   git would show them), then edited.
+/// - **Ref updates** are compare-and-swap (`MustExistAndMatch` / `MustNotExist`), with the reflog
+///   message `notes: <message>` as git writes it. A lost race or a ref lock held by another writer
+///   is [`ErrorKind::Conflict`].
+/// - **Identity**: notes commits use the repository's configured author and committer (git
+///   config or the `GIT_AUTHOR_*` / `GIT_COMMITTER_*` variables); without one, an update fails
+///   with [`ErrorKind::Backend`] saying so.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use squad_notes::{GixNotes, NotesBackend, NotesRef};
+/// let dir = tempfile::tempdir()?;
+/// std::process::Command::new("git").args(["init", "-q"]).arg(dir.path()).status()?;
+/// let notes = GixNotes::open(dir.path())?;
+/// assert_eq!(notes.tip(&NotesRef::new("refs/notes/squad/data")?)?, None);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct GixNotes {
+    repo: gix::ThreadSafeRepository,
+    /// Thread-local handles kept for reuse: opening one per call costs more than a lookup.
+    pool: std::sync::Arc<std::sync::Mutex<Vec<gix::Repository>>>,
+    /// Updates with at least this many edits write their objects as one pack.
+    pack_threshold: usize,
+}
+
+/// The delta-base cache of a bulk read (git's default `core.deltaBaseCacheLimit` is 96 MiB).
+const READ_ALL_DELTA_CACHE_BYTES: usize = 96 * 1024 * 1024;
+/// Bulk reads and writes of at least this many blobs use several threads.
+const PARALLEL_MIN: usize = 512;
+/// Updates with at least this many edits write their objects as one pack.
+const PACK_MIN: usize = 2048;
+/// How many idle repository handles are kept.
+const POOL_SIZE: usize = 8;
+/// The object cache of each pooled handle.
+const OBJECT_CACHE_BYTES: usize = 8 * 1024 * 1024;
+
+/// A pooled repository handle, returned to the pool when dropped.
+struct Local<'a> {
+    repo: Option<gix::Repository>,
+    pool: &'a std::sync::Mutex<Vec<gix::Repository>>,
+}
+
+impl std::ops::Deref for Local<'_> {
+    type Target = gix::Repository;
+    fn deref(&self) -> &gix::Repository {
+        self.repo.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for Local<'_> {
+    fn drop(&mut self) {
+        if let (Some(repo), Ok(mut pool)) = (self.repo.take(), self.pool.lock())
+            && pool.len() < POOL_SIZE
+        {
+            pool.push(repo);
+        }
+    }
+}
+
+fn backend_err(op: &'static str, message: impl Into<String>) -> impl FnOnce(gix::Error) -> Error {
+    let message = message.into();
+    move |e| Error::new(ErrorKind::Backend, op, message).with_source(e)
+}
+
+impl GixNotes {
+    /// Opens the repository at `path` (a work tree, its `.git` directory or a bare repository).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] when `path` is not a git repository.
+    pub fn open(path: &Path) -> Result<Self> {
+        let repo = gix::ThreadSafeRepository::open(path).map_err(|e| {
+            Error::new(
+                ErrorKind::NotFound,
+                "notes.open",
+                format!("{} is not a git repository", path.display()),
+            )
+            .with_source(e)
+        })?;
+        Ok(Self::from_repo(repo))
+    }
+
+    /// Finds the repository containing `path`, like git does from a working directory.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] when neither `path` nor a parent is in a git repository.
+    pub fn discover(path: &Path) -> Result<Self> {
+        let repo = gix::ThreadSafeRepository::discover(path).map_err(|e| {
+            Error::new(
+                ErrorKind::NotFound,
+                "notes.open",
+                format!("not a git repository (or any parent): {}", path.display()),
+            )
+            .with_source(e)
+        })?;
+        Ok(Self::from_repo(repo))
+    }
+
+    /// Resolves a revision (`HEAD`, a branch, an abbreviated or full id) to the id of a commit.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] naming `rev` when it does not resolve to a commit in this repository.
+    pub fn resolve_commit(&self, rev: &str) -> Result<Oid> {
+        let repo = self.repo.to_thread_local();
+        let not_found = || {
+            Error::new(
+                ErrorKind::NotFound,
+                "notes.resolve",
+                format!("commit {rev:?} not found"),
+            )
+        };
+        let id = repo
+            .rev_parse_single(rev.as_bytes().as_bstr())
+            .map_err(|e| not_found().with_source(e))?;
+        let object = id.object().map_err(|e| not_found().with_source(e))?;
+        let commit = object
+            .peel_to_commit()
+            .map_err(|e| not_found().with_source(e))?;
+        Oid::new(&commit.id.to_string())
+    }
+
+    /// Writes the blobs of `edits` (on several threads for large batches) and pairs each
+    /// annotated object with its new blob id.
+    fn write_blobs(
+        &self,
+        repo: &gix::Repository,
+        edits: &[NoteEdit],
+    ) -> Result<Vec<(gix::ObjectId, Option<gix::ObjectId>)>> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        if edits.len() < PARALLEL_MIN || threads < 2 {
+            return write_blob_chunk(repo, edits);
+        }
+        let size = edits.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = edits
+                .chunks(size)
+                .map(|part| {
+                    scope.spawn(move || write_blob_chunk(&self.repo.to_thread_local(), part))
+                })
+                .collect();
+            let mut out = Vec::with_capacity(edits.len());
+            for h in handles {
+                match h.join() {
+                    Ok(part) => out.extend(part?),
+                    Err(_) => {
+                        return Err(Error::new(
+                            ErrorKind::Backend,
+                            "notes.update",
+                            "a blob-writing thread panicked",
+                        ));
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// A fresh handle for bulk reads, with a delta-base cache of `bytes`.
+    fn bulk_reader(&self, bytes: usize) -> gix::Repository {
+        let mut repo = self.repo.to_thread_local();
+        repo.objects.set_pack_cache(move || {
+            Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(bytes))
+        });
+        repo
+    }
+
+    fn from_repo(repo: gix::ThreadSafeRepository) -> Self {
+        Self {
+            repo,
+            pool: std::sync::Arc::default(),
+            pack_threshold: PACK_MIN,
+        }
+    }
+
+    /// Updates with at least `edits` edits (default 2048) build their objects in memory and write
+    /// them as one pack instead of one loose file per object; bulk imports are several times
+    /// faster that way. `usize::MAX` turns it off.
+    pub fn with_pack_threshold(mut self, edits: usize) -> Self {
+        self.pack_threshold = edits.max(1);
+        self
+    }
+
+    fn local(&self) -> Local<'_> {
+        let pooled = self.pool.lock().ok().and_then(|mut p| p.pop());
+        let repo = pooled.unwrap_or_else(|| {
+            let mut repo = self.repo.to_thread_local();
+            // Notes trees are immutable by id: the root and first-level fanout trees are read by
+            // every lookup, so a small cache per pooled handle saves most inflating.
+            repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
+            repo
+        });
+        Local {
+            repo: Some(repo),
+            pool: &self.pool,
+        }
+    }
+}
+
+fn to_gix(repo: &gix::Repository, oid: &Oid) -> Result<gix::ObjectId> {
+    let id = gix::ObjectId::from_hex(oid.as_str().as_bytes()).map_err(|e| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            "notes",
+            format!("invalid object id {oid}"),
+        )
+        .with_source(e)
+    })?;
+    if id.kind() != repo.object_hash() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "notes",
+            format!("object id {oid} does not match the repository's hash function"),
+        ));
+    }
+    Ok(id)
+}
+
+fn from_gix(id: &gix::oid) -> Oid {
+    Oid(id.to_hex().to_string())
+}
+
+fn current_tip(repo: &gix::Repository, notes_ref: &NotesRef) -> Result<Option<gix::ObjectId>> {
+    let reference = repo
+        .try_find_reference(notes_ref.as_str())
+        .map_err(backend_err("notes.tip", format!("cannot read {notes_ref}")))?;
+    match reference {
+        None => Ok(None),
+        Some(mut r) => Ok(Some(
+            r.follow_to_object()
+                .map_err(backend_err(
+                    "notes.tip",
+                    format!("cannot resolve {notes_ref}"),
+                ))?
+                .detach(),
+        )),
+    }
+}
+
+/// The root tree of notes commit `tip` (a notes ref may also point at a tree directly).
+fn root_tree(repo: &gix::Repository, tip: &gix::oid) -> Result<gix::ObjectId> {
+    let object = repo.find_object(tip).map_err(|e| {
+        Error::new(
+            ErrorKind::NotFound,
+            "notes.read",
+            format!("notes tip {tip} not found"),
+        )
+        .with_source(e)
+    })?;
+    match object.kind {
+        gix::object::Kind::Tree => Ok(object.id),
+        _ => Ok(object
+            .peel_to_commit()
+            .map_err(backend_err(
+                "notes.read",
+                format!("notes tip {tip} is not a commit"),
+            ))?
+            .tree_id()
+            .map_err(backend_err(
+                "notes.read",
+                format!("notes commit {tip} has no tree"),
+            ))?
+            .detach()),
+    }
+}
+
+/// Collects the note blobs of the object whose hex id is `hex`, in git's tree order, at every depth.
+fn find_note(
+    repo: &gix::Repository,
+    tree_id: gix::ObjectId,
+    hex: &[u8],
+    consumed: usize,
+    out: &mut Vec<gix::ObjectId>,
+) -> Result<()> {
+    let tree = repo.find_tree(tree_id).map_err(backend_err(
+        "notes.read",
+        format!("cannot read notes tree {tree_id}"),
+    ))?;
+    let rest = &hex[consumed..];
+    for entry in gix::objs::TreeRefIter::from_bytes(&tree.data, repo.object_hash()) {
+        let entry = entry.map_err(|e| {
+            Error::new(
+                ErrorKind::Corrupt,
+                "notes.read",
+                format!("corrupt notes tree {tree_id}"),
+            )
+            .with_source(e)
+        })?;
+        let name: &[u8] = entry.filename;
+        if entry.mode.is_blob() && name.eq_ignore_ascii_case(rest) {
+            out.push(entry.oid.to_owned());
+        } else if entry.mode.is_tree()
+            && name.len() == 2
+            && rest.len() > 2
+            && name.eq_ignore_ascii_case(&rest[..2])
+        {
+            find_note(repo, entry.oid.to_owned(), hex, consumed + 2, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// One entry of a notes tree as found by a full walk.
+enum Walked {
+    Note {
+        object: gix::ObjectId,
+        blob: gix::ObjectId,
+        path: Vec<u8>,
+    },
+    Other,
+}
+
+/// Walks the whole notes tree in git's order, classifying entries as git's `load_subtree` does.
+fn walk(
+    repo: &gix::Repository,
+    tree_id: gix::ObjectId,
+    prefix: &mut Vec<u8>,
+    path: &mut Vec<u8>,
+    hex_len: usize,
+    out: &mut Vec<Walked>,
+) -> Result<()> {
+    let tree = repo.find_tree(tree_id).map_err(backend_err(
+        "notes.list",
+        format!("cannot read notes tree {tree_id}"),
+    ))?;
+    let decoded = tree.decode().map_err(backend_err(
+        "notes.list",
+        format!("corrupt notes tree {tree_id}"),
+    ))?;
+    for entry in &decoded.entries {
+        let name: &[u8] = entry.filename;
+        let hex = name.iter().all(u8::is_ascii_hexdigit);
+        let (plen, pathlen) = (prefix.len(), path.len());
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name);
+        if entry.mode.is_blob() && hex && prefix.len() + name.len() == hex_len {
+            prefix.extend_from_slice(name);
+            if let Ok(object) = gix::ObjectId::from_hex(prefix) {
+                out.push(Walked::Note {
+                    object,
+                    blob: entry.oid.to_owned(),
+                    path: path.clone(),
+                });
+            } else {
+                out.push(Walked::Other);
+            }
+        } else if entry.mode.is_tree() && hex && name.len() == 2 && prefix.len() + 2 < hex_len {
+            prefix.extend_from_slice(name);
+            walk(repo, entry.oid.to_owned(), prefix, path, hex_len, out)?;
+        } else {
+            out.push(Walked::Other);
+        }
+        prefix.truncate(plen);
+        path.truncate(pathlen);
+    }
+    Ok(())
+}
+
+/// Where a blob goes in a bulk read: (object group, entry within the group, blob id).
+type Slot = (usize, usize, gix::ObjectId);
+
+/// The entries of one annotated object: (blob, path) in tree order.
+type Entries = Vec<(gix::ObjectId, Vec<u8>)>;
+
+/// Every (object, its entries) of a notes tree, sorted by object.
+fn walk_notes(
+    repo: &gix::Repository,
+    root: gix::ObjectId,
+) -> Result<Vec<(gix::ObjectId, Entries)>> {
+    let mut walked = Vec::new();
+    let hex_len = repo.object_hash().len_in_hex();
+    walk(
+        repo,
+        root,
+        &mut Vec::with_capacity(hex_len),
+        &mut Vec::new(),
+        hex_len,
+        &mut walked,
+    )?;
+    let mut notes: Vec<(gix::ObjectId, gix::ObjectId, Vec<u8>)> = walked
+        .into_iter()
+        .filter_map(|w| match w {
+            Walked::Note { object, blob, path } => Some((object, blob, path)),
+            Walked::Other => None,
+        })
+        .collect();
+    // Stable: entries of one object keep their tree order.
+    notes.sort_by_key(|n| n.0);
+    let mut grouped: Vec<(gix::ObjectId, Entries)> = Vec::new();
+    for (object, blob, path) in notes {
+        match grouped.last_mut() {
+            Some((last, blobs)) if *last == object => blobs.push((blob, path)),
+            _ => grouped.push((object, vec![(blob, path)])),
+        }
+    }
+    Ok(grouped)
+}
+
+fn load_blob(repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>> {
+    let mut blob = repo.find_blob(id).map_err(|e| {
+        Error::new(
+            ErrorKind::Corrupt,
+            "notes.read",
+            format!("note blob {id} cannot be read"),
+        )
+        .with_source(e)
+    })?;
+    Ok(blob.take_data())
+}
+
+/// The (pack number, offset) of each object in the repository's own packs, `(usize::MAX, 0)`
+/// for objects that are loose or elsewhere. Used only to choose a good reading order.
+fn pack_positions(
+    repo: &gix::Repository,
+    ids: impl Iterator<Item = gix::ObjectId>,
+) -> Vec<(usize, u64)> {
+    let dir = repo.common_dir().join("objects").join("pack");
+    let mut indices = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            if let Ok(index) = gix::odb::pack::index::File::at(&path, repo.object_hash()) {
+                indices.push(index);
+            }
+        }
+    }
+    ids.map(|id| {
+        indices
+            .iter()
+            .enumerate()
+            .find_map(|(n, index)| index.lookup(id).map(|i| (n, index.pack_offset_at_index(i))))
+            .unwrap_or((usize::MAX, 0))
+    })
+    .collect()
+}
+
+/// Joins the contents of several entries for one object as git's `combine_notes_concatenate` does.
+fn join_git(parts: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
+    let mut acc: Vec<u8> = Vec::new();
+    for part in parts {
+        if part.is_empty() {
+            continue;
+        }
+        if acc.is_empty() {
+            acc = part;
+        } else {
+            if acc.ends_with(b"\n") {
+                acc.pop();
+            }
+            acc.extend_from_slice(b"\n\n");
+            acc.extend_from_slice(&part);
+        }
+    }
+    acc
+}
+
+fn apply_edits(
+    repo: &gix::Repository,
+    root: gix::ObjectId,
+    edits: &[(gix::ObjectId, Option<gix::ObjectId>)],
+) -> std::result::Result<gix::ObjectId, gix::Error> {
+    let mut state = State::new(root, repo)?;
+    for (object, blob) in edits {
+        state.edit(*object, *blob, repo)?;
+    }
+    state.write(repo)
+}
+
+/// Rewrites `root` so that no object has more than one entry: the entries of such an object are
+/// removed and replaced by one blob at the first entry's path holding their git-joined contents.
+fn repair_duplicates(repo: &gix::Repository, root: gix::ObjectId) -> Result<gix::ObjectId> {
+    let grouped = walk_notes(repo, root)?;
+    let mut editor = repo
+        .edit_tree(root)
+        .map_err(backend_err("notes.update", "cannot edit the notes tree"))?;
+    let mut changed = false;
+    for (_object, entries) in grouped.into_iter().filter(|(_, e)| e.len() > 1) {
+        let mut parts = Vec::new();
+        for (blob, path) in &entries {
+            parts.push(load_blob(repo, *blob)?);
+            editor
+                .remove(path.as_bstr())
+                .map_err(backend_err("notes.update", "cannot edit the notes tree"))?;
+        }
+        let joined = repo
+            .write_blob(join_git(parts))
+            .map_err(backend_err("notes.update", "cannot write a note blob"))?
+            .detach();
+        editor
+            .upsert(
+                entries[0].1.as_bstr(),
+                gix::object::tree::EntryKind::Blob,
+                joined,
+            )
+            .map_err(backend_err("notes.update", "cannot edit the notes tree"))?;
+        changed = true;
+    }
+    if !changed {
+        return Ok(root);
+    }
+    Ok(editor
+        .write()
+        .map_err(backend_err("notes.update", "cannot write the notes tree"))?
+        .detach())
+}
+
+/// How long a writer waits for its turn before writing without it (CAS still protects it).
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl NotesBackend for GixNotes {
+    /// An advisory `flock` on `<git common dir>/squad-notes.lock`, shared by every notes ref of
+    /// the repository, polled with short jittered sleeps for up to 10 s. Released when the
+    /// guard is dropped, or by the OS when the process dies.
+    fn lock_writes(&self, _notes_ref: &NotesRef) -> Result<WriteLock> {
+        use fs4::fs_std::FileExt;
+        use rand::{Rng, SeedableRng};
+        let path = self
+            .repo
+            .to_thread_local()
+            .common_dir()
+            .join("squad-notes.lock");
+        let Ok(file) = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+        else {
+            return Ok(WriteLock::none());
+        };
+        let start = std::time::Instant::now();
+        let mut rng = rand::rngs::StdRng::from_os_rng();
+        while start.elapsed() < LOCK_PATIENCE {
+            match file.try_lock_exclusive() {
+                Ok(true) => return Ok(WriteLock::new(file)),
+                Ok(false) => std::thread::sleep(std::time::Duration::from_micros(
+                    rng.random_range(200..=2000),
+                )),
+                Err(_) => break,
+            }
+        }
+        Ok(WriteLock::none())
+    }
+
+    fn tip(&self, notes_ref: &NotesRef) -> Result<Option<Oid>> {
+        let repo = self.local();
+        Ok(current_tip(&repo, notes_ref)?.map(|id| from_gix(&id)))
+    }
+
+    fn read(&self, tip: &Oid, object: &Oid) -> Result<Option<Vec<u8>>> {
+        let repo = self.local();
+        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
+        let mut blobs = Vec::new();
+        find_note(&repo, root, object.as_str().as_bytes(), 0, &mut blobs)?;
+        match blobs.len() {
+            0 => Ok(None),
+            1 => Ok(Some(load_blob(&repo, blobs[0])?)),
+            _ => {
+                let parts = blobs
+                    .into_iter()
+                    .map(|b| load_blob(&repo, b))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Some(join_git(parts)))
+            }
+        }
+    }
+
+    fn list(&self, tip: &Oid) -> Result<Vec<Oid>> {
+        let repo = self.local();
+        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
+        Ok(walk_notes(&repo, root)?
+            .iter()
+            .map(|(object, _)| from_gix(object))
+            .collect())
+    }
+
+    /// One walk of the tree, then every blob, on a handle with a large delta-base cache (as
+    /// git's `core.deltaBaseCacheLimit`), since packed note blobs are mostly deltas of each other.
+    fn read_all(&self, tip: &Oid) -> Result<Vec<(Oid, Vec<u8>)>> {
+        let repo = self.bulk_reader(READ_ALL_DELTA_CACHE_BYTES);
+        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
+        let grouped = walk_notes(&repo, root)?;
+        // Read the blobs in pack order: a delta's base then sits in the cache already, so each
+        // blob costs one inflate instead of a walk down its delta chain.
+        let mut order: Vec<Slot> = grouped
+            .iter()
+            .enumerate()
+            .flat_map(|(g, (_, entries))| {
+                entries
+                    .iter()
+                    .enumerate()
+                    .map(move |(k, (b, _))| (g, k, *b))
+            })
+            .collect();
+        let positions = pack_positions(&repo, order.iter().map(|(_, _, b)| *b));
+        let mut keyed: Vec<((usize, u64), Slot)> =
+            positions.into_iter().zip(order.drain(..)).collect();
+        keyed.sort_unstable_by_key(|(key, _)| *key);
+        let mut contents: Vec<Vec<Option<Vec<u8>>>> =
+            grouped.iter().map(|(_, e)| vec![None; e.len()]).collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        let loaded: Vec<(usize, usize, Vec<u8>)> = if keyed.len() < PARALLEL_MIN || threads < 2 {
+            keyed
+                .into_iter()
+                .map(|(_, (g, k, blob))| Ok((g, k, load_blob(&repo, blob)?)))
+                .collect::<Result<_>>()?
+        } else {
+            // Contiguous runs of the pack order, one per thread, each with its own handle and cache.
+            let size = keyed.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = keyed
+                    .chunks(size)
+                    .map(|part| {
+                        scope.spawn(move || {
+                            let repo = self.bulk_reader(READ_ALL_DELTA_CACHE_BYTES / threads);
+                            part.iter()
+                                .map(|(_, (g, k, blob))| Ok((*g, *k, load_blob(&repo, *blob)?)))
+                                .collect::<Result<Vec<_>>>()
+                        })
+                    })
+                    .collect();
+                let mut all = Vec::with_capacity(keyed.len());
+                for h in handles {
+                    match h.join() {
+                        Ok(part) => all.extend(part?),
+                        Err(_) => {
+                            return Err(Error::new(
+                                ErrorKind::Backend,
+                                "notes.read",
+                                "a blob-reading thread panicked",
+                            ));
+                        }
+                    }
+                }
+                Ok(all)
+            })?
+        };
+        for (g, k, bytes) in loaded {
+            contents[g][k] = Some(bytes);
+        }
+        let mut out = Vec::with_capacity(grouped.len());
+        for ((object, _), parts) in grouped.iter().zip(contents) {
+            let mut parts: Vec<Vec<u8>> = parts.into_iter().flatten().collect();
+            let bytes = if parts.len() == 1 {
+                parts.pop().unwrap_or_default()
+            } else {
+                join_git(parts)
+            };
+            out.push((from_gix(object), bytes));
+        }
+        Ok(out)
+    }
+
+    fn update(
+        &self,
+        notes_ref: &NotesRef,
+        expected: Option<&Oid>,
+        edits: &[NoteEdit],
+        message: &str,
+    ) -> Result<Oid> {
+        const OP: &str = "notes.update";
+        if edits.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                OP,
+                "an update needs at least one edit",
+            ));
+        }
+        let repo = self.local();
+        let expected = expected.map(|e| to_gix(&repo, e)).transpose()?;
+        let moved = |found: Option<gix::ObjectId>| {
+            Error::new(
+                ErrorKind::Conflict,
+                OP,
+                format!(
+                    "{notes_ref} moved: expected {}, found {}",
+                    expected.map_or_else(|| "nothing".to_owned(), |e| e.to_string()),
+                    found.map_or_else(|| "nothing".to_owned(), |e| e.to_string()),
+                ),
+            )
+        };
+        let current = current_tip(&repo, notes_ref)?;
+        if current != expected {
+            return Err(moved(current));
+        }
+        let commit = if edits.len() >= self.pack_threshold {
+            // Large batches: objects are built in memory and written as one pack, since a
+            // hundred thousand loose-object files cost seconds of file-system work.
+            let mut memory = self.repo.to_thread_local().with_object_memory();
+            let staged = write_blob_chunk(&memory, edits)?;
+            let commit = build_commit(&memory, notes_ref, expected, &staged, message)?;
+            if let Some(objects) = memory.objects.take_object_memory() {
+                write_pack(&repo, &objects)?;
+            }
+            commit
+        } else {
+            let staged = self.write_blobs(&repo, edits)?;
+            build_commit(&repo, notes_ref, expected, &staged, message)?
+        };
+        let constraint = match expected {
+            Some(tip) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(tip)),
+            None => PreviousValue::MustNotExist,
+        };
+        let log = format!("notes: {}", message.lines().next().unwrap_or_default());
+        match repo.reference(notes_ref.as_str(), commit, constraint, log) {
+            Ok(_) => Ok(from_gix(&commit)),
+            Err(e) => {
+                let now = current_tip(&repo, notes_ref)?;
+                let text = format!("{e:?}");
+                if now != expected || text.contains("lock") || text.contains("Lock") {
+                    Err(moved(now).with_source(e))
+                } else {
+                    Err(
+                        Error::new(ErrorKind::Backend, OP, format!("cannot update {notes_ref}"))
+                            .with_source(e),
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// Writes the blobs of `edits` through `repo`, pairing each annotated object with its blob.
+fn write_blob_chunk(
+    repo: &gix::Repository,
+    edits: &[NoteEdit],
+) -> Result<Vec<(gix::ObjectId, Option<gix::ObjectId>)>> {
+    edits
+        .iter()
+        .map(|edit| {
+            let object = to_gix(repo, &edit.object)?;
+            let blob = match &edit.blob {
+                Some(bytes) => Some(
+                    repo.write_blob(bytes)
+                        .map_err(backend_err("notes.update", "cannot write a note blob"))?
+                        .detach(),
+                ),
+                None => None,
+            };
+            Ok((object, blob))
+        })
+        .collect()
+}
+
+/// Writes the tree and the notes commit for `staged` edits on top of `expected`.
+fn build_commit(
+    repo: &gix::Repository,
+    notes_ref: &NotesRef,
+    expected: Option<gix::ObjectId>,
+    staged: &[(gix::ObjectId, Option<gix::ObjectId>)],
+    message: &str,
+) -> Result<gix::ObjectId> {
+    const OP: &str = "notes.update";
+    let root = match &expected {
+        Some(tip) => root_tree(repo, tip)?,
+        None => gix::ObjectId::empty_tree(repo.object_hash()),
+    };
+    let tree = match apply_edits(repo, root, staged) {
+        Ok(tree) => tree,
+        Err(_) => {
+            // Most likely several entries for one object (mixed fanout): repair, then retry once.
+            let repaired = repair_duplicates(repo, root)?;
+            apply_edits(repo, repaired, staged).map_err(|e| {
+                Error::new(
+                    ErrorKind::Corrupt,
+                    OP,
+                    format!("the notes tree of {notes_ref} cannot be edited"),
+                )
+                .with_source(e)
+            })?
+        }
+    };
+    Ok(repo
+        .new_commit(message, tree, expected)
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Backend,
+                OP,
+                format!(
+                    "cannot create the notes commit for {notes_ref} (is user.name/user.email configured?)"
+                ),
+            )
+            .with_source(e)
+        })?
+        .id)
+}
+
+/// Writes `objects` as one new pack (with its index) into the repository's object directory.
+fn write_pack(repo: &gix::Repository, objects: &gix::odb::memory::Storage) -> Result<()> {
+    const OP: &str = "notes.update";
+    let count = u32::try_from(objects.len())
+        .map_err(|_| Error::new(ErrorKind::InvalidInput, OP, "too many objects for one pack"))?;
+    let mut pack = Vec::with_capacity(
+        objects
+            .values()
+            .map(|(_, d)| d.len() / 2 + 16)
+            .sum::<usize>()
+            + 32,
+    );
+    pack.extend_from_slice(b"PACK");
+    pack.extend_from_slice(&2u32.to_be_bytes());
+    pack.extend_from_slice(&count.to_be_bytes());
+    let mut deflate = gix::zlib::stream::deflate::Compress::new(gix::zlib::Compression::BEST_SPEED);
+    let mut out = vec![0u8; 64 * 1024];
+    for (kind, data) in objects.values() {
+        let type_id: u8 = match kind {
+            gix::object::Kind::Commit => 1,
+            gix::object::Kind::Tree => 2,
+            gix::object::Kind::Blob => 3,
+            gix::object::Kind::Tag => 4,
+        };
+        let mut size = data.len();
+        let mut byte = (type_id << 4) | (size & 0x0f) as u8;
+        size >>= 4;
+        while size > 0 {
+            pack.push(byte | 0x80);
+            byte = (size & 0x7f) as u8;
+            size >>= 7;
+        }
+        pack.push(byte);
+        deflate.reset();
+        loop {
+            let (seen_in, seen_out) = (deflate.total_in(), deflate.total_out());
+            let consumed = usize::try_from(seen_in)
+                .unwrap_or(usize::MAX)
+                .min(data.len());
+            let status = deflate
+                .compress(
+                    &data[consumed..],
+                    &mut out,
+                    gix::zlib::stream::deflate::FlushCompress::Finish,
+                )
+                .map_err(|e| {
+                    Error::new(ErrorKind::Backend, OP, "cannot compress a note object")
+                        .with_source(e)
+                })?;
+            let produced = usize::try_from(deflate.total_out() - seen_out).unwrap_or(0);
+            pack.extend_from_slice(&out[..produced]);
+            if status == gix::zlib::Status::StreamEnd {
+                break;
+            }
+            if produced == 0 && deflate.total_in() == seen_in {
+                return Err(Error::new(
+                    ErrorKind::Backend,
+                    OP,
+                    "cannot compress a note object",
+                ));
+            }
+        }
+    }
+    let mut hasher = gix::hash::hasher(repo.object_hash());
+    hasher.update(&pack);
+    let checksum = hasher
+        .try_finalize()
+        .map_err(|e| Error::new(ErrorKind::Backend, OP, "cannot hash the pack").with_source(e))?;
+    pack.extend_from_slice(checksum.as_bytes());
+    let dir = repo.objects.store_ref().path().join("pack");
+    let mut reader: &[u8] = &pack;
+    gix_pack::Bundle::write_to_directory(
+        &mut reader,
+        Some(&dir),
+        &mut gix::progress::Discard,
+        &std::sync::atomic::AtomicBool::new(false),
+        None::<gix::objs::find::Never>,
+        repo.object_hash(),
+        gix_pack::bundle::write::Options {
+            thread_limit: Some(1),
+            iteration_mode: gix_pack::data::input::Mode::Verify,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| {
+        Error::new(
+            ErrorKind::Backend,
+            OP,
+            "cannot write a pack of note objects",
+        )
+        .with_source(e)
+    })?;
+    Ok(())
+}

@@ -1,0 +1,389 @@
+//! The notes protocol on top of a [`NotesBackend`]: write, batch write, show, list, namespace rules.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use squad_model::{AgentName, NoteEntry};
+
+use crate::backend::{NoteEdit, NotesBackend};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{self, ParsedNote};
+use crate::oid::{NotesRef, Oid};
+
+/// The notes-commit message of every write, as `git notes append` writes it.
+pub const APPEND_MESSAGE: &str = "Notes added by 'git notes append'\n";
+
+/// How often and how long a write retries after losing a compare-and-swap race.
+///
+/// Attempt `n` (from 0) sleeps a random time in `0..=min(cap, base * 2^n)` ("full jitter") before
+/// trying again; after `max_attempts` attempts the write fails with [`ErrorKind::Conflict`].
+/// The default (200 attempts, 1 ms base, 25 ms cap) gives a dozen concurrent writers on one ref
+/// room to all succeed, and bounds a hopeless write to about 2.5 s of sleeping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// How many times the whole read-modify-write is tried (at least 1).
+    pub max_attempts: u32,
+    /// The first back-off ceiling.
+    pub base: Duration,
+    /// The largest back-off ceiling.
+    pub cap: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 200,
+            base: Duration::from_millis(1),
+            cap: Duration::from_millis(25),
+        }
+    }
+}
+
+impl RetryPolicy {
+    fn sleep(&self, attempt: u32) {
+        let ceiling = self
+            .base
+            .saturating_mul(1u32 << attempt.min(16))
+            .min(self.cap);
+        let micros = u64::try_from(ceiling.as_micros()).unwrap_or(u64::MAX);
+        let pause = rand::rngs::StdRng::from_os_rng().random_range(0..=micros);
+        std::thread::sleep(Duration::from_micros(pause));
+    }
+}
+
+/// What a write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// The tip of the notes ref after the write.
+    pub tip: Oid,
+    /// `false` when every entry was already there, byte for byte: nothing was written.
+    pub changed: bool,
+    /// How many read-modify-write attempts it took (1 without contention).
+    pub attempts: u32,
+}
+
+/// The squad notes protocol over any [`NotesBackend`].
+///
+/// - Entries live in `refs/notes/squad/<namespace>`, one compact JSON line each.
+/// - Every entry is checked against the note-entry schema before anything is written.
+/// - **Namespace rule:** the entry's `agent` may write its own namespace and the shared ones
+///   (`research`, `review`) only; anything else is [`ErrorKind::PermissionDenied`].
+/// - **Append-only:** a write appends. Writing an entry whose id is already in the note is a
+///   no-op when the entry is identical; with different content it replaces the old entry in the
+///   agent's own namespace, and is refused ([`ErrorKind::PermissionDenied`]) in a shared one.
+/// - **Lossless under concurrency:** each write is a read-modify-write at one tip, published by
+///   compare-and-swap and retried with jittered back-off ([`RetryPolicy`]).
+///
+/// ```
+/// use squad_model::{AgentName, NoteEntry, NoteType};
+/// use squad_notes::{InMemoryNotes, Notes, Oid};
+///
+/// let notes = Notes::new(InMemoryNotes::new());
+/// let data = AgentName::new("data")?;
+/// let commit: Oid = "1111111111111111111111111111111111111111".parse()?;
+/// let mut entry = NoteEntry::new(data.clone(), NoteType::Decision);
+/// entry.decision = Some("Use JWT".into());
+/// notes.write(&data, &commit, &entry)?;
+/// assert_eq!(notes.show(&data, &commit)?.entries, vec![entry]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Notes<B> {
+    backend: B,
+    retry: RetryPolicy,
+}
+
+impl<B: NotesBackend> Notes<B> {
+    /// The protocol over `backend`, with the default [`RetryPolicy`].
+    pub fn new(backend: B) -> Self {
+        Self {
+            backend,
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// Replaces the retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// Appends `entry` to the note of `commit` in `namespace`.
+    ///
+    /// # Errors
+    ///
+    /// - [`ErrorKind::InvalidInput`]: the entry breaks the note-entry schema.
+    /// - [`ErrorKind::PermissionDenied`]: `entry.agent` may not write `namespace`, or the entry
+    ///   would replace a different entry with the same id in a shared namespace.
+    /// - [`ErrorKind::Conflict`]: the retries ran out. In every error case nothing was written.
+    pub fn write(
+        &self,
+        namespace: &AgentName,
+        commit: &Oid,
+        entry: &NoteEntry,
+    ) -> Result<WriteOutcome> {
+        self.write_batch(namespace, &[(commit.clone(), entry.clone())])
+    }
+
+    /// Appends many entries (on one or many commits) in **one** notes commit.
+    ///
+    /// Every entry is validated first; one bad entry fails the whole batch and nothing is written.
+    ///
+    /// # Errors
+    ///
+    /// As [`Notes::write`]; an empty batch is [`ErrorKind::InvalidInput`].
+    pub fn write_batch(
+        &self,
+        namespace: &AgentName,
+        entries: &[(Oid, NoteEntry)],
+    ) -> Result<WriteOutcome> {
+        const OP: &str = "notes.write";
+        if entries.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                OP,
+                "nothing to write: no entries",
+            ));
+        }
+        let mut by_commit: BTreeMap<&Oid, Vec<&NoteEntry>> = BTreeMap::new();
+        for (commit, entry) in entries {
+            check_entry(namespace, entry)?;
+            by_commit.entry(commit).or_default().push(entry);
+        }
+        let notes_ref = NotesRef::squad(namespace);
+        // Cooperating writers take turns; compare-and-swap below keeps everyone else honest.
+        let _turn = self.backend.lock_writes(&notes_ref)?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let tip = self.backend.tip(&notes_ref)?;
+            let old = self.read_old(tip.as_ref(), by_commit.keys().copied())?;
+            let mut edits = Vec::new();
+            for (commit, new) in &by_commit {
+                let old_bytes = old.get(*commit).map(Vec::as_slice).unwrap_or_default();
+                if let Some(bytes) = merge_entries(namespace, commit, old_bytes, new)? {
+                    edits.push(NoteEdit::set((*commit).clone(), bytes));
+                }
+            }
+            if edits.is_empty()
+                && let Some(tip) = tip
+            {
+                return Ok(WriteOutcome {
+                    tip,
+                    changed: false,
+                    attempts: attempt,
+                });
+            }
+            match self
+                .backend
+                .update(&notes_ref, tip.as_ref(), &edits, APPEND_MESSAGE)
+            {
+                Ok(tip) => {
+                    return Ok(WriteOutcome {
+                        tip,
+                        changed: true,
+                        attempts: attempt,
+                    });
+                }
+                Err(e) if e.kind() == ErrorKind::Conflict && attempt < self.retry.max_attempts => {
+                    self.retry.sleep(attempt);
+                }
+                Err(e) if e.kind() == ErrorKind::Conflict => {
+                    return Err(Error::new(
+                        ErrorKind::Conflict,
+                        OP,
+                        format!(
+                            "gave up writing {notes_ref} after {attempt} attempts: other writers kept moving it"
+                        ),
+                    )
+                    .with_source(e));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The old note bytes of `commits` at `tip`: one read per commit for small batches, one bulk
+    /// read for large ones.
+    fn read_old<'a>(
+        &self,
+        tip: Option<&Oid>,
+        commits: impl ExactSizeIterator<Item = &'a Oid>,
+    ) -> Result<HashMap<Oid, Vec<u8>>> {
+        let Some(tip) = tip else {
+            return Ok(HashMap::new());
+        };
+        if commits.len() > 64 {
+            return Ok(self.backend.read_all(tip)?.into_iter().collect());
+        }
+        let mut out = HashMap::new();
+        for commit in commits {
+            if let Some(bytes) = self.backend.read(tip, commit)? {
+                out.insert(commit.clone(), bytes);
+            }
+        }
+        Ok(out)
+    }
+
+    /// All entries of `namespace` on `commit`, oldest first, de-duplicated by id, plus the lines
+    /// that are not valid entries. A commit without a note gives an empty [`ParsedNote`].
+    ///
+    /// # Errors
+    ///
+    /// Backend failures only.
+    pub fn show(&self, namespace: &AgentName, commit: &Oid) -> Result<ParsedNote> {
+        let notes_ref = NotesRef::squad(namespace);
+        let Some(tip) = self.backend.tip(&notes_ref)? else {
+            return Ok(ParsedNote::default());
+        };
+        Ok(self
+            .backend
+            .read(&tip, commit)?
+            .map(|bytes| format::parse_note(&bytes))
+            .unwrap_or_default())
+    }
+
+    /// The commits that have a note in `namespace`, sorted.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures only.
+    pub fn list(&self, namespace: &AgentName) -> Result<Vec<Oid>> {
+        let notes_ref = NotesRef::squad(namespace);
+        match self.backend.tip(&notes_ref)? {
+            Some(tip) => self.backend.list(&tip),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Every note of `namespace`, parsed, sorted by commit.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures only.
+    pub fn read_all(&self, namespace: &AgentName) -> Result<Vec<(Oid, ParsedNote)>> {
+        let notes_ref = NotesRef::squad(namespace);
+        let Some(tip) = self.backend.tip(&notes_ref)? else {
+            return Ok(Vec::new());
+        };
+        let all = self.backend.read_all(&tip)?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        if all.len() < 512 || threads < 2 {
+            return Ok(all
+                .into_iter()
+                .map(|(commit, bytes)| (commit, format::parse_note(&bytes)))
+                .collect());
+        }
+        // Parsing is pure: large namespaces are parsed on several threads.
+        let size = all.len().div_ceil(threads);
+        let parsed = std::thread::scope(|scope| {
+            let handles: Vec<_> = all
+                .chunks(size)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|(commit, bytes)| (commit.clone(), format::parse_note(bytes)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join())
+                .collect::<std::result::Result<Vec<_>, _>>()
+        });
+        match parsed {
+            Ok(parts) => Ok(parts.into_iter().flatten().collect()),
+            Err(_) => Err(Error::new(
+                ErrorKind::Backend,
+                "notes.read",
+                "a parsing thread panicked",
+            )),
+        }
+    }
+}
+
+/// Checks one entry before anything is written: the schema and the namespace rule.
+fn check_entry(namespace: &AgentName, entry: &NoteEntry) -> Result<()> {
+    squad_model::schema::validate_note_entry(&entry.to_value())?;
+    if !entry.agent.may_write(namespace) {
+        return Err(Error::new(
+            ErrorKind::PermissionDenied,
+            "notes.write",
+            format!(
+                "agent {} may not write to namespace {}: only its own namespace and the shared research and review",
+                entry.agent,
+                NotesRef::squad(namespace)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The new bytes of one note after adding `new`, or `None` when nothing changes.
+fn merge_entries(
+    namespace: &AgentName,
+    commit: &Oid,
+    old: &[u8],
+    new: &[&NoteEntry],
+) -> Result<Option<Vec<u8>>> {
+    let parsed = format::parse_note(old);
+    let mut by_id: HashMap<&squad_model::EntryId, &NoteEntry> =
+        parsed.entries.iter().map(|e| (&e.id, e)).collect();
+    let mut appended: Vec<&NoteEntry> = Vec::new();
+    let mut replaced: HashMap<squad_model::EntryId, NoteEntry> = HashMap::new();
+    for entry in new {
+        match by_id.get(&entry.id) {
+            Some(existing) if existing.to_value() == entry.to_value() => {}
+            Some(_) if namespace.is_shared() => {
+                return Err(Error::new(
+                    ErrorKind::PermissionDenied,
+                    "notes.write",
+                    format!(
+                        "namespace {} is append-only: entry {} on commit {commit} exists with different content",
+                        NotesRef::squad(namespace),
+                        entry.id
+                    ),
+                ));
+            }
+            Some(_) => {
+                replaced.insert(entry.id.clone(), (*entry).clone());
+            }
+            None => {
+                by_id.insert(&entry.id, entry);
+                appended.push(entry);
+            }
+        }
+    }
+    if appended.is_empty() && replaced.is_empty() {
+        return Ok(None);
+    }
+    if replaced.is_empty() {
+        let mut bytes = old.to_vec();
+        for e in appended {
+            bytes = format::append_line(&bytes, &e.to_line());
+        }
+        return Ok(Some(bytes));
+    }
+    // A replacement in the agent's own namespace: rewrite the note from its parsed form, keeping
+    // every other entry and every unparsed line.
+    let mut entries: Vec<NoteEntry> = parsed
+        .entries
+        .iter()
+        .map(|e| replaced.get(&e.id).cloned().unwrap_or_else(|| e.clone()))
+        .collect();
+    entries.extend(appended.into_iter().cloned());
+    entries.sort_by(NoteEntry::display_order);
+    let mut bytes = format::serialize_entries(&entries);
+    for u in &parsed.unparsed {
+        bytes.extend_from_slice(u.text.as_bytes());
+        bytes.push(b'\n');
+    }
+    Ok(Some(bytes))
+}

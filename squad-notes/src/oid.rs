@@ -1,0 +1,153 @@
+//! Our own identifiers for git objects and notes refs, so that no backend type leaks into the API.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// A git object id in lowercase hex: 40 digits (SHA-1) or 64 digits (SHA-256).
+///
+/// Used for annotated objects (usually commits) and for the tips of notes refs.
+/// It never requires the object to exist: notes may annotate objects that are not present locally.
+///
+/// ```
+/// use squad_notes::Oid;
+///
+/// let oid: Oid = "0123456789ABCDEF0123456789abcdef01234567".parse()?;
+/// assert_eq!(oid.as_str(), "0123456789abcdef0123456789abcdef01234567");
+/// assert!("xyz".parse::<Oid>().is_err());
+/// # Ok::<(), squad_notes::Error>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Oid(pub(crate) String);
+
+impl Oid {
+    /// Checks `hex` (40 or 64 hex digits, any case) and stores it in lowercase.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidInput`] naming the value.
+    pub fn new(hex: &str) -> Result<Self> {
+        if (hex.len() == 40 || hex.len() == 64) && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            Ok(Self(hex.to_ascii_lowercase()))
+        } else {
+            Err(Error::new(
+                ErrorKind::InvalidInput,
+                "oid",
+                format!("invalid object id {hex:?}: expected 40 or 64 hex digits"),
+            ))
+        }
+    }
+
+    /// The id as lowercase hex.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Oid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Oid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Oid({})", self.0)
+    }
+}
+
+impl FromStr for Oid {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Self::new(s)
+    }
+}
+
+/// The full name of a notes ref: `refs/notes/` followed by one or more valid ref components.
+///
+/// Backends take full names only and never expand short names (git2 famously does not, see the
+/// crate docs). For squad namespaces use [`NotesRef::squad`].
+///
+/// ```
+/// use squad_model::AgentName;
+/// use squad_notes::NotesRef;
+///
+/// let r = NotesRef::squad(&AgentName::new("data")?);
+/// assert_eq!(r.as_str(), "refs/notes/squad/data");
+/// assert!(NotesRef::new("refs/heads/main").is_err());
+/// assert!(NotesRef::new("refs/notes/a..b").is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NotesRef(String);
+
+impl NotesRef {
+    /// Checks `full_name`: it must start with `refs/notes/` and every component must be a plain,
+    /// valid ref component (no `..`, no leading `.`, no `.lock` suffix, no control characters,
+    /// spaces or any of `~^:?*[\`, no `@{`).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidInput`] naming the rule.
+    pub fn new(full_name: &str) -> Result<Self> {
+        let bad = |why: &str| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                "notes_ref",
+                format!("invalid notes ref {full_name:?}: {why}"),
+            )
+        };
+        let rest = full_name
+            .strip_prefix("refs/notes/")
+            .ok_or_else(|| bad("must start with refs/notes/"))?;
+        if rest.is_empty() {
+            return Err(bad("must name a ref below refs/notes/"));
+        }
+        for comp in rest.split('/') {
+            if comp.is_empty() || comp.starts_with('.') || comp.ends_with(".lock") {
+                return Err(bad("empty component, leading '.' or '.lock' suffix"));
+            }
+            if comp.contains("..") || comp.contains("@{") {
+                return Err(bad("contains '..' or '@{'"));
+            }
+            if comp
+                .chars()
+                .any(|c| c.is_control() || c == ' ' || "~^:?*[\\".contains(c))
+            {
+                return Err(bad("contains a forbidden character"));
+            }
+        }
+        Ok(Self(full_name.to_owned()))
+    }
+
+    /// The notes ref of a squad namespace: `refs/notes/squad/<namespace>`.
+    pub fn squad(namespace: &squad_model::AgentName) -> Self {
+        // Every AgentName is a valid ref component (squad-model's invariant).
+        Self(namespace.notes_ref())
+    }
+
+    /// The full name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for NotesRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for NotesRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "NotesRef({})", self.0)
+    }
+}
+
+impl FromStr for NotesRef {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Self::new(s)
+    }
+}
