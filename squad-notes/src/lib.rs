@@ -2,5 +2,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
+pub mod state;
 
 pub use error::{Error, ErrorKind, Result};
