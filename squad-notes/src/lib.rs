@@ -3,5 +3,6 @@
 
 mod error;
 pub mod state;
+pub mod transport;
 
 pub use error::{Error, ErrorKind, Result};

@@ -15,3 +15,4 @@ fn error_kinds_classify_user_errors() {
 mod state;
 mod state_git;
 mod state_orphan;
+mod state_transport;
