@@ -53,13 +53,17 @@ const ROOT_MESSAGE: &str = "Initialize squad-state branch\n";
 ///   built on (it must not exist when the branch is created). On a lost race the whole batch,
 ///   appended bytes included, is recomputed from the new tip and retried after a jittered
 ///   backoff, up to [`with_max_attempts`](Self::with_max_attempts) times (default 64); then the
-///   error is [`ErrorKind::Conflict`]. Concurrent appends to one key therefore all land.
+///   error is [`ErrorKind::Conflict`]. Concurrent appends to one key therefore all land. A ref
+///   that cannot be updated although nobody moved or locked it (three times in a row) is
+///   [`ErrorKind::Backend`] at once.
 /// - **Pruning.** Directories left empty by a delete disappear from the tree.
 /// - The store is `Send + Sync`: it keeps the path of the git directory, and each thread opens
 ///   (and caches) its own handle on the repository.
 #[derive(Debug, Clone)]
 pub struct OrphanBranchStore {
     git_dir: PathBuf,
+    /// The canonical common directory (shared by linked work trees): the writer lock's key.
+    common_dir: PathBuf,
     ref_name: gix::refs::FullName,
     max_attempts: u32,
 }
@@ -83,10 +87,11 @@ impl OrphanBranchStore {
             )
             .with_source(e)
         })?;
-        let git_dir = repo.git_dir();
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
         Ok(Self {
+            git_dir: canonical(repo.git_dir()),
             // One spelling per repository, so that every handle finds the same writer lock.
-            git_dir: std::fs::canonicalize(git_dir).unwrap_or_else(|_| git_dir.to_owned()),
+            common_dir: canonical(repo.common_dir()),
             ref_name: full_name(STATE_REF)?,
             max_attempts: 64,
         })
@@ -216,6 +221,23 @@ impl OrphanBranchStore {
             email: SQUAD_EMAIL.into(),
             time: gix::date::Time::now_utc(),
         }
+    }
+
+    /// `true` while another writer holds the lock of the state ref.
+    fn is_locked(&self, repo: &gix::Repository) -> bool {
+        let mut lock = repo.common_dir().to_owned();
+        lock.extend(
+            self.ref_name
+                .as_bstr()
+                .to_str()
+                .unwrap_or_default()
+                .split('/'),
+        );
+        lock.set_extension(match lock.extension() {
+            Some(ext) => format!("{}.lock", ext.to_string_lossy()),
+            None => "lock".to_owned(),
+        });
+        lock.exists()
     }
 
     /// Writes the shared root commit (idempotent: same bytes, same id).
@@ -472,20 +494,39 @@ impl StateStore for OrphanBranchStore {
         }
         // Writers in this process take turns (a lost race costs a whole rebuild); the
         // compare-and-swap below still guards against other processes.
-        let turn = writer_lock(&self.git_dir, &self.ref_name);
+        let turn = writer_lock(&self.common_dir, &self.ref_name);
         let _turn = turn.lock().unwrap_or_else(|p| p.into_inner());
         let mut last_error = None;
+        // Failures with the ref unchanged and unlocked: not a race but a broken ref (for
+        // example a ref `<state ref>/x` in the way). Three in a row end the retries.
+        let mut stuck = 0;
         for attempt in 0..self.max_attempts {
             if attempt > 0 {
                 std::thread::sleep(backoff(attempt));
             }
             let outcome = self.with_repo(|repo| {
                 let tip = self.tip_of(repo)?;
-                self.try_commit(repo, tip, edits)
+                let outcome = self.try_commit(repo, tip, edits)?;
+                let raced = match &outcome {
+                    Attempt::Done => true,
+                    Attempt::Lost(_) => self.tip_of(repo)? != tip || self.is_locked(repo),
+                };
+                Ok((outcome, raced))
             })?;
             match outcome {
-                Attempt::Done => return Ok(()),
-                Attempt::Lost(e) => last_error = Some(e),
+                (Attempt::Done, _) => return Ok(()),
+                (Attempt::Lost(e), raced) => {
+                    stuck = if raced { 0 } else { stuck + 1 };
+                    if stuck == 3 {
+                        return Err(Error::new(
+                            ErrorKind::Backend,
+                            "state.apply",
+                            format!("cannot update {}", self.ref_name),
+                        )
+                        .with_source(e));
+                    }
+                    last_error = Some(e);
+                }
             }
         }
         let mut err = Error::new(
@@ -504,13 +545,13 @@ impl StateStore for OrphanBranchStore {
 }
 
 /// The in-process lock of the writers of one ref of one repository.
-fn writer_lock(git_dir: &Path, ref_name: &gix::refs::FullName) -> Arc<Mutex<()>> {
+fn writer_lock(common_dir: &Path, ref_name: &gix::refs::FullName) -> Arc<Mutex<()>> {
     type Locks = Mutex<HashMap<(PathBuf, BString), Arc<Mutex<()>>>>;
     static LOCKS: OnceLock<Locks> = OnceLock::new();
     let locks = LOCKS.get_or_init(Default::default);
     let mut locks = locks.lock().unwrap_or_else(|p| p.into_inner());
     locks
-        .entry((git_dir.to_owned(), ref_name.as_bstr().to_owned()))
+        .entry((common_dir.to_owned(), ref_name.as_bstr().to_owned()))
         .or_default()
         .clone()
 }

@@ -28,7 +28,7 @@ const LOCK_FILE: &str = ".squad-lock";
 /// - The root is created on the first write. Directories emptied by a delete are removed (the
 ///   root itself is kept).
 /// - Files whose names are not valid keys (for example the store's own `.squad-*` files, or
-///   names that are not UTF-8) are not listed and cannot be read.
+///   names that are not UTF-8) are not listed and cannot be read; neither are symbolic links.
 /// - Other programs editing the files directly bypass the lock; their edits can race with ours.
 #[derive(Debug, Clone)]
 pub struct WorktreeStateStore {
@@ -60,7 +60,7 @@ fn io_error(op: &'static str, what: String, e: io::Error) -> Error {
 impl Base for WorktreeStateStore {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         let path = self.path_of(key);
-        match fs::metadata(&path) {
+        match fs::symlink_metadata(&path) {
             Ok(m) if m.is_file() => {}
             Ok(_) => return Ok(None),
             Err(e) if is_missing(&e) => return Ok(None),

@@ -126,4 +126,5 @@ const _: () = {
     assert_send_sync::<WorktreeStateStore>();
     #[cfg(feature = "gix")]
     assert_send_sync::<squad_notes::state::OrphanBranchStore>();
+    assert_send_sync::<squad_notes::transport::GitCliTransport>();
 };

@@ -329,3 +329,193 @@ fn bad_refs_and_paths_are_refused() {
     let err = OrphanBranchStore::open(dir.path().join("nowhere")).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err:#}");
 }
+
+#[test]
+fn a_ref_in_the_way_is_a_backend_error_not_a_race() {
+    let (_dir, repo) = fresh_repo();
+    // A ref below the state ref's name makes `refs/heads/squad-state` impossible to create.
+    git(&repo, &["update-ref", "refs/heads/squad-state/x", "HEAD"]);
+    let store = OrphanBranchStore::open(&repo).unwrap();
+    let err = store.write("a", b"1").unwrap_err();
+    // Not `Conflict`: nobody raced us, so retrying cannot help.
+    assert_eq!(err.kind(), ErrorKind::Backend, "{err:#}");
+    assert_eq!(err.to_string(), "cannot update refs/heads/squad-state");
+    assert_eq!(store.read("a").unwrap(), None);
+}
+
+/// Appends `APPENDS_PER_PROCESS` tagged lines to `log.md` through the orphan store, then checks
+/// that its own lines are all there, in order. Run directly, it works on a fresh repository;
+/// `appends_from_several_processes_lose_nothing` runs it as a child process on a shared one.
+const APPENDS_PER_PROCESS: usize = 40;
+
+#[test]
+fn appender_process() {
+    let fresh;
+    let repo = match std::env::var_os("SQUAD_TEST_APPEND_REPO") {
+        Some(path) => std::path::PathBuf::from(path),
+        None => {
+            fresh = fresh_repo();
+            fresh.1.clone()
+        }
+    };
+    let tag = std::env::var("SQUAD_TEST_APPEND_TAG").unwrap_or_else(|_| "solo".into());
+    let store = OrphanBranchStore::open(&repo).unwrap();
+    for i in 0..APPENDS_PER_PROCESS {
+        store
+            .append("log.md", format!("{tag} {i}\n").as_bytes())
+            .unwrap();
+    }
+    let log = String::from_utf8(store.read("log.md").unwrap().unwrap()).unwrap();
+    let mine: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with(&format!("{tag} ")))
+        .collect();
+    let expected: Vec<String> = (0..APPENDS_PER_PROCESS)
+        .map(|i| format!("{tag} {i}"))
+        .collect();
+    assert_eq!(mine, expected);
+}
+
+#[test]
+fn appends_from_several_processes_lose_nothing() {
+    const PROCESSES: usize = 4;
+    let (_dir, repo) = fresh_repo();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|p| {
+            std::process::Command::new(&exe)
+                .args([
+                    "state_orphan::appender_process",
+                    "--exact",
+                    "--test-threads=1",
+                    "--quiet",
+                ])
+                .env("SQUAD_TEST_APPEND_REPO", &repo)
+                .env("SQUAD_TEST_APPEND_TAG", format!("process{p}"))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // This process appends too, from two threads.
+    std::thread::scope(|scope| {
+        for t in 0..2 {
+            let repo = &repo;
+            scope.spawn(move || {
+                let store = OrphanBranchStore::open(repo).unwrap();
+                for i in 0..APPENDS_PER_PROCESS {
+                    store
+                        .append("log.md", format!("thread{t} {i}\n").as_bytes())
+                        .unwrap();
+                }
+            });
+        }
+    });
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "child appender failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+            "the child ran the appender: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let store = OrphanBranchStore::open(&repo).unwrap();
+    let log = String::from_utf8(store.read("log.md").unwrap().unwrap()).unwrap();
+    assert_eq!(log.lines().count(), (PROCESSES + 2) * APPENDS_PER_PROCESS);
+    for tag in (0..PROCESSES)
+        .map(|p| format!("process{p}"))
+        .chain((0..2).map(|t| format!("thread{t}")))
+    {
+        let mine: Vec<&str> = log
+            .lines()
+            .filter(|l| l.starts_with(&format!("{tag} ")))
+            .collect();
+        assert_eq!(mine.len(), APPENDS_PER_PROCESS, "{tag}'s appends");
+    }
+    assert_fsck_clean(&repo);
+}
+
+/// One append to `key` (a top-level key) by plain git plumbing, with git's own compare-and-swap
+/// (`update-ref <ref> <new> <old>`). Returns false when the ref moved in between.
+fn cli_append_once(repo: &Path, key: &str, line: &str) -> bool {
+    use std::io::Write as _;
+    let old = git(repo, &["rev-parse", STATE_REF]).trim().to_owned();
+    let current = git_output(repo, &["cat-file", "blob", &format!("{old}:{key}")]);
+    let mut content = if current.status.success() {
+        current.stdout
+    } else {
+        Vec::new()
+    };
+    content.extend_from_slice(line.as_bytes());
+    let with_stdin = |args: &[&str], input: &[u8]| {
+        let mut child = crate::state_git::git_cmd(repo)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let blob = with_stdin(&["hash-object", "-w", "--stdin"], &content);
+    let mut listing: Vec<String> = git(repo, &["ls-tree", &old])
+        .lines()
+        .filter(|l| !l.ends_with(&format!("\t{key}")))
+        .map(str::to_owned)
+        .collect();
+    listing.push(format!("100644 blob {blob}\t{key}"));
+    let tree = with_stdin(&["mktree"], format!("{}\n", listing.join("\n")).as_bytes());
+    let commit = git(
+        repo,
+        &["commit-tree", &tree, "-p", &old, "-m", "cli append"],
+    )
+    .trim()
+    .to_owned();
+    git_output(repo, &["update-ref", STATE_REF, &commit, &old])
+        .status
+        .success()
+}
+
+#[test]
+fn appends_race_an_outside_git_writer_and_nobody_loses() {
+    let (_dir, repo) = fresh_repo();
+    let store = OrphanBranchStore::open(&repo).unwrap();
+    store.write("log.md", b"").unwrap();
+    const CLI_LINES: usize = 25;
+    const THREADS: usize = 4;
+    const PER_THREAD: usize = 25;
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for i in 0..CLI_LINES {
+                while !cli_append_once(&repo, "cli.md", &format!("cli {i}\n")) {}
+            }
+        });
+        for t in 0..THREADS {
+            let repo = &repo;
+            scope.spawn(move || {
+                // Each thread with its own handle, as separate processes would have.
+                let store = OrphanBranchStore::open(repo).unwrap();
+                for i in 0..PER_THREAD {
+                    store
+                        .append("log.md", format!("t{t} {i}\n").as_bytes())
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let log = String::from_utf8(store.read("log.md").unwrap().unwrap()).unwrap();
+    assert_eq!(log.lines().count(), THREADS * PER_THREAD, "{log}");
+    let cli = String::from_utf8(store.read("cli.md").unwrap().unwrap()).unwrap();
+    let expected: Vec<String> = (0..CLI_LINES).map(|i| format!("cli {i}")).collect();
+    assert_eq!(cli.lines().collect::<Vec<_>>(), expected);
+    assert_fsck_clean(&repo);
+}
