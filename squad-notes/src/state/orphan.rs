@@ -276,6 +276,7 @@ impl OrphanBranchStore {
         repo: &gix::Repository,
         tip: Option<ObjectId>,
         edits: &[StateEdit],
+        message: &str,
     ) -> Result<Attempt> {
         let base_tree = self.tree_of(repo, tip)?;
         let plan: Plan = plan(
@@ -317,14 +318,13 @@ impl OrphanBranchStore {
             None => self.root_commit(repo)?,
         };
         let sig = self.signature(repo);
-        let message = summary(edits);
         let commit = gix::objs::Commit {
             tree,
             parents: [parent].into_iter().collect(),
             author: sig.clone(),
             committer: sig.clone(),
             encoding: None,
-            message: message.as_str().into(),
+            message: message.into(),
             extra_headers: Vec::new(),
         };
         let commit_id = repo
@@ -354,6 +354,84 @@ impl OrphanBranchStore {
             Ok(_) => Ok(Attempt::Done),
             Err(e) => Ok(Attempt::Lost(e)),
         }
+    }
+}
+
+impl OrphanBranchStore {
+    /// Like [`StateStore::apply`], with `message` as the commit message instead of the
+    /// generated summary (for example `Promote 3 decisions`). A message that is empty or only
+    /// whitespace is [`ErrorKind::InvalidInput`]; a final newline is added when missing.
+    pub fn apply_with_message(&self, edits: &[StateEdit], message: &str) -> Result<()> {
+        if message.trim().is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "state.apply",
+                "the commit message is empty",
+            ));
+        }
+        let mut message = message.to_owned();
+        if !message.ends_with('\n') {
+            message.push('\n');
+        }
+        self.commit_batch(edits, &message)
+    }
+
+    fn commit_batch(&self, edits: &[StateEdit], message: &str) -> Result<()> {
+        for edit in edits {
+            validate_key(edit.key())?;
+        }
+        if edits.is_empty() {
+            return Ok(());
+        }
+        // Writers in this process take turns (a lost race costs a whole rebuild); the
+        // compare-and-swap below still guards against other processes.
+        let turn = writer_lock(&self.common_dir, &self.ref_name);
+        let _turn = turn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last_error = None;
+        // Failures with the ref unchanged and unlocked: not a race but a broken ref (for
+        // example a ref `<state ref>/x` in the way). Three in a row end the retries.
+        let mut stuck = 0;
+        for attempt in 0..self.max_attempts {
+            if attempt > 0 {
+                std::thread::sleep(backoff(attempt));
+            }
+            let outcome = self.with_repo(|repo| {
+                let tip = self.tip_of(repo)?;
+                let outcome = self.try_commit(repo, tip, edits, message)?;
+                let raced = match &outcome {
+                    Attempt::Done => true,
+                    Attempt::Lost(_) => self.tip_of(repo)? != tip || self.is_locked(repo),
+                };
+                Ok((outcome, raced))
+            })?;
+            match outcome {
+                (Attempt::Done, _) => return Ok(()),
+                (Attempt::Lost(e), raced) => {
+                    stuck = if raced { 0 } else { stuck + 1 };
+                    if stuck == 3 {
+                        return Err(Error::new(
+                            ErrorKind::Backend,
+                            "state.apply",
+                            format!("cannot update {}", self.ref_name),
+                        )
+                        .with_source(e));
+                    }
+                    last_error = Some(e);
+                }
+            }
+        }
+        let mut err = Error::new(
+            ErrorKind::Conflict,
+            "state.apply",
+            format!(
+                "{} kept moving: gave up after {} attempts",
+                self.ref_name, self.max_attempts
+            ),
+        );
+        if let Some(e) = last_error {
+            err = err.with_source(e);
+        }
+        Err(err)
     }
 }
 
@@ -486,61 +564,7 @@ impl StateStore for OrphanBranchStore {
     }
 
     fn apply(&self, edits: &[StateEdit]) -> Result<()> {
-        for edit in edits {
-            validate_key(edit.key())?;
-        }
-        if edits.is_empty() {
-            return Ok(());
-        }
-        // Writers in this process take turns (a lost race costs a whole rebuild); the
-        // compare-and-swap below still guards against other processes.
-        let turn = writer_lock(&self.common_dir, &self.ref_name);
-        let _turn = turn.lock().unwrap_or_else(|p| p.into_inner());
-        let mut last_error = None;
-        // Failures with the ref unchanged and unlocked: not a race but a broken ref (for
-        // example a ref `<state ref>/x` in the way). Three in a row end the retries.
-        let mut stuck = 0;
-        for attempt in 0..self.max_attempts {
-            if attempt > 0 {
-                std::thread::sleep(backoff(attempt));
-            }
-            let outcome = self.with_repo(|repo| {
-                let tip = self.tip_of(repo)?;
-                let outcome = self.try_commit(repo, tip, edits)?;
-                let raced = match &outcome {
-                    Attempt::Done => true,
-                    Attempt::Lost(_) => self.tip_of(repo)? != tip || self.is_locked(repo),
-                };
-                Ok((outcome, raced))
-            })?;
-            match outcome {
-                (Attempt::Done, _) => return Ok(()),
-                (Attempt::Lost(e), raced) => {
-                    stuck = if raced { 0 } else { stuck + 1 };
-                    if stuck == 3 {
-                        return Err(Error::new(
-                            ErrorKind::Backend,
-                            "state.apply",
-                            format!("cannot update {}", self.ref_name),
-                        )
-                        .with_source(e));
-                    }
-                    last_error = Some(e);
-                }
-            }
-        }
-        let mut err = Error::new(
-            ErrorKind::Conflict,
-            "state.apply",
-            format!(
-                "{} kept moving: gave up after {} attempts",
-                self.ref_name, self.max_attempts
-            ),
-        );
-        if let Some(e) = last_error {
-            err = err.with_source(e);
-        }
-        Err(err)
+        self.commit_batch(edits, &summary(edits))
     }
 }
 

@@ -154,7 +154,9 @@ impl StateStore for WorktreeStateStore {
         for edit in edits {
             validate_key(edit.key())?;
         }
-        if edits.is_empty() {
+        let only_deletes = edits.iter().all(|e| matches!(e, StateEdit::Delete { .. }));
+        if edits.is_empty() || (only_deletes && !self.root.exists()) {
+            // Nothing to change, and no reason to create the root.
             return Ok(());
         }
         let _lock = self.lock()?;

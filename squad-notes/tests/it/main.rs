@@ -14,5 +14,6 @@ fn error_kinds_classify_user_errors() {
 
 mod state;
 mod state_git;
+#[cfg(feature = "gix")]
 mod state_orphan;
 mod state_transport;

@@ -56,6 +56,7 @@ fn worktree_store_keeps_plain_files_and_leaves_no_temporaries() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join(".squad");
     let store = WorktreeStateStore::new(&root);
+    store.delete("nothing.md").unwrap();
     assert!(!root.exists(), "nothing is created before the first write");
     store.write("decisions.md", b"# Decisions\n").unwrap();
     store

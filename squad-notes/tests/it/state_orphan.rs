@@ -519,3 +519,30 @@ fn appends_race_an_outside_git_writer_and_nobody_loses() {
     assert_eq!(cli.lines().collect::<Vec<_>>(), expected);
     assert_fsck_clean(&repo);
 }
+
+#[test]
+fn a_batch_can_carry_its_own_commit_message() {
+    let (_dir, repo) = fresh_repo();
+    let store = OrphanBranchStore::open(&repo).unwrap();
+    store
+        .apply_with_message(
+            &[
+                StateEdit::append("decisions.md", "- promoted\n"),
+                StateEdit::append("ledger/promoted", "id-1\n"),
+            ],
+            "Promote 1 decision",
+        )
+        .unwrap();
+    assert_eq!(
+        git(&repo, &["log", "-1", "--format=%B", "squad-state"]),
+        "Promote 1 decision\n\n"
+    );
+    let tip = store.tip().unwrap();
+    for bad in ["", "  \n\t"] {
+        let err = store
+            .apply_with_message(&[StateEdit::append("decisions.md", "x")], bad)
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "message {bad:?}");
+    }
+    assert_eq!(store.tip().unwrap(), tip, "refused batches commit nothing");
+}
