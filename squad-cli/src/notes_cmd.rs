@@ -21,6 +21,8 @@ enum NotesCommand {
     Show(ShowArgs),
     /// List the commits that have a note in a namespace.
     List(ListArgs),
+    /// Configure fetching notes into refs/notes/remotes/<remote>/squad/* (idempotent).
+    Setup(crate::notes_setup_cmd::SetupArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -79,6 +81,7 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
         NotesCommand::Write(a) => write(a, ctx),
         NotesCommand::Show(a) => show(a, ctx),
         NotesCommand::List(a) => list(a, ctx),
+        NotesCommand::Setup(a) => crate::notes_setup_cmd::run(a, ctx),
     }
 }
 

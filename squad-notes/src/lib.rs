@@ -11,6 +11,8 @@ mod gix_backend;
 mod memory;
 mod notes;
 mod oid;
+pub mod state;
+pub mod transport;
 
 pub use backend::{NoteEdit, NotesBackend, NotesBackendExt, WriteLock};
 pub use error::{Error, ErrorKind, Result};

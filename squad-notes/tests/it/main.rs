@@ -18,3 +18,9 @@ fn error_kinds_classify_user_errors() {
     assert!(Error::new(ErrorKind::PermissionDenied, "t", "no").is_user_error());
     assert!(!Error::new(ErrorKind::Backend, "t", "io").is_user_error());
 }
+
+mod state;
+mod state_git;
+#[cfg(feature = "gix")]
+mod state_orphan;
+mod state_transport;

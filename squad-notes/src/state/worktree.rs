@@ -1,0 +1,279 @@
+//! The work-tree store: plain files under a directory, usually `.squad/`.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+
+use super::plan::{Base, plan};
+use super::{RESERVED_PREFIX, StateEdit, StateStore, prefix_dir, validate_key};
+use crate::{Error, ErrorKind, Result};
+
+/// The lock file every writer holds while it applies a batch.
+const LOCK_FILE: &str = ".squad-lock";
+
+/// A [`StateStore`] of plain files under a root directory (usually the repository's `.squad/`):
+/// the key `research/jwt.md` is the file `<root>/research/jwt.md`.
+///
+/// # Behavior
+///
+/// - Writers take an exclusive lock on `<root>/.squad-lock` (an advisory OS file lock, released
+///   when the batch ends or the process dies), so concurrent batches from any thread or process
+///   using this store are serialised and appends are never lost.
+/// - Every changed key is written to a temporary file in the root, flushed to disk, then
+///   renamed over the old file, so a reader sees the old or the new bytes, never a mix.
+///   The temporary files of a batch are all written before the first rename; a crash in the middle
+///   of the renames can leave a multi-key batch partly applied (the orphan branch store has no
+///   such window).
+/// - Readers take no lock.
+/// - The root is created on the first write. Directories emptied by a delete are removed (the
+///   root itself is kept).
+/// - Files whose names are not valid keys (for example the store's own `.squad-*` files, or
+///   names that are not UTF-8) are not listed and cannot be read; neither are symbolic links.
+/// - Other programs editing the files directly bypass the lock; their edits can race with ours.
+#[derive(Debug, Clone)]
+pub struct WorktreeStateStore {
+    root: PathBuf,
+}
+
+impl WorktreeStateStore {
+    /// A store rooted at `root`. Nothing is created until the first write.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path_of(&self, key: &str) -> PathBuf {
+        let mut p = self.root.clone();
+        p.extend(key.split('/'));
+        p
+    }
+}
+
+fn io_error(op: &'static str, what: String, e: io::Error) -> Error {
+    Error::new(ErrorKind::Backend, op, what).with_source(e)
+}
+
+impl Base for WorktreeStateStore {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let path = self.path_of(key);
+        match fs::symlink_metadata(&path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => return Ok(None),
+            Err(e) if is_missing(&e) => return Ok(None),
+            Err(e) => return Err(io_error("state.read", format!("cannot read {key:?}"), e)),
+        }
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if is_missing(&e) => Ok(None),
+            Err(e) => Err(io_error("state.read", format!("cannot read {key:?}"), e)),
+        }
+    }
+
+    fn keys_under(&self, dir: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        walk(&self.path_of(dir), dir, &mut out)?;
+        Ok(out)
+    }
+}
+
+fn is_missing(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+/// Collects the keys of every file below `dir_path` (whose key is `dir_key`, `""` for the root).
+fn walk(dir_path: &Path, dir_key: &str, out: &mut Vec<String>) -> Result<()> {
+    let entries = match fs::read_dir(dir_path) {
+        Ok(e) => e,
+        Err(e) if is_missing(&e) => return Ok(()),
+        Err(e) => {
+            return Err(io_error(
+                "state.list",
+                format!("cannot list {}", dir_path.display()),
+                e,
+            ));
+        }
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| {
+            io_error(
+                "state.list",
+                format!("cannot list {}", dir_path.display()),
+                e,
+            )
+        })?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        let key = if dir_key.is_empty() {
+            name
+        } else {
+            format!("{dir_key}/{name}")
+        };
+        if validate_key(&key).is_err() {
+            continue;
+        }
+        let file_type = entry.file_type().map_err(|e| {
+            io_error(
+                "state.list",
+                format!("cannot list {}", dir_path.display()),
+                e,
+            )
+        })?;
+        if file_type.is_dir() {
+            walk(&entry.path(), &key, out)?;
+        } else if file_type.is_file() {
+            out.push(key);
+        }
+    }
+    Ok(())
+}
+
+impl StateStore for WorktreeStateStore {
+    fn read(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        validate_key(key)?;
+        self.get(key)
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let dir = prefix_dir(prefix)?;
+        let mut out = Vec::new();
+        walk(&self.path_of(dir), dir, &mut out)?;
+        out.retain(|k| k.starts_with(prefix));
+        out.sort();
+        Ok(out)
+    }
+
+    fn apply(&self, edits: &[StateEdit]) -> Result<()> {
+        for edit in edits {
+            validate_key(edit.key())?;
+        }
+        let only_deletes = edits.iter().all(|e| matches!(e, StateEdit::Delete { .. }));
+        if edits.is_empty() || (only_deletes && !self.root.exists()) {
+            // Nothing to change, and no reason to create the root.
+            return Ok(());
+        }
+        let _lock = self.lock()?;
+        let plan = plan(self, edits)?;
+
+        // Stage every new value in the root first, then delete, then rename the values in: a
+        // failure before the first delete changes nothing, and deletes come first so that a
+        // directory emptied by the batch can become a value (and the reverse).
+        let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+        for (key, value) in &plan {
+            if let Some(bytes) = value {
+                match self.stage(key, bytes) {
+                    Ok(tmp) => staged.push((tmp, self.path_of(key))),
+                    Err(e) => {
+                        for (tmp, _) in &staged {
+                            let _ = fs::remove_file(tmp);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        let result = self.commit(&plan, &staged);
+        for (tmp, _) in &staged {
+            // Renamed temporaries are gone already; this only cleans up after a failure.
+            let _ = fs::remove_file(tmp);
+        }
+        result
+    }
+}
+
+impl WorktreeStateStore {
+    /// Deletes the keys the plan removes, then renames the staged values into place.
+    fn commit(&self, plan: &super::plan::Plan, staged: &[(PathBuf, PathBuf)]) -> Result<()> {
+        for (key, value) in plan {
+            if value.is_none() {
+                let path = self.path_of(key);
+                match fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if is_missing(&e) => {}
+                    Err(e) => {
+                        return Err(io_error("state.apply", format!("cannot delete {key:?}"), e));
+                    }
+                }
+                self.prune(&path);
+            }
+        }
+        for (tmp, target) in staged {
+            if let Some(dir) = target.parent() {
+                fs::create_dir_all(dir).map_err(|e| {
+                    io_error("state.apply", format!("cannot create {}", dir.display()), e)
+                })?;
+            }
+            fs::rename(tmp, target).map_err(|e| {
+                io_error(
+                    "state.apply",
+                    format!("cannot replace {}", target.display()),
+                    e,
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl WorktreeStateStore {
+    /// Creates the root and takes the writers' lock; it is released when the file is dropped.
+    fn lock(&self) -> Result<File> {
+        fs::create_dir_all(&self.root).map_err(|e| {
+            io_error(
+                "state.apply",
+                format!("cannot create {}", self.root.display()),
+                e,
+            )
+        })?;
+        let path = self.root.join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_error("state.apply", format!("cannot open {}", path.display()), e))?;
+        FileExt::lock_exclusive(&file)
+            .map_err(|e| io_error("state.apply", format!("cannot lock {}", path.display()), e))?;
+        Ok(file)
+    }
+
+    /// Writes `bytes` to a new temporary file in the root and flushes it to disk.
+    fn stage(&self, key: &str, bytes: &[u8]) -> Result<PathBuf> {
+        let tmp = self
+            .root
+            .join(format!("{RESERVED_PREFIX}tmp-{:016x}", super::random_u64()));
+        let write = || -> io::Result<()> {
+            let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()
+        };
+        write().map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            io_error("state.apply", format!("cannot write {key:?}"), e)
+        })?;
+        Ok(tmp)
+    }
+
+    /// Removes the now-empty directories between `path` and the root.
+    fn prune(&self, path: &Path) {
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            if d == self.root || !d.starts_with(&self.root) {
+                break;
+            }
+            if fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+}
+
+use fs4::fs_std::FileExt;
