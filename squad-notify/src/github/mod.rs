@@ -92,6 +92,7 @@
 //! ```
 
 pub mod body;
+mod channel;
 mod client;
 mod clock;
 mod config;
@@ -101,6 +102,7 @@ mod types;
 mod wire;
 
 pub use body::{APPROVAL_LABEL, GateBlock, IssuePayload};
+pub use channel::{CommandParser, CrateClock, GithubIssueChannel};
 pub use client::{CHANGES_REQUESTED_LABEL, GithubClient, Identity, OpenedGate};
 pub use clock::{Clock, SystemClock};
 pub use config::{DEFAULT_API_URL, GithubConfig, Login, RepoSlug, Token};
