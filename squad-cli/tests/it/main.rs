@@ -5,5 +5,6 @@
 )]
 
 mod approval;
+mod approval_github;
 mod memory;
 mod schema;
