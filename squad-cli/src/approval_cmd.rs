@@ -37,6 +37,7 @@ Prints the gate id (--json: the gate record), or `no gate: <reason>` when the mo
     /// Wait for an authorized decision on the pending gate (in-chat: reads stdin lines).
     #[command(
         after_help = "Example:\n  echo '/approve' | squad approval wait --timeout 600\n\n\
+With the github-issue channel it also polls the approval issue every --interval seconds (longer when\nGitHub asks), with GITHUB_TOKEN or GH_TOKEN and GITHUB_API_URL; stdin stays open for in-chat answers.\n\n\
 Exit codes: 0 approved or approve-all, 3 changes requested (the note is printed on stdout),\n4 stopped, 5 still pending (timeout or end of input; a timeout never approves), 6 expired,\n1 no pending gate."
     )]
     Wait(WaitArgs),
@@ -501,10 +502,15 @@ async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
                 Ok(p) => {
                     polled.signals.extend(p.signals);
                     polled.ignored.extend(p.ignored);
+                    // GitHub may ask for a longer pause (x-poll-interval).
+                    backoff = gh.pause_hint().filter(|h| *h > interval);
                 }
                 Err(e) if e.is_retryable() => {
                     eprintln!("warning: github-issue channel: {e}; retrying");
-                    backoff = Some(interval.saturating_mul(4).max(Duration::from_secs(5)));
+                    backoff = Some(
+                        gh.pause_hint()
+                            .unwrap_or(interval.saturating_mul(4).max(Duration::from_secs(5))),
+                    );
                 }
                 // 401/403, a superseded issue (it shows a later gate), a broken answer: stop.
                 Err(e) => return Err(cli_err(&e)),

@@ -238,3 +238,72 @@ async fn an_expired_gate_exits_6_and_a_late_approval_does_not_count() {
     assert_eq!(o.code, 1, "no pending gate: {}", o.stderr);
     f.no_token_in_files();
 }
+
+/// A 429 with `Retry-After` while waiting: the wait says so, pauses as asked, and goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limit_is_waited_out_and_the_wait_goes_on() {
+    let f = Fixture::new().await;
+    f.request(&[]);
+    f.comment(APPROVER, "/approve");
+    f.em.fault(
+        "/comments",
+        wiremock::ResponseTemplate::new(429)
+            .insert_header("retry-after", "1")
+            .set_body_json(
+                serde_json::json!({"message": "You have exceeded a secondary rate limit"}),
+            ),
+    );
+    let o = f.squad(&["approval", "wait", "--interval", "1", "--timeout", "30"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("HTTP 429: rate limited"), "{}", o.stderr);
+    assert!(o.stderr.contains("retry in 1 s"), "{}", o.stderr);
+    f.no_token_in_files();
+}
+
+/// A token GitHub refuses: the gate still opens, in-chat, and the warning names the failure,
+/// never the token.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_token_degrades_to_in_chat_without_showing_it() {
+    let f = Fixture::new().await;
+    let wrong = "ghp_WRONGtokenCANARY999999999999999999";
+    let out = Command::new(env!("CARGO_BIN_EXE_squad"))
+        .arg("-C")
+        .arg(f.tmp.path())
+        .args([
+            "--state-dir",
+            "state",
+            "approval",
+            "request",
+            "--mode",
+            "autopilot",
+        ])
+        .args([
+            "--trigger",
+            "risk-gate",
+            "--topic",
+            "t",
+            "--awaiting",
+            "a",
+            "--detail",
+            "d",
+        ])
+        .env_remove("GH_TOKEN")
+        .env("GITHUB_TOKEN", wrong)
+        .env("GITHUB_API_URL", f.em.server.uri())
+        .env("HOME", f.tmp.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("HTTP 401: GitHub refused the token"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("approve in-chat"), "{stderr}");
+    assert!(!stderr.contains(wrong) && !stdout.contains(wrong));
+    assert!(f.em.s().issues.is_empty());
+    assert!(f.log().contains("* Channel: in-chat"));
+    assert!(!f.log().contains(wrong));
+}

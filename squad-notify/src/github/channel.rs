@@ -113,6 +113,7 @@ pub struct GithubIssueChannel {
     client: GithubClient,
     clock: Arc<dyn crate::Clock>,
     tracked: Mutex<HashMap<String, Tracked>>,
+    hint: Mutex<Option<Duration>>,
 }
 
 impl fmt::Debug for GithubIssueChannel {
@@ -138,6 +139,7 @@ impl GithubIssueChannel {
             client,
             clock,
             tracked: Mutex::new(HashMap::new()),
+            hint: Mutex::new(None),
         }
     }
 
@@ -235,6 +237,29 @@ impl GithubIssueChannel {
         let t = map.get_mut(gate.id.as_str()).filter(|t| t.dirty)?;
         t.dirty = false;
         serde_json::to_string(&t.state).ok()
+    }
+
+    /// The pause GitHub asked for before the next poll, as of the last `poll`: `Retry-After` or
+    /// the time until the rate limit resets after a rate-limited poll, or `x-poll-interval`.
+    /// A host waits at least this long (the CLI takes the longer of it and `--interval`).
+    pub fn pause_hint(&self) -> Option<Duration> {
+        *self
+            .hint
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn set_hint(&self, hint: Option<Duration>) {
+        *self
+            .hint
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = hint;
+    }
+
+    /// Records the wait a failed request asks for, and converts the error.
+    fn failed(&self, e: GithubError) -> Error {
+        self.set_hint(e.retry_after());
+        e.into()
     }
 
     /// The approval issue number of `gate`, when known.
@@ -345,12 +370,20 @@ impl ApprovalChannel for GithubIssueChannel {
     async fn poll(&self, gate: &Gate) -> Result<Polled> {
         let mut t = self.tracked(gate)?;
         if !t.confirmed {
-            self.client.resume(&t.state).await?;
+            self.client
+                .resume(&t.state)
+                .await
+                .map_err(|e| self.failed(e))?;
             t.confirmed = true;
             self.store(gate, t.clone());
         }
         let before = t.state.clone();
-        let step = self.client.step(&mut t.state, &CommandParser).await?;
+        let step = self
+            .client
+            .step(&mut t.state, &CommandParser)
+            .await
+            .map_err(|e| self.failed(e))?;
+        self.set_hint(step.wait_hint);
         let mut ignored: Vec<Ignored> = step
             .rejected
             .iter()
@@ -367,7 +400,7 @@ impl ApprovalChannel for GithubIssueChannel {
                     reason: format!("refused when consumed: {reason}"),
                 }),
                 // Not consumed: the next poll must see the candidate again.
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(self.failed(e)),
             }
         }
         t.dirty |= t.state != before;

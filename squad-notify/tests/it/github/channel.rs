@@ -374,6 +374,9 @@ async fn github_errors_map_to_meaningful_kinds_without_the_token() {
         assert_eq!(e.kind(), kind, "{e}");
         assert!(e.to_string().contains(text), "{e}");
         assert!(!format!("{e:#} {e:?}").contains(TOKEN));
+        if kind == ErrorKind::RateLimited {
+            assert_eq!(r.gh.pause_hint(), Some(std::time::Duration::from_secs(30)));
+        }
     }
     // Nothing was lost: the next poll sees the approval.
     r.comment(APPROVER, "/approve");
