@@ -460,3 +460,65 @@ async fn polling_an_unchanged_issue_through_the_channel_answers_304() {
     }
     assert_eq!(r.em.s().non_304, before, "five polls of an unchanged issue");
 }
+
+/// The run's next gate reuses the still-open issue after a changes request; an `/approve` posted
+/// before that gate opened is not replayed onto it.
+#[tokio::test]
+async fn the_next_gate_reuses_the_issue_and_an_earlier_approve_does_not_count() {
+    let r = Rig::new().await;
+    let first = r.open(3600).await;
+    r.comment(APPROVER, "/changes: add a rollback");
+    let decided = r.round(&first).await.decided.unwrap();
+    assert_eq!(decided.state, GateState::ChangesRequested);
+    r.comment(APPROVER, "/approve");
+    r.em.clock.advance(30);
+    let second = r.open(3600).await;
+    assert_ne!(second.id, first.id);
+    assert_eq!(second.run, first.run);
+    let pending = r.svc.state().unwrap().approval.pending_gate.unwrap();
+    assert_eq!(
+        pending.deliveries[0].approval_ref,
+        "#1 acme/widgets (reused)"
+    );
+    assert_eq!(r.em.s().issues.len(), 1);
+    assert_eq!(r.em.s().issue(1).labels, ["squad-approval"]);
+    let c = r.round(&second).await;
+    assert!(c.decided.is_none(), "{:?}", c.decided);
+    r.comment(APPROVER, "/approve");
+    let decided = r.round(&second).await.decided.unwrap();
+    assert_eq!(decided.id, second.id);
+    assert_eq!(decided.state, GateState::Approved);
+}
+
+/// A decision taken in the chat session also closes the issue, and names no GitHub account.
+#[tokio::test]
+async fn an_in_chat_decision_is_shown_on_the_issue() {
+    let r = Rig::new().await;
+    let gate = r.open(3600).await;
+    let signal = squad_notify::Signal {
+        responder: squad_notify::Responder::in_chat(),
+        at: r.clock.now(),
+        source: ChannelKind::InChat,
+        body: squad_notify::SignalBody::Text("/stop".into()),
+        reference: None,
+    };
+    let rules = r.gh.approver_rules(&gate).await.unwrap();
+    let decided = r
+        .svc
+        .consume(&[signal], &rules, r.gh.as_ref())
+        .await
+        .unwrap()
+        .decided
+        .unwrap();
+    assert_eq!(decided.state, GateState::Stopped);
+    let action = r.gh.resolve(&decided).await.unwrap().unwrap();
+    assert!(action.contains("closed (not planned)"), "{action}");
+    let issue = r.em.s().issue(1);
+    assert_eq!(issue.state_reason.as_deref(), Some("not_planned"));
+    let last = r.em.s().comments_on(1).pop().unwrap();
+    assert!(
+        last.body.contains("**stopped** by the chat session"),
+        "{}",
+        last.body
+    );
+}
