@@ -594,9 +594,11 @@ async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
 async fn resolve_on_github(svc: &Approvals, gh: &GithubIssueChannel, gate: &Gate) {
     match gh.resolve(gate).await {
         Ok(Some(action)) => {
-            let approval_ref = gh
-                .issue_number(gate)
-                .map_or_else(|| "github-issue".to_owned(), |n| format!("#{n}"));
+            let repo = gh.client().config().repo();
+            let approval_ref = gh.issue_number(gate).map_or_else(
+                || "github-issue".to_owned(),
+                |n| format!("#{n} {}/{}", repo.owner(), repo.name()),
+            );
             if let Err(e) =
                 svc.record_resolution(gate, ChannelKind::GithubIssue, &approval_ref, &action)
             {

@@ -168,6 +168,7 @@ async fn request_opens_the_issue_and_each_decision_gives_its_exit_code() {
         assert_eq!(f.em.s().issue(1).state, issue_state, "{comment}");
         let log = f.log();
         assert!(log.contains("* Action: issue #1 acme/widgets"), "{log}");
+        assert!(log.contains("* Approval Ref: #1 acme/widgets\n"), "{log}");
         assert!(f.state()["approval"]["pendingGate"].is_null());
         f.no_token_in_files();
     }
