@@ -6,11 +6,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use squad_model::{ChannelKind, GithubTarget, NotifySettings};
+use squad_notify::github::GithubIssueChannel;
 use squad_notify::webhook::{WebhookChannel, WebhookConfig};
 use squad_notify::{
-    ApprovalChannel, Approvals, ApproverRules, ErrorKind, FanOut, Gate, GateId, GateRequest,
-    GateState, Identity, InChatChannel, Mode, RequestOutcome, RunId, StateDir, StaticAuthorizer,
-    SystemClock, Trigger, verify_log,
+    ApprovalChannel, Approvals, ApproverRules, Authorizer, ErrorKind, FanOut, Gate, GateId,
+    GateRequest, GateState, Identity, InChatChannel, Mode, RequestOutcome, RunId, StateDir,
+    StaticAuthorizer, SystemClock, Trigger, verify_log,
 };
 
 use crate::ctx::{CliError, CmdResult, Ctx};
@@ -36,6 +37,7 @@ Prints the gate id (--json: the gate record), or `no gate: <reason>` when the mo
     /// Wait for an authorized decision on the pending gate (in-chat: reads stdin lines).
     #[command(
         after_help = "Example:\n  echo '/approve' | squad approval wait --timeout 600\n\n\
+With the github-issue channel it also polls the approval issue every --interval seconds (longer when\nGitHub asks), with GITHUB_TOKEN or GH_TOKEN and GITHUB_API_URL; stdin stays open for in-chat answers.\n\n\
 Exit codes: 0 approved or approve-all, 3 changes requested (the note is printed on stdout),\n4 stopped, 5 still pending (timeout or end of input; a timeout never approves), 6 expired,\n1 no pending gate."
     )]
     Wait(WaitArgs),
@@ -217,6 +219,19 @@ fn webhook_config() -> WebhookConfig {
     c
 }
 
+/// The github-issue channel, when it is configured and a token is set; otherwise says why it
+/// degrades to in-chat.
+fn github_channel(settings: Option<&NotifySettings>) -> Option<Arc<GithubIssueChannel>> {
+    let s = settings.filter(|s| s.approval_channel == ChannelKind::GithubIssue)?;
+    match GithubIssueChannel::from_env(s, Arc::new(SystemClock)) {
+        Ok(c) => Some(Arc::new(c)),
+        Err(e) => {
+            eprintln!("note: the github-issue channel degrades to in-chat: {e}");
+            None
+        }
+    }
+}
+
 /// The configured channel (when it can work here) plus in-chat, which is always available.
 fn channels(settings: Option<&NotifySettings>, chat: Arc<InChatChannel>) -> FanOut {
     let mut fan = FanOut::new();
@@ -230,9 +245,11 @@ fn channels(settings: Option<&NotifySettings>, chat: Arc<InChatChannel>) -> FanO
                 Err(e) => eprintln!("note: the webhook channel degrades to in-chat: {e}"),
             }
         }
-        Some(ChannelKind::GithubIssue) => eprintln!(
-            "note: the github-issue channel is not available in this build; it degrades to in-chat"
-        ),
+        Some(ChannelKind::GithubIssue) => {
+            if let Some(gh) = github_channel(settings) {
+                fan = fan.with(gh);
+            }
+        }
         _ => {}
     }
     fan.with(chat)
@@ -286,6 +303,11 @@ async fn request(args: &RequestArgs, ctx: &Ctx) -> CmdResult {
         }
         RequestOutcome::Opened { gate, deliveries } => {
             for d in &deliveries {
+                if let Ok(ok) = &d.result
+                    && d.channel == ChannelKind::GithubIssue
+                {
+                    eprintln!("note: approval issue {}", ok.approval_ref);
+                }
                 if let Err(e) = &d.result {
                     eprintln!(
                         "warning: {} channel: {e}; the gate stays pending, approve in-chat",
@@ -425,7 +447,7 @@ async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
         return Ok(report(ctx, &gate));
     }
     let doc = svc.state().map_err(|e| cli_err(&e))?;
-    let rules = ApproverRules {
+    let handle_rules = ApproverRules {
         approver: doc
             .notify
             .as_ref()
@@ -433,29 +455,89 @@ async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
             .map(|g| Identity::login(&g.handle)),
         own_identities: Vec::new(),
     };
-    let authorizer = StaticAuthorizer::new();
+    // The gate's approval issue, when it was opened on GitHub and a token is set here.
+    let github = if gate
+        .deliveries
+        .iter()
+        .any(|d| d.channel == ChannelKind::GithubIssue)
+    {
+        github_channel(doc.notify.as_ref())
+    } else {
+        None
+    };
+    let (rules, authorizer): (ApproverRules, Arc<dyn Authorizer>) = match &github {
+        Some(gh) => (
+            gh.approver_rules(&gate).await.map_err(|e| cli_err(&e))?,
+            gh.clone(),
+        ),
+        None => (handle_rules, Arc::new(StaticAuthorizer::new())),
+    };
     let chat = Arc::new(InChatChannel::new(
         Box::new(std::io::sink()),
         Arc::new(SystemClock),
     ));
     let fan = FanOut::new().with(chat.clone());
     eprintln!(
-        "waiting for a decision on gate {} ({}: {}); type /approve, /approve-all, /changes: <note> or /stop",
-        gate.id, gate.trigger, gate.topic
+        "waiting for a decision on gate {} ({}: {}); type /approve, /approve-all, /changes: <note> or /stop{}",
+        gate.id,
+        gate.trigger,
+        gate.topic,
+        github
+            .as_ref()
+            .and_then(|gh| gh.issue_number(&gate))
+            .map(|n| format!(", or answer on issue #{n}"))
+            .unwrap_or_default()
     );
     let mut lines = spawn_stdin_reader();
+    let mut stdin_open = true;
     let deadline = args
         .timeout
         .map(|t| Instant::now() + Duration::from_secs(t));
     let interval = Duration::from_secs(args.interval.max(1));
     loop {
-        let polled = fan.poll(&gate).await.map_err(|e| cli_err(&e))?;
-        match svc.consume(&polled.signals, &rules, &authorizer).await {
+        let mut polled = fan.poll(&gate).await.map_err(|e| cli_err(&e))?;
+        let mut backoff = None;
+        if let Some(gh) = &github {
+            match gh.poll(&gate).await {
+                Ok(p) => {
+                    polled.signals.extend(p.signals);
+                    polled.ignored.extend(p.ignored);
+                    // GitHub may ask for a longer pause (x-poll-interval).
+                    backoff = gh.pause_hint().filter(|h| *h > interval);
+                }
+                Err(e) if e.is_retryable() => {
+                    eprintln!("warning: github-issue channel: {e}; retrying");
+                    backoff = Some(
+                        gh.pause_hint()
+                            .unwrap_or(interval.saturating_mul(4).max(Duration::from_secs(5))),
+                    );
+                }
+                // 401/403, a superseded issue (it shows a later gate), a broken answer: stop.
+                Err(e) => return Err(cli_err(&e)),
+            }
+            if let Some(loc) = gh.take_locator(&gate) {
+                svc.update_locator(&gate.id, ChannelKind::GithubIssue, &loc)
+                    .map_err(|e| cli_err(&e))?;
+            }
+        }
+        if let Err(e) = svc.note_ignored(&gate.id, &polled.ignored) {
+            return Err(cli_err(&e));
+        }
+        for i in &polled.ignored {
+            eprintln!("warning: ignored a signal: {}", i.reason);
+        }
+        match svc
+            .consume(&polled.signals, &rules, authorizer.as_ref())
+            .await
+        {
             Ok(consumed) => {
                 for i in &consumed.ignored {
                     eprintln!("warning: ignored a signal: {}", i.reason);
                 }
                 if let Some(decided) = consumed.decided {
+                    if let Some(gh) = &github {
+                        resolve_on_github(&svc, gh, &decided).await;
+                    }
                     return Ok(report(ctx, &decided));
                 }
             }
@@ -466,7 +548,7 @@ async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
             }
             Err(e) => return Err(cli_err(&e)),
         }
-        if polled.exhausted {
+        if polled.exhausted && github.is_none() {
             eprintln!("note: end of input; gate {} stays pending", gate.id);
             return Ok(report(ctx, &gate));
         }
@@ -484,16 +566,48 @@ async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
                 .max(0),
         )
         .unwrap_or(0);
-        let mut pause = interval.min(Duration::from_secs(until_expiry) + Duration::from_millis(50));
+        let mut pause = backoff
+            .unwrap_or(interval)
+            .min(Duration::from_secs(until_expiry) + Duration::from_millis(50));
         if let Some(d) = deadline {
             pause = pause.min(d.saturating_duration_since(now));
         }
-        tokio::select! {
-            line = lines.recv() => match line {
-                Some(l) => chat.feed(&l),
-                None => chat.close(),
-            },
-            () = tokio::time::sleep(pause) => {}
+        if stdin_open {
+            tokio::select! {
+                line = lines.recv() => match line {
+                    Some(l) => chat.feed(&l),
+                    None => {
+                        stdin_open = false;
+                        chat.close();
+                    }
+                },
+                () = tokio::time::sleep(pause) => {}
+            }
+        } else {
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// Shows the decision on the approval issue and records that in notifications.md. A failure
+/// is reported and does not change the outcome: the decision is already recorded.
+async fn resolve_on_github(svc: &Approvals, gh: &GithubIssueChannel, gate: &Gate) {
+    match gh.resolve(gate).await {
+        Ok(Some(action)) => {
+            let repo = gh.client().config().repo();
+            let approval_ref = gh.issue_number(gate).map_or_else(
+                || "github-issue".to_owned(),
+                |n| format!("#{n} {}/{}", repo.owner(), repo.name()),
+            );
+            if let Err(e) =
+                svc.record_resolution(gate, ChannelKind::GithubIssue, &approval_ref, &action)
+            {
+                eprintln!("warning: cannot record the resolution: {e}");
+            }
+        }
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("warning: github-issue channel: cannot show the decision on the issue: {e}")
         }
     }
 }

@@ -48,7 +48,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Commit-scoped agent notes under refs/notes/squad/<agent>: write, show, list.
+    /// Commit-scoped agent notes under refs/notes/squad/AGENT: write, show, list, setup, sync, promote, archive.
     Notes(notes_cmd::Args),
     /// Print a JSON Schema shipped with squad.
     Schema(schema_cmd::Args),

@@ -15,13 +15,13 @@ pub(crate) struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum NotesCommand {
-    /// Add one entry to the note of a commit in refs/notes/squad/<namespace>.
+    /// Add one entry to the note of a commit in refs/notes/squad/NAMESPACE.
     Write(WriteArgs),
     /// Show the entries of one commit in a namespace, oldest first.
     Show(ShowArgs),
     /// List the commits that have a note in a namespace.
     List(ListArgs),
-    /// Configure fetching notes into refs/notes/remotes/<remote>/squad/* (idempotent).
+    /// Configure fetching notes into refs/notes/remotes/REMOTE/squad/* (idempotent).
     Setup(crate::notes_setup_cmd::SetupArgs),
 }
 

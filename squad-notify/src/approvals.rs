@@ -488,6 +488,82 @@ impl Approvals {
         Ok(out)
     }
 
+    /// Records signals a channel refused itself ([`crate::Polled::ignored`]) as `ignored-signal`
+    /// entries of `notifications.md` against the pending gate `gate`. Does nothing when the list
+    /// is empty or `gate` is no longer pending.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Io`] or [`ErrorKind::Corrupt`] when the state cannot be read or written.
+    pub fn note_ignored(&self, gate: &GateId, ignored: &[Ignored]) -> Result<()> {
+        if ignored.is_empty() {
+            return Ok(());
+        }
+        let lock = self.dir.lock()?;
+        let mut doc = self.dir.read()?;
+        let Some(pending) = doc.approval.pending_gate.clone().filter(|p| &p.id == gate) else {
+            return Ok(());
+        };
+        let mut sink = Consumed::default();
+        for i in ignored {
+            self.ignore(&mut doc, &pending, &i.signal, i.reason.clone(), &mut sink)?;
+        }
+        self.dir.write(&doc, &lock)
+    }
+
+    /// Stores `locator` as the locator of `channel`'s delivery on the pending gate `gate` (for
+    /// example the GitHub poll state after a poll), so that a fresh process resumes from it.
+    /// Returns `false` (and changes nothing) when `gate` is no longer pending or has no delivery
+    /// of that channel.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Io`] or [`ErrorKind::Corrupt`] when the state cannot be read or written.
+    pub fn update_locator(
+        &self,
+        gate: &GateId,
+        channel: ChannelKind,
+        locator: &str,
+    ) -> Result<bool> {
+        let lock = self.dir.lock()?;
+        let mut doc = self.dir.read()?;
+        let Some(pending) = doc.approval.pending_gate.as_mut().filter(|p| &p.id == gate) else {
+            return Ok(false);
+        };
+        let Some(d) = pending.deliveries.iter_mut().find(|d| d.channel == channel) else {
+            return Ok(false);
+        };
+        if d.locator.as_deref() == Some(locator) {
+            return Ok(true);
+        }
+        d.locator = Some(locator.to_owned());
+        self.dir.write(&doc, &lock)?;
+        Ok(true)
+    }
+
+    /// Appends the resolution entry of the decided `gate` to `notifications.md`: what `channel`
+    /// did to show the outcome (`action`, from [`crate::ApprovalChannel::resolve`]) and the
+    /// decision (`Resolved: <decision> (by <who>, at <ts>)`).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Io`] or [`ErrorKind::Corrupt`] when the state cannot be read or written.
+    pub fn record_resolution(
+        &self,
+        gate: &Gate,
+        channel: ChannelKind,
+        approval_ref: &str,
+        action: &str,
+    ) -> Result<()> {
+        let lock = self.dir.lock()?;
+        let mut doc = self.dir.read()?;
+        let entry = Self::gate_entry(gate, channel, approval_ref, self.clock.now())
+            .field("Action", action)
+            .field("Resolved", &resolution(gate));
+        self.log(&mut doc, &entry)?;
+        self.dir.write(&doc, &lock)
+    }
+
     /// The gate `wait` should report on: `id` if given (pending or recent), else the pending gate,
     /// else the gate of the last `request` when an earlier `/approve-all` pre-approved it.
     ///

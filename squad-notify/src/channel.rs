@@ -76,6 +76,11 @@ pub struct Polled {
     /// `true` when this channel will never produce another signal (end of in-chat input, or an
     /// outbound-only channel).
     pub exhausted: bool,
+    /// Command signals the channel itself refused before they could count (for example a GitHub
+    /// comment edited after creation, written by a bot, or by an account without write access),
+    /// with the reason. The host records them ([`crate::Approvals::note_ignored`]); they never
+    /// decide anything.
+    pub ignored: Vec<crate::Ignored>,
 }
 
 /// A bidirectional approval surface: send a notification for a gate, poll for signals.
@@ -124,6 +129,14 @@ pub trait ApprovalChannel: Send + Sync + fmt::Debug {
     /// New candidate signals for `gate`. `gate.deliveries` holds what `notify` returned (for
     /// example the issue number in `locator`), also in a fresh process.
     async fn poll(&self, gate: &Gate) -> Result<Polled>;
+    /// Shows the outcome of the decided `gate` where the human saw the notification (the
+    /// GitHub channel comments the outcome and closes or relabels the issue). Returns what was
+    /// done, in one line for `notifications.md`, or `None` when there is nothing to do. The
+    /// default does nothing.
+    async fn resolve(&self, gate: &Gate) -> Result<Option<String>> {
+        let _ = gate;
+        Ok(None)
+    }
 }
 
 #[async_trait::async_trait]
@@ -141,6 +154,9 @@ impl<T: ApprovalChannel + ?Sized> ApprovalChannel for Arc<T> {
     async fn poll(&self, gate: &Gate) -> Result<Polled> {
         (**self).poll(gate).await
     }
+    async fn resolve(&self, gate: &Gate) -> Result<Option<String>> {
+        (**self).resolve(gate).await
+    }
 }
 
 #[async_trait::async_trait]
@@ -157,6 +173,9 @@ impl<T: ApprovalChannel + ?Sized> ApprovalChannel for Box<T> {
     }
     async fn poll(&self, gate: &Gate) -> Result<Polled> {
         (**self).poll(gate).await
+    }
+    async fn resolve(&self, gate: &Gate) -> Result<Option<String>> {
+        (**self).resolve(gate).await
     }
 }
 
@@ -297,6 +316,7 @@ impl ApprovalChannel for InChatChannel {
         Ok(Polled {
             signals,
             exhausted: inbox.closed,
+            ignored: Vec::new(),
         })
     }
 }
@@ -365,6 +385,7 @@ impl ApprovalChannel for InMemoryChannel {
         Ok(Polled {
             signals,
             exhausted: false,
+            ignored: Vec::new(),
         })
     }
 }
@@ -463,6 +484,7 @@ impl ApprovalChannel for FanOut {
     /// channel is (a channel that fails to poll counts as not exhausted).
     async fn poll(&self, gate: &Gate) -> Result<Polled> {
         let mut signals = Vec::new();
+        let mut ignored = Vec::new();
         let mut exhausted = true;
         let mut last_err = None;
         for c in &self.channels {
@@ -473,6 +495,7 @@ impl ApprovalChannel for FanOut {
                 Ok(p) => {
                     exhausted &= p.exhausted;
                     signals.extend(p.signals);
+                    ignored.extend(p.ignored);
                 }
                 Err(e) => {
                     exhausted = false;
@@ -481,11 +504,34 @@ impl ApprovalChannel for FanOut {
             }
         }
         if signals.is_empty()
+            && ignored.is_empty()
             && let Some(e) = last_err
         {
             return Err(e);
         }
         signals.sort_by_key(|s| s.at);
-        Ok(Polled { signals, exhausted })
+        Ok(Polled {
+            signals,
+            exhausted,
+            ignored,
+        })
+    }
+    /// Resolves on every channel; the descriptions are joined with `; `. A failing channel does
+    /// not stop the others; its error is returned when no channel did anything.
+    async fn resolve(&self, gate: &Gate) -> Result<Option<String>> {
+        let mut done = Vec::new();
+        let mut last_err = None;
+        for c in &self.channels {
+            match c.resolve(gate).await {
+                Ok(Some(d)) => done.push(d),
+                Ok(None) => {}
+                Err(e) => last_err = Some(e),
+            }
+        }
+        match (done.is_empty(), last_err) {
+            (true, Some(e)) => Err(e),
+            (true, None) => Ok(None),
+            (false, _) => Ok(Some(done.join("; "))),
+        }
     }
 }

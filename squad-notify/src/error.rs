@@ -25,6 +25,9 @@ pub enum ErrorKind {
     Unavailable,
     /// A remote endpoint failed (timeout, connection refused, HTTP error) after the bounded retries.
     Delivery,
+    /// The remote service asked us to slow down (GitHub's primary or secondary rate limit): try
+    /// again later; the message says when, if the service said.
+    RateLimited,
     /// Stored state could not be read as expected (torn JSON, schema violation, tampered log).
     Corrupt,
     /// The file system failed.
@@ -42,6 +45,7 @@ impl ErrorKind {
             ErrorKind::Expired => "expired",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Delivery => "delivery failed",
+            ErrorKind::RateLimited => "rate limited",
             ErrorKind::Corrupt => "corrupt data",
             ErrorKind::Io => "i/o failure",
         }
@@ -103,9 +107,13 @@ impl Error {
         &self.message
     }
 
-    /// `true` when trying again later may succeed (a failed delivery, an unavailable channel).
+    /// `true` when trying again later may succeed (a failed delivery, an unavailable channel, a
+    /// rate limit).
     pub fn is_retryable(&self) -> bool {
-        matches!(self.kind, ErrorKind::Delivery | ErrorKind::Unavailable)
+        matches!(
+            self.kind,
+            ErrorKind::Delivery | ErrorKind::Unavailable | ErrorKind::RateLimited
+        )
     }
 
     /// `true` for errors caused by the caller's input (exit code 2 at the CLI): nothing was changed.

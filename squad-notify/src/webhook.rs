@@ -295,6 +295,7 @@ impl ApprovalChannel for WebhookChannel {
         Ok(Polled {
             signals: Vec::new(),
             exhausted: true,
+            ignored: Vec::new(),
         })
     }
 }

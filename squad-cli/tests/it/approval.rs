@@ -671,9 +671,14 @@ fn unavailable_channels_degrade_to_in_chat_and_say_so() {
         ],
         None,
     );
+    // No token in the environment: github-issue degrades to in-chat and says why.
+    f.env.remove("GITHUB_TOKEN");
+    f.env.remove("GH_TOKEN");
     let o = f.request("autopilot", "risk-gate", &[]);
     assert!(
-        o.stderr.contains("github-issue channel is not available"),
+        o.stderr.contains(
+            "github-issue channel degrades to in-chat: github: read token: set GITHUB_TOKEN or GH_TOKEN"
+        ),
         "{}",
         o.stderr
     );

@@ -5,6 +5,7 @@
 )]
 
 mod approval;
+mod approval_github;
 mod memory;
 mod notes;
 mod route;

@@ -729,14 +729,18 @@ impl GithubClient {
     /// are idempotent, so the whole call can be retried).
     pub async fn resolve(&self, issue: u64, resolution: &Resolution) -> GithubResult<()> {
         check_token("gate id", &resolution.gate_id)?;
-        let by = Login::new(&resolution.by)?;
+        // A decision taken in the chat session names no GitHub account.
+        let by = if resolution.by == "in-chat" {
+            "the chat session".to_owned()
+        } else {
+            format!("@{}", Login::new(&resolution.by)?.as_str())
+        };
         let path = format!("{}/issues/{issue}", self.repo_path());
         let mut text = format!(
-            "<!-- squad-resolution: {} -->\nGate `{}` resolved: **{}** by @{} at {}.",
+            "<!-- squad-resolution: {} -->\nGate `{}` resolved: **{}** by {by} at {}.",
             resolution.gate_id,
             resolution.gate_id,
             resolution.outcome.as_str(),
-            by.as_str(),
             resolution.at
         );
         if let Some(note) = resolution.note.as_deref().filter(|n| !n.trim().is_empty()) {

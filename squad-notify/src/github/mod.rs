@@ -2,8 +2,8 @@
 //!
 //! A squad run that hits a gate opens (or reuses) one approval issue per run, assigns and
 //! @mentions the approver, and waits for an authorized decision in a comment or a label. This
-//! module does the REST part of that protocol; the gate state machine, the command parser and the
-//! `ApprovalChannel` glue live elsewhere in the crate.
+//! module does the REST part of that protocol, and [`GithubIssueChannel`] glues it to the crate's
+//! `ApprovalChannel` trait, command parser and gate state machine.
 //!
 //! # Design
 //!
@@ -32,6 +32,10 @@
 //!   octocrab, http or serde_json type appears in a public signature.
 //!
 //! # Plugging it into an approval channel
+//!
+//! [`GithubIssueChannel`] is that channel (`github-issue`): it follows this table, with the
+//! crate's parser as [`CommandParser`]. A host that drives the REST layer itself maps the steps
+//! like this:
 //!
 //! | Channel step | Call |
 //! |---|---|
@@ -92,6 +96,7 @@
 //! ```
 
 pub mod body;
+mod channel;
 mod client;
 mod clock;
 mod config;
@@ -101,6 +106,7 @@ mod types;
 mod wire;
 
 pub use body::{APPROVAL_LABEL, GateBlock, IssuePayload};
+pub use channel::{CommandParser, CrateClock, GithubIssueChannel};
 pub use client::{CHANGES_REQUESTED_LABEL, GithubClient, Identity, OpenedGate};
 pub use clock::{Clock, SystemClock};
 pub use config::{DEFAULT_API_URL, GithubConfig, Login, RepoSlug, Token};

@@ -101,6 +101,7 @@ impl ApprovalChannel for Broken {
         Ok(Polled {
             signals: vec![],
             exhausted: true,
+            ignored: Vec::new(),
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Tests of the GitHub REST layer against the emulator.
 
 mod attacks;
+mod channel;
 mod emulator;
 mod happy;
 mod props;
