@@ -29,7 +29,7 @@ fn main() {
 }
 
 const SIZES: [usize; 2] = [10_000, 100_000];
-const FIXTURE_VERSION: &str = "v1";
+const FIXTURE_VERSION: &str = "v2";
 
 struct Fixture {
     dir: PathBuf,
