@@ -346,6 +346,10 @@ mod batch_import {
         b.with_inputs(|| {
             let ns =
                 AgentName::new(format!("import{}", RUN.fetch_add(1, Ordering::Relaxed))).unwrap();
+            // A fresh namespace every time (earlier runs may have left one of this name).
+            let mut del = f.git();
+            del.args(["update-ref", "-d", &ns.notes_ref()]);
+            run(del);
             let batch: Vec<(Oid, NoteEntry)> = f
                 .commits
                 .iter()
