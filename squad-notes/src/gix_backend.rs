@@ -23,6 +23,10 @@ use crate::oid::{NotesRef, Oid};
 /// - **Ref updates** are compare-and-swap (`MustExistAndMatch` / `MustNotExist`), with the reflog
 ///   message `notes: <message>` as git writes it. A lost race or a ref lock held by another writer
 ///   is [`ErrorKind::Conflict`].
+/// - **Large updates** (see [`GixNotes::with_pack_threshold`]) write their blobs and trees as one
+///   pack instead of one loose file per object.
+/// - **Handles** are pooled, each with a small object cache, so a host that keeps a `GixNotes`
+///   pays for opening the repository once.
 /// - **Identity**: notes commits use the repository's configured author and committer (git
 ///   config or the `GIT_AUTHOR_*` / `GIT_COMMITTER_*` variables); without one, an update fails
 ///   with [`ErrorKind::Backend`] saying so.
