@@ -3,7 +3,8 @@
 //! Fixtures: a linear history of N commits and one note per commit in `refs/notes/squad/data`
 //! (one compact JSON entry of about 230 bytes each), written by `git fast-import` (so 2/38 at
 //! 10k and 2/2/36 at 100k), plus `refs/notes/squad/native` with one note for the `copy --stdin`
-//! baseline. They are built once and cached under `target/squad-bench-fixtures/`.
+//! baseline. They are built once and cached under `target/squad-bench-fixtures/`; the batch
+//! import runs on its own copy, so the read benches always see one clean pack.
 //!
 //! Each group measures ours and the git CLI baseline in the same run:
 //! - `show_one`: one commit's entries (`Notes::show`) vs `git notes show` (one process each).
@@ -29,7 +30,7 @@ fn main() {
 }
 
 const SIZES: [usize; 2] = [10_000, 100_000];
-const FIXTURE_VERSION: &str = "v1";
+const FIXTURE_VERSION: &str = "v2";
 
 struct Fixture {
     dir: PathBuf,
@@ -155,12 +156,19 @@ fn build(dir: &Path, home: &Path, n: usize) {
 }
 
 fn fixture(n: usize) -> &'static Fixture {
-    static FIXTURES: OnceLock<Mutex<HashMap<usize, &'static Fixture>>> = OnceLock::new();
+    fixture_named(n, "")
+}
+
+/// A separate copy for the benches that add many objects, so that the read benches always see
+/// the same single-pack repository.
+fn fixture_named(n: usize, suffix: &'static str) -> &'static Fixture {
+    static FIXTURES: OnceLock<Mutex<HashMap<(usize, &'static str), &'static Fixture>>> =
+        OnceLock::new();
     let map = FIXTURES.get_or_init(|| Mutex::new(HashMap::new()));
     let mut map = map.lock().unwrap();
-    map.entry(n).or_insert_with(|| {
+    map.entry((n, suffix)).or_insert_with(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/squad-bench-fixtures");
-        let dir = root.join(format!("notes-{n}"));
+        let dir = root.join(format!("notes-{n}{suffix}"));
         let home = root.join("home");
         let fresh = std::fs::read_to_string(dir.join("fixture-version"))
             .ok()
@@ -342,10 +350,14 @@ mod batch_import {
 
     #[divan::bench(args = [100_000], sample_count = 3, sample_size = 1)]
     fn ours(b: divan::Bencher<'_, '_>, n: usize) {
-        let f = fixture(n);
+        let f = fixture_named(n, "-import");
         b.with_inputs(|| {
             let ns =
                 AgentName::new(format!("import{}", RUN.fetch_add(1, Ordering::Relaxed))).unwrap();
+            // A fresh namespace every time (earlier runs may have left one of this name).
+            let mut del = f.git();
+            del.args(["update-ref", "-d", &ns.notes_ref()]);
+            run(del);
             let batch: Vec<(Oid, NoteEntry)> = f
                 .commits
                 .iter()
@@ -362,7 +374,7 @@ mod batch_import {
 
     #[divan::bench(args = [100_000], sample_count = 1, sample_size = 1)]
     fn git_cli_copy_stdin(b: divan::Bencher<'_, '_>, n: usize) {
-        let f = fixture(n);
+        let f = fixture_named(n, "-import");
         let from = f.commits[f.commits.len() - 1].clone();
         let lines: String = f.commits[..f.commits.len() - 1]
             .iter()

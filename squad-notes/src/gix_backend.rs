@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use gix::bstr::ByteSlice;
+use gix::error::ResultExt as _;
 use gix::note::plumbing::State;
 use gix::refs::transaction::PreviousValue;
 
@@ -22,6 +23,10 @@ use crate::oid::{NotesRef, Oid};
 /// - **Ref updates** are compare-and-swap (`MustExistAndMatch` / `MustNotExist`), with the reflog
 ///   message `notes: <message>` as git writes it. A lost race or a ref lock held by another writer
 ///   is [`ErrorKind::Conflict`].
+/// - **Large updates** (see [`GixNotes::with_pack_threshold`]) write their blobs and trees as one
+///   pack instead of one loose file per object.
+/// - **Handles** are pooled, each with a small object cache, so a host that keeps a `GixNotes`
+///   pays for opening the repository once.
 /// - **Identity**: notes commits use the repository's configured author and committer (git
 ///   config or the `GIT_AUTHOR_*` / `GIT_COMMITTER_*` variables); without one, an update fails
 ///   with [`ErrorKind::Backend`] saying so.
@@ -483,7 +488,7 @@ fn join_git(parts: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
 }
 
 fn apply_edits(
-    repo: &gix::Repository,
+    repo: &(impl gix::objs::Find + gix::objs::Write),
     root: gix::ObjectId,
     edits: &[(gix::ObjectId, Option<gix::ObjectId>)],
 ) -> std::result::Result<gix::ObjectId, gix::Error> {
@@ -713,16 +718,34 @@ impl NotesBackend for GixNotes {
         let commit = if edits.len() >= self.pack_threshold {
             // Large batches: objects are built in memory and written as one pack, since a
             // hundred thousand loose-object files cost seconds of file-system work.
-            let mut memory = self.repo.to_thread_local().with_object_memory();
-            let staged = write_blob_chunk(&memory, edits)?;
-            let commit = build_commit(&memory, notes_ref, expected, &staged, message)?;
-            if let Some(objects) = memory.objects.take_object_memory() {
-                write_pack(&repo, &objects)?;
-            }
-            commit
+            let builder = PackBuilder::new(&repo);
+            let staged = edits
+                .iter()
+                .map(|edit| {
+                    let object = to_gix(&repo, &edit.object)?;
+                    let blob = match &edit.blob {
+                        Some(bytes) => Some(
+                            gix::objs::Write::write_buf(&builder, gix::object::Kind::Blob, bytes)
+                                .map_err(backend_err(OP, "cannot hash a note blob"))?,
+                        ),
+                        None => None,
+                    };
+                    Ok((object, blob))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let take = || builder.objects.take().into_values().collect::<Vec<_>>();
+            build_commit(
+                &repo,
+                &builder,
+                notes_ref,
+                expected,
+                &staged,
+                message,
+                Some(&take),
+            )?
         } else {
             let staged = self.write_blobs(&repo, edits)?;
-            build_commit(&repo, notes_ref, expected, &staged, message)?
+            build_commit(&repo, &*repo, notes_ref, expected, &staged, message, None)?
         };
         let constraint = match expected {
             Some(tip) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(tip)),
@@ -772,22 +795,24 @@ fn write_blob_chunk(
 /// Writes the tree and the notes commit for `staged` edits on top of `expected`.
 fn build_commit(
     repo: &gix::Repository,
+    objects: &(impl gix::objs::Find + gix::objs::Write),
     notes_ref: &NotesRef,
     expected: Option<gix::ObjectId>,
     staged: &[(gix::ObjectId, Option<gix::ObjectId>)],
     message: &str,
+    pack: Option<&dyn Fn() -> Vec<PackObject>>,
 ) -> Result<gix::ObjectId> {
     const OP: &str = "notes.update";
     let root = match &expected {
         Some(tip) => root_tree(repo, tip)?,
         None => gix::ObjectId::empty_tree(repo.object_hash()),
     };
-    let tree = match apply_edits(repo, root, staged) {
+    let tree = match apply_edits(objects, root, staged) {
         Ok(tree) => tree,
         Err(_) => {
             // Most likely several entries for one object (mixed fanout): repair, then retry once.
             let repaired = repair_duplicates(repo, root)?;
-            apply_edits(repo, repaired, staged).map_err(|e| {
+            apply_edits(objects, repaired, staged).map_err(|e| {
                 Error::new(
                     ErrorKind::Corrupt,
                     OP,
@@ -797,6 +822,10 @@ fn build_commit(
             })?
         }
     };
+    if let Some(pack) = pack {
+        // The tree and blobs go to disk as one pack before the commit that refers to them.
+        write_pack(repo, &pack())?;
+    }
     Ok(repo
         .new_commit(message, tree, expected)
         .map_err(|e| {
@@ -812,24 +841,98 @@ fn build_commit(
         .id)
 }
 
+/// An object to be written into a pack: its kind and its encoded bytes.
+type PackObject = (gix::object::Kind, Vec<u8>);
+
+/// An object sink for large updates: objects are kept in memory (without asking the object
+/// database whether each one exists, which costs a file-system lookup per object) and written
+/// as one pack; reads see them first and fall through to the repository.
+struct PackBuilder<'r> {
+    repo: &'r gix::Repository,
+    objects:
+        std::cell::RefCell<std::collections::HashMap<gix::ObjectId, (gix::object::Kind, Vec<u8>)>>,
+}
+
+impl<'r> PackBuilder<'r> {
+    fn new(repo: &'r gix::Repository) -> Self {
+        Self {
+            repo,
+            objects: std::cell::RefCell::default(),
+        }
+    }
+}
+
+impl gix::objs::Find for PackBuilder<'_> {
+    fn try_find<'a>(
+        &self,
+        id: &gix::oid,
+        buffer: &'a mut Vec<u8>,
+    ) -> gix::error::Result<Option<gix::objs::Data<'a>>> {
+        if let Some((kind, data)) = self.objects.borrow().get(id) {
+            buffer.clear();
+            buffer.extend_from_slice(data);
+            return Ok(Some(gix::objs::Data::new(buffer, *kind, id.kind())));
+        }
+        gix::objs::Find::try_find(self.repo, id, buffer)
+    }
+}
+
+impl gix::objs::Write for PackBuilder<'_> {
+    fn write_buf(&self, kind: gix::object::Kind, from: &[u8]) -> gix::error::Result<gix::ObjectId> {
+        let id = gix::objs::compute_hash(self.repo.object_hash(), kind, from)?;
+        self.write_buf_with_known_id(kind, from, id)
+    }
+
+    fn write_buf_with_known_id(
+        &self,
+        kind: gix::object::Kind,
+        from: &[u8],
+        id: gix::ObjectId,
+    ) -> gix::error::Result<gix::ObjectId> {
+        self.objects
+            .borrow_mut()
+            .entry(id)
+            .or_insert_with(|| (kind, from.to_vec()));
+        Ok(id)
+    }
+
+    fn write_stream(
+        &self,
+        kind: gix::object::Kind,
+        _size: u64,
+        from: &mut dyn std::io::Read,
+    ) -> gix::error::Result<gix::ObjectId> {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(from, &mut buf).or_error()?;
+        self.write_buf(kind, &buf)
+    }
+
+    fn write_stream_with_known_id(
+        &self,
+        kind: gix::object::Kind,
+        _size: u64,
+        from: &mut dyn std::io::Read,
+        id: gix::ObjectId,
+    ) -> gix::error::Result<gix::ObjectId> {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(from, &mut buf).or_error()?;
+        self.write_buf_with_known_id(kind, &buf, id)
+    }
+}
+
 /// Writes `objects` as one new pack (with its index) into the repository's object directory.
-fn write_pack(repo: &gix::Repository, objects: &gix::odb::memory::Storage) -> Result<()> {
+fn write_pack(repo: &gix::Repository, objects: &[PackObject]) -> Result<()> {
     const OP: &str = "notes.update";
     let count = u32::try_from(objects.len())
         .map_err(|_| Error::new(ErrorKind::InvalidInput, OP, "too many objects for one pack"))?;
-    let mut pack = Vec::with_capacity(
-        objects
-            .values()
-            .map(|(_, d)| d.len() / 2 + 16)
-            .sum::<usize>()
-            + 32,
-    );
+    let mut pack =
+        Vec::with_capacity(objects.iter().map(|(_, d)| d.len() / 2 + 16).sum::<usize>() + 32);
     pack.extend_from_slice(b"PACK");
     pack.extend_from_slice(&2u32.to_be_bytes());
     pack.extend_from_slice(&count.to_be_bytes());
     let mut deflate = gix::zlib::stream::deflate::Compress::new(gix::zlib::Compression::BEST_SPEED);
     let mut out = vec![0u8; 64 * 1024];
-    for (kind, data) in objects.values() {
+    for (kind, data) in objects {
         let type_id: u8 = match kind {
             gix::object::Kind::Commit => 1,
             gix::object::Kind::Tree => 2,
