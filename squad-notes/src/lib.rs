@@ -8,10 +8,13 @@ mod error;
 pub mod format;
 #[cfg(feature = "gix")]
 mod gix_backend;
+#[cfg(feature = "gix")]
+mod gix_sync;
 mod memory;
 mod notes;
 mod oid;
 pub mod state;
+pub mod sync;
 pub mod transport;
 
 pub use backend::{NoteEdit, NotesBackend, NotesBackendExt, WriteLock};

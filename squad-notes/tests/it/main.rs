@@ -10,6 +10,7 @@ mod conformance;
 mod format;
 mod interop;
 mod protocol;
+mod sync;
 
 #[test]
 fn error_kinds_classify_user_errors() {
