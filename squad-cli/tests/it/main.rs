@@ -7,5 +7,6 @@
 mod approval;
 mod memory;
 mod notes;
+mod notes_sync;
 mod route;
 mod schema;
