@@ -8,6 +8,7 @@ mod common;
 mod concurrency;
 mod conformance;
 mod format;
+mod git2;
 mod interop;
 mod protocol;
 mod sync;
