@@ -644,3 +644,92 @@ fn a_backend_without_merge_support_is_unsupported() {
         ErrorKind::Unsupported
     );
 }
+
+mod union_property {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use proptest::prelude::*;
+    use squad_notes::sync::merge_remote;
+    use squad_notes::{InMemoryNotes, NoteEdit, NotesBackend, NotesRef, Oid, RetryPolicy};
+
+    use crate::common::entry;
+
+    fn object(i: u8) -> Oid {
+        Oid::new(&format!("{:x}", i % 16).repeat(40)).unwrap()
+    }
+
+    /// Builds one side: per object, its entries' lines (and a stray line when `junk`).
+    fn side(entries: &[(u8, String)], junk: bool) -> Vec<NoteEdit> {
+        let mut notes: BTreeMap<Oid, String> = BTreeMap::new();
+        for (o, line) in entries {
+            notes.entry(object(*o)).or_default().push_str(line);
+        }
+        notes
+            .into_iter()
+            .map(|(o, mut text)| {
+                if junk {
+                    text.push_str("junk line\n");
+                }
+                NoteEdit::set(o, text)
+            })
+            .collect()
+    }
+
+    fn ids(store: &InMemoryNotes, tip: &Oid) -> BTreeSet<(Oid, String)> {
+        let mut out = BTreeSet::new();
+        for (o, bytes) in store.read_all(tip).unwrap() {
+            for e in squad_notes::format::parse_note(&bytes).entries {
+                out.insert((o.clone(), e.id.to_string()));
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+        /// For any split of entries between two diverged sides (some on both), the merge holds
+        /// exactly the union of ids, in either direction, and stray lines survive.
+        #[test]
+        fn merge_is_the_union_by_id(
+            placement in proptest::collection::vec((0u8..4, 0u8..3), 1..24),
+            junk in any::<bool>(),
+        ) {
+            let store = InMemoryNotes::new();
+            let a = NotesRef::new("refs/notes/squad/a").unwrap();
+            let b = NotesRef::new("refs/notes/squad/b").unwrap();
+            let base = store.update(&a, None, &[NoteEdit::set(object(15), "base\n")], "m").unwrap();
+            store.fast_forward(&b, None, &base).unwrap();
+            let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+            let mut all = BTreeSet::new();
+            for (o, where_) in &placement {
+                let e = entry("data", "x");
+                let line = e.to_line();
+                all.insert((object(*o), e.id.to_string()));
+                if *where_ != 1 { ours.push((*o, line.clone())); }
+                if *where_ != 0 { theirs.push((*o, line)); }
+            }
+            let mut ta = base.clone();
+            if !ours.is_empty() {
+                ta = store.update(&a, Some(&base), &side(&ours, junk), "m").unwrap();
+            }
+            let mut tb = base.clone();
+            if !theirs.is_empty() {
+                tb = store.update(&b, Some(&base), &side(&theirs, false), "m").unwrap();
+            }
+            let m1 = merge_remote(&store, &a, &tb, "b", &RetryPolicy::default()).unwrap();
+            prop_assert_eq!(ids(&store, &m1.tip), all.clone());
+            prop_assert!(store.is_ancestor(&ta, &m1.tip).unwrap());
+            prop_assert!(store.is_ancestor(&tb, &m1.tip).unwrap());
+            let m2 = merge_remote(&store, &b, &ta, "a", &RetryPolicy::default()).unwrap();
+            prop_assert_eq!(ids(&store, &m2.tip), all);
+            if junk && !ours.is_empty() {
+                for tip in [&m1.tip, &m2.tip] {
+                    let kept = store.read_all(tip).unwrap().iter().any(|(_, b)| {
+                        String::from_utf8_lossy(b).contains("junk line")
+                    });
+                    prop_assert!(kept, "the stray line is kept");
+                }
+            }
+        }
+    }
+}
