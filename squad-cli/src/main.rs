@@ -10,6 +10,7 @@ mod ctx;
 mod memory_cmd;
 mod notes_cmd;
 mod notes_setup_cmd;
+mod notes_sync_cmd;
 mod route_cmd;
 mod schema_cmd;
 

@@ -23,6 +23,8 @@ enum NotesCommand {
     List(ListArgs),
     /// Configure fetching notes into refs/notes/remotes/REMOTE/squad/* (idempotent).
     Setup(crate::notes_setup_cmd::SetupArgs),
+    /// Fetch, merge entry by entry and push the squad notes with a lease (retries lost races).
+    Sync(crate::notes_sync_cmd::SyncArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -82,6 +84,7 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
         NotesCommand::Show(a) => show(a, ctx),
         NotesCommand::List(a) => list(a, ctx),
         NotesCommand::Setup(a) => crate::notes_setup_cmd::run(a, ctx),
+        NotesCommand::Sync(a) => crate::notes_sync_cmd::run(a, ctx),
     }
 }
 

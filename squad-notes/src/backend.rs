@@ -97,7 +97,9 @@ impl std::fmt::Debug for WriteLock {
 /// # Implementing
 ///
 /// Implement the four required methods; override `read_all` when a bulk read is cheaper than
-/// `list` plus one `read` per object. Run [`conformance::run_all`](crate#conformance) (feature
+/// `list` plus one `read` per object. Implement `list_refs`, `is_ancestor`, `merge` and
+/// `fast_forward` too if the backend is to be synced between clones (the conformance suite
+/// checks them). Run [`conformance::run_all`](crate#conformance) (feature
 /// `conformance`) against your type, a `Box` of it and an `Arc<dyn NotesBackend>`.
 /// [`InMemoryNotes`](crate::InMemoryNotes) is the reference implementation.
 ///
@@ -138,6 +140,72 @@ pub trait NotesBackend: Send + Sync + std::fmt::Debug {
     fn lock_writes(&self, notes_ref: &NotesRef) -> Result<WriteLock> {
         let _ = notes_ref;
         Ok(WriteLock::none())
+    }
+
+    /// The notes refs whose full name starts with `prefix` (for example `refs/notes/squad/`),
+    /// with their tips, sorted by name.
+    ///
+    /// Used by [`sync`](crate::sync) to find the local refs to push. The default is
+    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported).
+    fn list_refs(&self, prefix: &str) -> Result<Vec<(NotesRef, Oid)>> {
+        let _ = prefix;
+        Err(unsupported("notes.list_refs"))
+    }
+
+    /// `true` when `ancestor` is `descendant` itself or reachable from it through the parents of
+    /// tips (for git: commit ancestry). An unknown tip is
+    /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
+    ///
+    /// The default is [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported).
+    fn is_ancestor(&self, ancestor: &Oid, descendant: &Oid) -> Result<bool> {
+        let _ = (ancestor, descendant);
+        Err(unsupported("notes.is_ancestor"))
+    }
+
+    /// Joins the tip `theirs` (usually fetched from another clone) into `notes_ref`: writes a
+    /// new tip whose parents are `expected` then `theirs` and whose notes are those at
+    /// `expected` with `edits` applied, and moves the ref to it only if it still points at
+    /// `expected` (compare-and-swap, like [`update`](Self::update)). Returns the new tip.
+    ///
+    /// # Contract
+    ///
+    /// - Afterwards `is_ancestor(theirs, new_tip)` and `is_ancestor(expected, new_tip)` hold, so a
+    ///   later push of the ref fast-forwards the remote and `git notes merge` of `theirs` is a
+    ///   no-op.
+    /// - `edits` may be empty (the notes of both sides already agree). The caller computes the
+    ///   edits (the union of both sides); the backend only records the result.
+    /// - A moved ref is [`ErrorKind::Conflict`](crate::ErrorKind::Conflict) and changes nothing;
+    ///   an unknown `theirs` is [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
+    ///
+    /// The default is [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported): such a backend
+    /// cannot be synced.
+    fn merge(
+        &self,
+        notes_ref: &NotesRef,
+        expected: &Oid,
+        theirs: &Oid,
+        edits: &[NoteEdit],
+        message: &str,
+    ) -> Result<Oid> {
+        let _ = (notes_ref, expected, theirs, edits, message);
+        Err(unsupported("notes.merge"))
+    }
+
+    /// Moves `notes_ref` from `expected` (`None`: the ref must not exist) to the existing tip
+    /// `to`, by compare-and-swap, without writing anything new.
+    ///
+    /// # Contract
+    ///
+    /// - Only a fast-forward: when `expected` is not an ancestor of `to`, the call is
+    ///   [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) and changes nothing, so no
+    ///   note can be lost.
+    /// - A moved ref is [`ErrorKind::Conflict`](crate::ErrorKind::Conflict); an unknown `to` is
+    ///   [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
+    ///
+    /// The default is [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported).
+    fn fast_forward(&self, notes_ref: &NotesRef, expected: Option<&Oid>, to: &Oid) -> Result<()> {
+        let _ = (notes_ref, expected, to);
+        Err(unsupported("notes.fast_forward"))
     }
 
     /// Every note at `tip` as (object, bytes), sorted by object.
@@ -203,8 +271,38 @@ macro_rules! forward {
             fn lock_writes(&self, notes_ref: &NotesRef) -> Result<WriteLock> {
                 (**self).lock_writes(notes_ref)
             }
+            fn list_refs(&self, prefix: &str) -> Result<Vec<(NotesRef, Oid)>> {
+                (**self).list_refs(prefix)
+            }
+            fn is_ancestor(&self, ancestor: &Oid, descendant: &Oid) -> Result<bool> {
+                (**self).is_ancestor(ancestor, descendant)
+            }
+            fn merge(
+                &self,
+                notes_ref: &NotesRef,
+                expected: &Oid,
+                theirs: &Oid,
+                edits: &[NoteEdit],
+                message: &str,
+            ) -> Result<Oid> {
+                (**self).merge(notes_ref, expected, theirs, edits, message)
+            }
+            fn fast_forward(&self, notes_ref: &NotesRef, expected: Option<&Oid>, to: &Oid) -> Result<()> {
+                (**self).fast_forward(notes_ref, expected, to)
+            }
         }
     )*};
 }
 
 forward!(&T, Box<T>, Arc<T>);
+
+fn unsupported(op: &'static str) -> crate::Error {
+    crate::Error::new(
+        crate::ErrorKind::Unsupported,
+        op,
+        format!(
+            "this notes backend does not support {}",
+            op.trim_start_matches("notes.")
+        ),
+    )
+}

@@ -344,6 +344,150 @@ pub fn model_test<B: NotesBackend>(make: &mut dyn FnMut() -> B, cases: u32) {
     }
 }
 
+#[track_caller]
+fn kind<T: std::fmt::Debug>(scenario: &str, want: ErrorKind, r: crate::Result<T>) {
+    match r {
+        Err(e) if e.kind() == want => {}
+        other => panic!("{scenario}: expected {want:?}, got {other:?}"),
+    }
+}
+
+/// `list_refs`, `is_ancestor`, `fast_forward` and `merge`, as [`sync`](crate::sync) uses them:
+/// a merge has both tips as ancestors and the edited notes of the first; a fast-forward only
+/// moves forward; both are compare-and-swap.
+pub fn merge_and_fast_forward<B: NotesBackend + ?Sized>(b: &B) {
+    let s = "merge_and_fast_forward";
+    let ours = r("refs/notes/squad/data");
+    let theirs = r("refs/notes/remotes/origin/squad/data");
+    let t0 = ok(
+        s,
+        b.update(&ours, None, &[NoteEdit::set(object(0), "base\n")], "m\n"),
+    );
+    ok(s, b.fast_forward(&theirs, None, &t0));
+    assert_eq!(
+        ok(s, b.tip(&theirs)),
+        Some(t0.clone()),
+        "{s}: fast-forward of a new ref"
+    );
+    let t1 = ok(
+        s,
+        b.update(
+            &ours,
+            Some(&t0),
+            &[NoteEdit::set(object(1), "ours\n")],
+            "m\n",
+        ),
+    );
+    let t2 = ok(
+        s,
+        b.update(
+            &theirs,
+            Some(&t0),
+            &[NoteEdit::set(object(2), "theirs\n")],
+            "m\n",
+        ),
+    );
+    assert!(
+        ok(s, b.is_ancestor(&t0, &t1)),
+        "{s}: the parent is an ancestor"
+    );
+    assert!(
+        ok(s, b.is_ancestor(&t1, &t1)),
+        "{s}: a tip is its own ancestor"
+    );
+    assert!(
+        !ok(s, b.is_ancestor(&t1, &t0)),
+        "{s}: a child is not an ancestor"
+    );
+    assert!(!ok(s, b.is_ancestor(&t1, &t2)), "{s}: diverged tips");
+    kind(
+        s,
+        ErrorKind::InvalidInput,
+        b.fast_forward(&ours, Some(&t1), &t2),
+    );
+    conflict(s, b.fast_forward(&ours, Some(&t0), &t2));
+    conflict(s, b.fast_forward(&ours, None, &t2));
+    assert_eq!(
+        ok(s, b.tip(&ours)),
+        Some(t1.clone()),
+        "{s}: a refused fast-forward changes nothing"
+    );
+    let edit = [NoteEdit::set(object(2), "theirs\n")];
+    conflict(s, b.merge(&ours, &t0, &t2, &edit, "Merged\n"));
+    let m = ok(s, b.merge(&ours, &t1, &t2, &edit, "Merged\n"));
+    assert_eq!(
+        ok(s, b.tip(&ours)),
+        Some(m.clone()),
+        "{s}: the merge moved the ref"
+    );
+    assert!(
+        ok(s, b.is_ancestor(&t1, &m)) && ok(s, b.is_ancestor(&t2, &m)),
+        "{s}: both parents are ancestors"
+    );
+    assert!(ok(s, b.is_ancestor(&t0, &m)), "{s}: ancestry is transitive");
+    assert_eq!(
+        ok(s, b.list(&m)),
+        {
+            let mut all = vec![object(0), object(1), object(2)];
+            all.sort();
+            all
+        },
+        "{s}: merged notes"
+    );
+    assert_eq!(
+        ok(s, b.read(&m, &object(1))),
+        Some(b"ours\n".to_vec()),
+        "{s}"
+    );
+    assert_eq!(
+        ok(s, b.read(&m, &object(2))),
+        Some(b"theirs\n".to_vec()),
+        "{s}"
+    );
+    // A merge without edits still records the other side.
+    let m2 = ok(s, b.merge(&ours, &m, &t2, &[], "Merged\n"));
+    assert_ne!(m2, m, "{s}: a merge gives a new tip");
+    assert_eq!(
+        ok(s, b.read_all(&m2)),
+        ok(s, b.read_all(&m)),
+        "{s}: an empty merge keeps the notes"
+    );
+    ok(s, b.fast_forward(&theirs, Some(&t2), &m2));
+    assert_eq!(
+        ok(s, b.tip(&theirs)),
+        Some(m2.clone()),
+        "{s}: fast-forward to a merge"
+    );
+    assert_eq!(
+        ok(s, b.list_refs("refs/notes/squad/")),
+        vec![(ours.clone(), m2.clone())],
+        "{s}: list_refs filters by prefix"
+    );
+    assert_eq!(
+        ok(s, b.list_refs("refs/notes/")),
+        vec![(theirs.clone(), m2.clone()), (ours.clone(), m2.clone())],
+        "{s}: list_refs is sorted by name"
+    );
+    let unknown = Oid::new("0123456789012345678901234567890123456789").expect("valid oid");
+    kind(s, ErrorKind::NotFound, b.is_ancestor(&unknown, &m2));
+    kind(
+        s,
+        ErrorKind::NotFound,
+        b.fast_forward(&r("refs/notes/squad/x"), None, &unknown),
+    );
+    kind(
+        s,
+        ErrorKind::NotFound,
+        b.merge(&ours, &m2, &unknown, &[], "Merged\n"),
+    );
+    assert_eq!(
+        ok(s, b.tip(&ours)),
+        Some(m2),
+        "{s}: failed calls change nothing"
+    );
+    assert_eq!(ok(s, b.tip(&r("refs/notes/squad/x"))), None, "{s}");
+}
+
 /// Runs every scenario, each on a fresh backend from `make`, and the model test with 16 cases.
 pub fn run_all<B: NotesBackend>(make: &mut dyn FnMut() -> B) {
     missing_ref_has_no_tip(&make());
@@ -353,5 +497,6 @@ pub fn run_all<B: NotesBackend>(make: &mut dyn FnMut() -> B) {
     edits_remove_and_list(&make());
     empty_update_is_invalid(&make());
     refs_are_independent(&make());
+    merge_and_fast_forward(&make());
     model_test(make, 16);
 }

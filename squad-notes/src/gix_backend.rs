@@ -83,7 +83,10 @@ impl Drop for Local<'_> {
     }
 }
 
-fn backend_err(op: &'static str, message: impl Into<String>) -> impl FnOnce(gix::Error) -> Error {
+pub(crate) fn backend_err(
+    op: &'static str,
+    message: impl Into<String>,
+) -> impl FnOnce(gix::Error) -> Error {
     let message = message.into();
     move |e| Error::new(ErrorKind::Backend, op, message).with_source(e)
 }
@@ -224,7 +227,7 @@ impl GixNotes {
     }
 }
 
-fn to_gix(repo: &gix::Repository, oid: &Oid) -> Result<gix::ObjectId> {
+pub(crate) fn to_gix(repo: &gix::Repository, oid: &Oid) -> Result<gix::ObjectId> {
     let id = gix::ObjectId::from_hex(oid.as_str().as_bytes()).map_err(|e| {
         Error::new(
             ErrorKind::InvalidInput,
@@ -243,11 +246,14 @@ fn to_gix(repo: &gix::Repository, oid: &Oid) -> Result<gix::ObjectId> {
     Ok(id)
 }
 
-fn from_gix(id: &gix::oid) -> Oid {
+pub(crate) fn from_gix(id: &gix::oid) -> Oid {
     Oid(id.to_hex().to_string())
 }
 
-fn current_tip(repo: &gix::Repository, notes_ref: &NotesRef) -> Result<Option<gix::ObjectId>> {
+pub(crate) fn current_tip(
+    repo: &gix::Repository,
+    notes_ref: &NotesRef,
+) -> Result<Option<gix::ObjectId>> {
     let reference = repo
         .try_find_reference(notes_ref.as_str())
         .map_err(backend_err("notes.tip", format!("cannot read {notes_ref}")))?;
@@ -690,15 +696,55 @@ impl NotesBackend for GixNotes {
         edits: &[NoteEdit],
         message: &str,
     ) -> Result<Oid> {
-        const OP: &str = "notes.update";
         if edits.is_empty() {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
-                OP,
+                "notes.update",
                 "an update needs at least one edit",
             ));
         }
+        self.commit_and_swap(notes_ref, expected, None, edits, message)
+    }
+
+    fn list_refs(&self, prefix: &str) -> Result<Vec<(NotesRef, Oid)>> {
+        crate::gix_sync::list_refs(&self.local(), prefix)
+    }
+
+    fn is_ancestor(&self, ancestor: &Oid, descendant: &Oid) -> Result<bool> {
+        crate::gix_sync::is_ancestor(&self.local(), ancestor, descendant)
+    }
+
+    fn merge(
+        &self,
+        notes_ref: &NotesRef,
+        expected: &Oid,
+        theirs: &Oid,
+        edits: &[NoteEdit],
+        message: &str,
+    ) -> Result<Oid> {
+        crate::gix_sync::require_commit(&self.local(), "notes.merge", theirs)?;
+        self.commit_and_swap(notes_ref, Some(expected), Some(theirs), edits, message)
+    }
+
+    fn fast_forward(&self, notes_ref: &NotesRef, expected: Option<&Oid>, to: &Oid) -> Result<()> {
+        crate::gix_sync::fast_forward(&self.local(), notes_ref, expected, to)
+    }
+}
+
+impl GixNotes {
+    /// Writes one notes commit (parents: `expected`, then `theirs` for a merge) with `edits`
+    /// applied to the tree of `expected`, and moves the ref by compare-and-swap.
+    fn commit_and_swap(
+        &self,
+        notes_ref: &NotesRef,
+        expected: Option<&Oid>,
+        theirs: Option<&Oid>,
+        edits: &[NoteEdit],
+        message: &str,
+    ) -> Result<Oid> {
+        const OP: &str = "notes.update";
         let repo = self.local();
+        let theirs = theirs.map(|t| to_gix(&repo, t)).transpose()?;
         let expected = expected.map(|e| to_gix(&repo, e)).transpose()?;
         let moved = |found: Option<gix::ObjectId>| {
             Error::new(
@@ -739,13 +785,16 @@ impl NotesBackend for GixNotes {
                 &builder,
                 notes_ref,
                 expected,
+                theirs,
                 &staged,
                 message,
                 Some(&take),
             )?
         } else {
             let staged = self.write_blobs(&repo, edits)?;
-            build_commit(&repo, &*repo, notes_ref, expected, &staged, message, None)?
+            build_commit(
+                &repo, &*repo, notes_ref, expected, theirs, &staged, message, None,
+            )?
         };
         let constraint = match expected {
             Some(tip) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(tip)),
@@ -798,6 +847,7 @@ fn build_commit(
     objects: &(impl gix::objs::Find + gix::objs::Write),
     notes_ref: &NotesRef,
     expected: Option<gix::ObjectId>,
+    theirs: Option<gix::ObjectId>,
     staged: &[(gix::ObjectId, Option<gix::ObjectId>)],
     message: &str,
     pack: Option<&dyn Fn() -> Vec<PackObject>>,
@@ -827,7 +877,7 @@ fn build_commit(
         write_pack(repo, &pack())?;
     }
     Ok(repo
-        .new_commit(message, tree, expected)
+        .new_commit(message, tree, expected.into_iter().chain(theirs))
         .map_err(|e| {
             Error::new(
                 ErrorKind::Backend,

@@ -6,16 +6,23 @@ mod backend;
 pub mod conformance;
 mod error;
 pub mod format;
+#[cfg(feature = "git2")]
+mod git2_backend;
 #[cfg(feature = "gix")]
 mod gix_backend;
+#[cfg(feature = "gix")]
+mod gix_sync;
 mod memory;
 mod notes;
 mod oid;
 pub mod state;
+pub mod sync;
 pub mod transport;
 
 pub use backend::{NoteEdit, NotesBackend, NotesBackendExt, WriteLock};
 pub use error::{Error, ErrorKind, Result};
+#[cfg(feature = "git2")]
+pub use git2_backend::Git2Notes;
 #[cfg(feature = "gix")]
 pub use gix_backend::GixNotes;
 pub use memory::InMemoryNotes;

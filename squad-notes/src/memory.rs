@@ -13,7 +13,77 @@ type Tree = Arc<BTreeMap<Oid, Vec<u8>>>;
 struct Inner {
     refs: HashMap<NotesRef, Oid>,
     snapshots: HashMap<Oid, Tree>,
+    /// The parents of every tip (one for an update on top of a tip, two for a merge).
+    parents: HashMap<Oid, Vec<Oid>>,
     counter: u64,
+}
+
+impl Inner {
+    fn moved(&self, op: &'static str, notes_ref: &NotesRef, expected: Option<&Oid>) -> Result<()> {
+        let current = self.refs.get(notes_ref);
+        if current == expected {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::Conflict,
+            op,
+            format!(
+                "{notes_ref} moved: expected {}, found {}",
+                expected.map_or("nothing", Oid::as_str),
+                current.map_or("nothing", Oid::as_str)
+            ),
+        ))
+    }
+
+    fn require(&self, op: &'static str, tip: &Oid) -> Result<()> {
+        if self.snapshots.contains_key(tip) {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::NotFound,
+                op,
+                format!("notes tip {tip} not found"),
+            ))
+        }
+    }
+
+    fn is_ancestor(&self, ancestor: &Oid, descendant: &Oid) -> bool {
+        let mut todo = vec![descendant];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(tip) = todo.pop() {
+            if tip == ancestor {
+                return true;
+            }
+            if seen.insert(tip) {
+                todo.extend(self.parents.get(tip).into_iter().flatten());
+            }
+        }
+        false
+    }
+
+    /// Stores `tree` under a fresh tip with `parents` and points `notes_ref` at it.
+    fn commit(
+        &mut self,
+        notes_ref: &NotesRef,
+        tree: BTreeMap<Oid, Vec<u8>>,
+        parents: Vec<Oid>,
+    ) -> Result<Oid> {
+        self.counter += 1;
+        let tip = Oid::new(&format!("{:040x}", self.counter))?;
+        self.snapshots.insert(tip.clone(), Arc::new(tree));
+        self.parents.insert(tip.clone(), parents);
+        self.refs.insert(notes_ref.clone(), tip.clone());
+        Ok(tip)
+    }
+}
+
+fn apply(tree: &mut BTreeMap<Oid, Vec<u8>>, edits: &[NoteEdit]) {
+    for edit in edits {
+        match &edit.blob {
+            Some(bytes) => tree.insert(edit.object.clone(), bytes.clone()),
+            None => tree.remove(&edit.object),
+        };
+    }
 }
 
 /// An in-memory [`NotesBackend`]: the reference implementation, good for tests and for hosts that
@@ -97,32 +167,64 @@ impl NotesBackend for InMemoryNotes {
             ));
         }
         let mut inner = self.lock();
-        let current = inner.refs.get(notes_ref).cloned();
-        if current.as_ref() != expected {
-            return Err(Error::new(
-                ErrorKind::Conflict,
-                "notes.update",
-                format!(
-                    "{notes_ref} moved: expected {}, found {}",
-                    expected.map_or("nothing", Oid::as_str),
-                    current.as_ref().map_or("nothing", Oid::as_str)
-                ),
-            ));
-        }
-        let mut tree: BTreeMap<Oid, Vec<u8>> = match &current {
+        inner.moved("notes.update", notes_ref, expected)?;
+        let mut tree: BTreeMap<Oid, Vec<u8>> = match expected {
             Some(tip) => (*Self::snapshot(&inner, tip)?).clone(),
             None => BTreeMap::new(),
         };
-        for edit in edits {
-            match &edit.blob {
-                Some(bytes) => tree.insert(edit.object.clone(), bytes.clone()),
-                None => tree.remove(&edit.object),
-            };
+        apply(&mut tree, edits);
+        inner.commit(notes_ref, tree, expected.into_iter().cloned().collect())
+    }
+
+    fn list_refs(&self, prefix: &str) -> Result<Vec<(NotesRef, Oid)>> {
+        let mut out: Vec<(NotesRef, Oid)> = self
+            .lock()
+            .refs
+            .iter()
+            .filter(|(name, _)| name.as_str().starts_with(prefix))
+            .map(|(name, tip)| (name.clone(), tip.clone()))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    fn is_ancestor(&self, ancestor: &Oid, descendant: &Oid) -> Result<bool> {
+        let inner = self.lock();
+        inner.require("notes.is_ancestor", ancestor)?;
+        inner.require("notes.is_ancestor", descendant)?;
+        Ok(inner.is_ancestor(ancestor, descendant))
+    }
+
+    fn merge(
+        &self,
+        notes_ref: &NotesRef,
+        expected: &Oid,
+        theirs: &Oid,
+        edits: &[NoteEdit],
+        _message: &str,
+    ) -> Result<Oid> {
+        let mut inner = self.lock();
+        inner.require("notes.merge", theirs)?;
+        inner.moved("notes.merge", notes_ref, Some(expected))?;
+        let mut tree = (*Self::snapshot(&inner, expected)?).clone();
+        apply(&mut tree, edits);
+        inner.commit(notes_ref, tree, vec![expected.clone(), theirs.clone()])
+    }
+
+    fn fast_forward(&self, notes_ref: &NotesRef, expected: Option<&Oid>, to: &Oid) -> Result<()> {
+        let mut inner = self.lock();
+        inner.require("notes.fast_forward", to)?;
+        inner.moved("notes.fast_forward", notes_ref, expected)?;
+        if let Some(from) = expected
+            && !inner.is_ancestor(from, to)
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "notes.fast_forward",
+                format!("cannot fast-forward {notes_ref}: {from} is not an ancestor of {to}"),
+            ));
         }
-        inner.counter += 1;
-        let tip = Oid::new(&format!("{:040x}", inner.counter))?;
-        inner.snapshots.insert(tip.clone(), Arc::new(tree));
-        inner.refs.insert(notes_ref.clone(), tip.clone());
-        Ok(tip)
+        inner.refs.insert(notes_ref.clone(), to.clone());
+        Ok(())
     }
 }

@@ -8,5 +8,6 @@ mod approval;
 mod approval_github;
 mod memory;
 mod notes;
+mod notes_sync;
 mod route;
 mod schema;

@@ -8,8 +8,10 @@ mod common;
 mod concurrency;
 mod conformance;
 mod format;
+mod git2;
 mod interop;
 mod protocol;
+mod sync;
 
 #[test]
 fn error_kinds_classify_user_errors() {

@@ -1,0 +1,373 @@
+//! Sync of the squad notes refs between clones: fetch, merge entry by entry, push with a lease.
+//!
+//! [`sync`] runs the sequence of the reference (the git-appraise pattern), with the merge done
+//! in Rust:
+//!
+//! 1. **Fetch** `refs/notes/squad/*` from the remote into the tracking refs
+//!    `refs/notes/remotes/<remote>/squad/*` ([`Transport::fetch`]). No local ref is written.
+//! 2. **Merge** every tracking ref into its local ref `refs/notes/squad/<ns>`:
+//!    - identical tips, or the remote tip already in the local history: nothing to do;
+//!    - no local ref, or the local tip in the remote history: fast-forward
+//!      ([`NotesBackend::fast_forward`]), so no new commit is made;
+//!    - otherwise a merge commit ([`NotesBackend::merge`]) whose parents are the local tip then
+//!      the remote tip, and whose notes are, per annotated object, the union by entry id of both
+//!      sides ([`union_notes`]): objects on one side only are taken as they are, entries are
+//!      de-duplicated, lines that are not entries are kept from both sides.
+//!
+//!    Each local step is a compare-and-swap; a race with a local writer is retried.
+//! 3. **Push** every local squad ref that differs from the remote, with a lease equal to the
+//!    tracking tip just fetched ("must not exist" when the remote lacks the ref). A stale lease
+//!    means another clone pushed meanwhile: fetch, merge and push again, with jittered back-off,
+//!    a bounded number of times ([`SyncOptions::retry`]).
+//!
+//! Because the remote tip is a parent of the merge, the push fast-forwards the remote, and
+//! `git notes merge -s cat_sort_uniq refs/notes/remotes/<remote>/squad/<ns>` afterwards reports
+//! "Already up to date".
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+
+use crate::backend::{NoteEdit, NotesBackend};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::union_notes;
+use crate::notes::RetryPolicy;
+use crate::oid::{NotesRef, Oid};
+use crate::transport::{FetchRefspec, PushStatus, PushUpdate, Transport};
+
+/// The prefix of every squad notes ref.
+pub const SQUAD_PREFIX: &str = "refs/notes/squad/";
+
+/// How [`sync_with`] retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncOptions {
+    /// Rounds of fetch, merge and push when pushes lose races (`max_attempts`), and the
+    /// back-off between them.
+    pub retry: RetryPolicy,
+    /// Attempts of one local merge when local writers keep moving the ref.
+    pub local_retry: RetryPolicy,
+}
+
+impl Default for SyncOptions {
+    /// 30 rounds with back-off ceilings from 20 ms to 1 s; 200 local attempts (1 ms to 25 ms).
+    fn default() -> Self {
+        Self {
+            retry: RetryPolicy {
+                max_attempts: 30,
+                base: Duration::from_millis(20),
+                cap: Duration::from_secs(1),
+            },
+            local_retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// What a local merge step did to one notes ref.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum MergeAction {
+    /// Both tips were the same.
+    UpToDate,
+    /// The remote tip was already in the local history (the local ref is ahead).
+    LocalAhead,
+    /// The local ref was missing or behind and was moved to the remote tip.
+    FastForward,
+    /// A merge commit joined both histories.
+    Merged,
+}
+
+/// The outcome of a local merge step: what was done and the local tip afterwards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// What was done.
+    pub action: MergeAction,
+    /// The local tip afterwards.
+    pub tip: Oid,
+    /// How many annotated objects the merge commit changed (0 unless `action` is `Merged`).
+    pub objects_changed: usize,
+}
+
+/// What [`sync`] did, per ref and in total.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SyncReport {
+    /// Refs for which the remote brought notes the clone did not have (fast-forwarded or merged).
+    pub fetched: usize,
+    /// Refs joined by a merge commit.
+    pub merged: usize,
+    /// Refs whose remote value was changed by the push.
+    pub pushed: usize,
+    /// Squad refs seen on either side.
+    pub refs: usize,
+    /// Rounds of fetch, merge and push (more than 1 when a push lost a race).
+    pub rounds: u32,
+    /// The local tip of every squad ref after the sync.
+    pub tips: BTreeMap<NotesRef, Oid>,
+}
+
+/// Syncs every squad notes ref with `remote`, with the default [`SyncOptions`].
+///
+/// `backend` must read the object store the transport fetches into (for git: the same
+/// repository), since the merge reads the fetched tips through it.
+///
+/// # Errors
+///
+/// - [`ErrorKind::InvalidInput`] for a bad remote name, [`ErrorKind::NotFound`] for an unknown
+///   remote (nothing changed in either case).
+/// - [`ErrorKind::Conflict`] when every round lost its push race; what was merged locally stays
+///   (it only adds notes) and the next sync pushes it.
+/// - [`ErrorKind::Backend`] when the remote is unreachable or refuses a push for another reason
+///   (a hook, a protected ref).
+/// - [`ErrorKind::Unsupported`] when the backend cannot merge.
+///
+/// ```no_run
+/// use squad_notes::GixNotes;
+/// use squad_notes::transport::GitCliTransport;
+///
+/// # fn main() -> squad_notes::Result<()> {
+/// let backend = GixNotes::discover(".".as_ref())?;
+/// let transport = GitCliTransport::new(".");
+/// let report = squad_notes::sync::sync(&backend, &transport, "origin")?;
+/// println!("fetched {} merged {} pushed {}", report.fetched, report.merged, report.pushed);
+/// # Ok(()) }
+/// ```
+pub fn sync<B, T>(backend: &B, transport: &T, remote: &str) -> Result<SyncReport>
+where
+    B: NotesBackend + ?Sized,
+    T: Transport + ?Sized,
+{
+    sync_with(backend, transport, remote, &SyncOptions::default())
+}
+
+/// [`sync`] with explicit retry options.
+///
+/// # Errors
+///
+/// As [`sync`].
+pub fn sync_with<B, T>(
+    backend: &B,
+    transport: &T,
+    remote: &str,
+    options: &SyncOptions,
+) -> Result<SyncReport>
+where
+    B: NotesBackend + ?Sized,
+    T: Transport + ?Sized,
+{
+    let tracking_prefix = format!("refs/notes/remotes/{remote}/squad/");
+    let mut brought: BTreeSet<NotesRef> = BTreeSet::new();
+    let mut merged: BTreeSet<NotesRef> = BTreeSet::new();
+    let mut pushed: BTreeSet<NotesRef> = BTreeSet::new();
+    let mut seen: BTreeSet<NotesRef> = BTreeSet::new();
+    let rounds = options.retry.max_attempts.max(1);
+    for round in 0..rounds {
+        let tracking = transport.fetch(remote, &[FetchRefspec::notes(remote)])?;
+        let mut remote_tips: HashMap<NotesRef, Oid> = HashMap::new();
+        let mut sources: BTreeMap<NotesRef, String> = BTreeMap::new();
+        for t in tracking {
+            let Some(rest) = t.name.strip_prefix(&tracking_prefix) else {
+                continue;
+            };
+            let local = NotesRef::new(&format!("{SQUAD_PREFIX}{rest}"))?;
+            remote_tips.insert(local.clone(), Oid::new(&t.oid)?);
+            sources.insert(local, t.name);
+        }
+        for (name, source) in &sources {
+            let outcome = merge_remote(
+                backend,
+                name,
+                &remote_tips[name],
+                source,
+                &options.local_retry,
+            )?;
+            match outcome.action {
+                MergeAction::FastForward => {
+                    brought.insert(name.clone());
+                }
+                MergeAction::Merged => {
+                    brought.insert(name.clone());
+                    merged.insert(name.clone());
+                }
+                _ => {}
+            }
+        }
+        let local = backend.list_refs(SQUAD_PREFIX)?;
+        seen.extend(remote_tips.keys().cloned());
+        seen.extend(local.iter().map(|(n, _)| n.clone()));
+        let mut stale = false;
+        let mut updates = Vec::new();
+        for (name, tip) in &local {
+            let theirs = remote_tips.get(name);
+            if theirs == Some(tip) {
+                continue;
+            }
+            // Push only a tip that contains what the remote has. A writer without
+            // compare-and-swap (`git notes` itself) may have replaced the merge meanwhile:
+            // merge again in the next round rather than push a tip that drops remote notes.
+            if let Some(theirs) = theirs
+                && !backend.is_ancestor(theirs, tip)?
+            {
+                stale = true;
+                continue;
+            }
+            updates.push(PushUpdate::same_name(
+                name.as_str(),
+                theirs.map(|o| o.as_str().to_owned()),
+            ));
+        }
+        let results = transport.push(remote, &updates)?;
+        for result in results {
+            let name = NotesRef::new(&result.remote)?;
+            match result.status {
+                PushStatus::UpToDate => {}
+                PushStatus::StaleLease => stale = true,
+                PushStatus::Rejected { reason } if lost_race(&reason) => stale = true,
+                PushStatus::Rejected { reason } => {
+                    return Err(Error::new(
+                        ErrorKind::Backend,
+                        "notes.sync",
+                        format!("{remote} refused the push of {name}: {reason}"),
+                    ));
+                }
+                _ => {
+                    pushed.insert(name);
+                }
+            }
+        }
+        if !stale {
+            let tips = backend.list_refs(SQUAD_PREFIX)?.into_iter().collect();
+            return Ok(SyncReport {
+                fetched: brought.len(),
+                merged: merged.len(),
+                pushed: pushed.len(),
+                refs: seen.len(),
+                rounds: round + 1,
+                tips,
+            });
+        }
+        backoff(&options.retry, round);
+    }
+    Err(Error::new(
+        ErrorKind::Conflict,
+        "notes.sync",
+        format!(
+            "{remote} kept moving: every push lost its race in {rounds} rounds; \
+             the merged notes are kept locally, run the sync again"
+        ),
+    ))
+}
+
+/// Merges the tip `remote` (of another clone, already in the object store; `source` names it in
+/// the merge message, for example its tracking ref) into the local ref `notes_ref`:
+/// fast-forward when possible, otherwise a merge commit holding the union by entry id of both
+/// sides. Retries when a local writer moves the ref meanwhile.
+///
+/// # Errors
+///
+/// [`ErrorKind::Conflict`] when local writers won every attempt of `retry`; backend errors as
+/// they come. Nothing is lost in any case: the local ref only ever moves to a tip that contains
+/// its previous value.
+pub fn merge_remote<B: NotesBackend + ?Sized>(
+    backend: &B,
+    notes_ref: &NotesRef,
+    remote: &Oid,
+    source: &str,
+    retry: &RetryPolicy,
+) -> Result<Merged> {
+    let attempts = retry.max_attempts.max(1);
+    let mut last = None;
+    for attempt in 0..attempts {
+        match merge_once(backend, notes_ref, remote, source) {
+            Err(e) if e.kind() == ErrorKind::Conflict => {
+                last = Some(e);
+                backoff(retry, attempt);
+            }
+            other => return other,
+        }
+    }
+    Err(last.unwrap_or_else(|| Error::new(ErrorKind::Conflict, "notes.merge", "no attempt made")))
+}
+
+fn merge_once<B: NotesBackend + ?Sized>(
+    backend: &B,
+    notes_ref: &NotesRef,
+    remote: &Oid,
+    source: &str,
+) -> Result<Merged> {
+    let done = |action, tip: &Oid| Merged {
+        action,
+        tip: tip.clone(),
+        objects_changed: 0,
+    };
+    let Some(local) = backend.tip(notes_ref)? else {
+        backend.fast_forward(notes_ref, None, remote)?;
+        return Ok(done(MergeAction::FastForward, remote));
+    };
+    if &local == remote {
+        return Ok(done(MergeAction::UpToDate, &local));
+    }
+    if backend.is_ancestor(remote, &local)? {
+        return Ok(done(MergeAction::LocalAhead, &local));
+    }
+    if backend.is_ancestor(&local, remote)? {
+        backend.fast_forward(notes_ref, Some(&local), remote)?;
+        return Ok(done(MergeAction::FastForward, remote));
+    }
+    let edits = union_edits(backend, &local, remote)?;
+    // git's message for a notes merge.
+    let message = format!("Merged notes from {source} into {notes_ref}\n");
+    let tip = backend.merge(notes_ref, &local, remote, &edits, &message)?;
+    Ok(Merged {
+        action: MergeAction::Merged,
+        tip,
+        objects_changed: edits.len(),
+    })
+}
+
+/// The edits that turn the notes at `local` into the union of `local` and `remote`.
+pub(crate) fn union_edits<B: NotesBackend + ?Sized>(
+    backend: &B,
+    local: &Oid,
+    remote: &Oid,
+) -> Result<Vec<NoteEdit>> {
+    let ours: HashMap<Oid, Vec<u8>> = backend.read_all(local)?.into_iter().collect();
+    let mut edits = Vec::new();
+    for (object, theirs) in backend.read_all(remote)? {
+        match ours.get(&object) {
+            None => edits.push(NoteEdit::set(object, theirs)),
+            Some(mine) if *mine == theirs => {}
+            Some(mine) => {
+                let joined = union_notes(mine, &theirs);
+                if joined != *mine {
+                    edits.push(NoteEdit::set(object, joined));
+                }
+            }
+        }
+    }
+    Ok(edits)
+}
+
+/// `true` for a push refused because another push updated the remote ref at the same moment:
+/// the lease passed on our side, but the remote's own compare-and-swap under its ref lock failed
+/// (`[remote rejected] (failed to update ref)`, `cannot lock ref …`).
+fn lost_race(reason: &str) -> bool {
+    [
+        "failed to update ref",
+        "cannot lock ref",
+        "failed to lock",
+        "incorrect old value",
+    ]
+    .iter()
+    .any(|r| reason.contains(r))
+}
+
+fn backoff(policy: &RetryPolicy, attempt: u32) {
+    let ceiling = policy
+        .base
+        .saturating_mul(1u32 << attempt.min(16))
+        .min(policy.cap);
+    let micros = u64::try_from(ceiling.as_micros()).unwrap_or(u64::MAX);
+    let pause = rand::rngs::StdRng::from_os_rng().random_range(0..=micros);
+    std::thread::sleep(Duration::from_micros(pause));
+}
