@@ -842,6 +842,10 @@ fn write_blob_chunk(
 }
 
 /// Writes the tree and the notes commit for `staged` edits on top of `expected`.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a private helper shared by the loose and packed write paths; the arguments are the commit's parts"
+)]
 fn build_commit(
     repo: &gix::Repository,
     objects: &(impl gix::objs::Find + gix::objs::Write),
