@@ -63,6 +63,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     let ctx = match Ctx::new(cli.dir, cli.state_dir, cli.json) {
         Ok(ctx) => ctx,
@@ -79,4 +80,24 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => e.report(),
     }
+}
+
+/// Ends the process quietly (exit 1) when stdout is closed early, as in `squad notes show | head`.
+///
+/// `println!` panics on a broken pipe; a command-line tool should stop without a backtrace
+/// instead. Every other panic keeps the default report.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.contains("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(1);
+        }
+        default(info);
+    }));
 }
