@@ -179,9 +179,7 @@ fn thread_root_owner(cx: &mut Cx<'_>, req: &Req<'_>, root: &Comment) {
             let dir = cx.dir;
             let mut seen: Vec<(AgentId, Option<SquadId>)> = Vec::new();
             for t in dir.tasks_triggered_by(&root.id) {
-                if let Some(t) = dir.task(t)
-                    && !seen.iter().any(|(a, _)| a == &t.agent_id)
-                {
+                if !seen.iter().any(|(a, _)| a == &t.agent_id) {
                     let squad = if t.is_leader_task {
                         t.squad_id.clone()
                     } else {

@@ -18,7 +18,7 @@ use crate::policy::RoutingPolicy;
 use crate::records::Principal;
 
 /// The decisions for one event, plus the id counter after minting new ids.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Decisions {
     /// The decisions, in order. Effects ([`apply`](crate::apply)) follow this order.
     pub decisions: Vec<Decision>,
@@ -77,7 +77,40 @@ impl Engine {
 
     /// Decides what `event`, happening at `at`, leads to.
     pub fn decide(&self, dir: &dyn Directory, at: Timestamp, event: &Event) -> Decisions {
+        let mut out = Decisions {
+            decisions: Vec::new(),
+            id_seq: 0,
+        };
+        self.decide_into(dir, at, event, &mut out);
+        out
+    }
+
+    /// [`decide`](Self::decide) into `out`, replacing what it held but keeping its buffer: a
+    /// replay loop that pairs it with [`apply_drain`](crate::apply_drain) allocates no decision
+    /// list per event.
+    ///
+    /// ```
+    /// use squad_routing::{Decisions, Engine, Event, InMemoryDirectory, apply_drain};
+    /// use squad_model::{TaskId, TaskStatus, Timestamp};
+    ///
+    /// let mut dir = InMemoryDirectory::new();
+    /// let mut out = Decisions::default();
+    /// let event = Event::TaskStatus { task_id: TaskId::new("t1").unwrap(), status: TaskStatus::Running };
+    /// Engine::default().decide_into(&dir, Timestamp::from_unix_seconds(0).unwrap(), &event, &mut out);
+    /// assert_eq!(out.decisions.len(), 1);
+    /// apply_drain(&mut dir, &mut out);
+    /// assert!(out.decisions.is_empty());
+    /// ```
+    pub fn decide_into(
+        &self,
+        dir: &dyn Directory,
+        at: Timestamp,
+        event: &Event,
+        out: &mut Decisions,
+    ) {
         let mut cx = Cx::new(&self.policy, dir, at);
+        out.decisions.clear();
+        cx.out = std::mem::take(&mut out.decisions);
         match event {
             Event::CreateSquad { .. }
             | Event::UpdateSquad { .. }
@@ -99,10 +132,8 @@ impl Engine {
                 autopilot::decide(&mut cx, event)
             }
         }
-        Decisions {
-            decisions: cx.out,
-            id_seq: cx.seq,
-        }
+        out.decisions = cx.out;
+        out.id_seq = cx.seq;
     }
 }
 
@@ -210,6 +241,16 @@ impl<'a> Cx<'a> {
             .pending_task(issue, agent)
             .filter(|t| !self.cancelled.contains(&t.id))
             .map(|t| t.id.clone())
+    }
+
+    /// Whether the agent has a pending task on the issue ([`pending`](Self::pending) without
+    /// copying its id).
+    pub(crate) fn has_pending(&self, issue: &IssueId, agent: &AgentId) -> bool {
+        self.local_tasks(issue).any(|t| &t.agent_id == agent)
+            || self
+                .dir
+                .pending_task(issue, agent)
+                .is_some_and(|t| !self.cancelled.contains(&t.id))
     }
 
     /// Pending tasks this event enqueued on the issue and has not cancelled.
