@@ -14,7 +14,7 @@ struct Req<'e> {
     issue: &'e Issue,
     comment_id: &'e CommentId,
     author: &'e Principal,
-    originator: Option<UserId>,
+    originator: Option<&'e UserId>,
     suppress: &'e [AgentId],
 }
 
@@ -67,7 +67,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
     if is_note_comment(content) {
         return cx.noop(NoopReason::NoteComment);
     }
-    let originator = cx.request_originator(author, task_id.as_ref(), Some(issue));
+    let originator = cx.request_originator_ref(author, task_id.as_ref(), Some(issue));
     let req = Req {
         issue,
         comment_id,
@@ -217,7 +217,7 @@ fn plain(
     let Some(agent) = cx.agent_in(agent_id, &req.issue.workspace_id) else {
         return cx.noop_for(NoopReason::AgentNotReady, agent_id);
     };
-    if !can_invoke_agent(dir, agent, req.author, req.originator.as_ref()) {
+    if !can_invoke_agent(dir, agent, req.author, req.originator) {
         return cx.noop_for(NoopReason::InvocationDenied, agent_id);
     }
     if !bound(agent) {
@@ -246,7 +246,7 @@ fn leader_task(
     else {
         return cx.noop_for(NoopReason::LeaderNotReady, leader_id);
     };
-    if !can_invoke_agent(dir, leader, req.author, req.originator.as_ref()) {
+    if !can_invoke_agent(dir, leader, req.author, req.originator) {
         return cx.noop_for(NoopReason::InvocationDenied, leader_id);
     }
     finish(cx, req, leader_id, Some(squad), source, delay);
@@ -275,7 +275,7 @@ fn finish(
         issue: Some(&req.issue.id),
         leader_of,
         trigger: Some(req.comment_id),
-        originator: req.originator.clone(),
+        originator: req.originator.cloned(),
         source,
         delay_seconds: delay,
     });
@@ -394,7 +394,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             (leader, Some(squad.id.clone()))
         };
         // The gate comes before archived/runtime so private agents cannot be enumerated.
-        if !can_invoke_agent(dir, agent, req.author, req.originator.as_ref()) {
+        if !can_invoke_agent(dir, agent, req.author, req.originator) {
             outcomes.push(blocked("invocation_not_allowed"));
             continue;
         }
@@ -477,7 +477,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             issue: Some(&req.issue.id),
             leader_of: t.leader_of.as_ref(),
             trigger: Some(req.comment_id),
-            originator: req.originator.clone(),
+            originator: req.originator.cloned(),
             source,
             delay_seconds: None,
         });

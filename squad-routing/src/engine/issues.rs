@@ -261,8 +261,8 @@ fn validated_change(
     if ty.is_none() && id.is_none() {
         return Some(None);
     }
-    let originator = cx.request_originator(actor, task_id, issue);
-    match validate_assignee(cx, ws, actor, originator.as_ref(), ty, id) {
+    let originator = cx.request_originator_ref(actor, task_id, issue);
+    match validate_assignee(cx, ws, actor, originator, ty, id) {
         Ok(a) => Some(Some(a)),
         Err((code, msg)) => {
             cx.reject(code, msg);

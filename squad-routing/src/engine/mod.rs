@@ -324,19 +324,34 @@ impl<'a> Cx<'a> {
         task: Option<&TaskId>,
         issue: Option<&Issue>,
     ) -> Option<UserId> {
+        self.request_originator_ref(actor, task, issue).cloned()
+    }
+
+    /// [`request_originator`](Self::request_originator), borrowed from the request or the
+    /// directory.
+    pub(crate) fn request_originator_ref<'r>(
+        &self,
+        actor: &'r Principal,
+        task: Option<&TaskId>,
+        issue: Option<&'r Issue>,
+    ) -> Option<&'r UserId>
+    where
+        'a: 'r,
+    {
+        let dir: &'a dyn Directory = self.dir;
         match actor {
-            Principal::Member(u) => Some(u.clone()),
+            Principal::Member(u) => Some(u),
             Principal::System => None,
             Principal::Agent(_) => task
-                .and_then(|t| self.dir.task(t))
-                .and_then(|t| t.originator_user_id.clone())
+                .and_then(|t| dir.task(t))
+                .and_then(|t| t.originator_user_id.as_ref())
                 .or_else(|| {
                     let origin = issue?.origin.as_ref()?;
                     if origin.kind != "autopilot" {
                         return None;
                     }
                     let id = squad_model::AutopilotId::new(origin.id.clone()?).ok()?;
-                    Some(self.dir.autopilot(&id)?.creator_id.clone())
+                    Some(&dir.autopilot(&id)?.creator_id)
                 }),
         }
     }
