@@ -36,8 +36,15 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
         return cx.reject(404, "issue not found");
     };
     if let (Principal::Agent(_), Some(t)) = (author, task_id) {
-        let lower = TaskId::new(t.as_str().to_ascii_lowercase()).ok();
-        if lower.and_then(|t| cx.dir.evaluation(&t)) == Some(EvaluationOutcome::NoAction) {
+        // Evaluations are keyed by the lower-cased task id; copy only when the case differs.
+        let outcome = if t.as_str().bytes().any(|b| b.is_ascii_uppercase()) {
+            TaskId::new(t.as_str().to_ascii_lowercase())
+                .ok()
+                .and_then(|t| cx.dir.evaluation(&t))
+        } else {
+            cx.dir.evaluation(t)
+        };
+        if outcome == Some(EvaluationOutcome::NoAction) {
             return cx.reject(
                 409,
                 "squad leader recorded no_action; comments are not allowed for this task",
