@@ -26,6 +26,15 @@ pub fn apply_owned(dir: &mut dyn Directory, decisions: Decisions) {
     dir.advance_id_seq(seq);
 }
 
+/// [`apply_owned`] that leaves `decisions` empty with its buffer kept, for reuse with
+/// [`Engine::decide_into`](crate::Engine::decide_into).
+pub fn apply_drain(dir: &mut dyn Directory, decisions: &mut Decisions) {
+    for d in decisions.decisions.drain(..) {
+        apply_one(dir, d);
+    }
+    dir.advance_id_seq(decisions.id_seq);
+}
+
 fn apply_one(dir: &mut dyn Directory, d: Decision) {
     match d {
         Decision::Enqueue { task, .. } => dir.put_task(*task),

@@ -80,7 +80,7 @@ pub trait Directory {
     /// A comment.
     fn comment(&self, id: &CommentId) -> Option<&Comment>;
     /// The tasks a comment triggered (created with it as trigger), oldest first.
-    fn tasks_triggered_by(&self, comment: &CommentId) -> &[TaskId];
+    fn tasks_triggered_by(&self, comment: &CommentId) -> Vec<&Task>;
     /// An autopilot.
     fn autopilot(&self, id: &AutopilotId) -> Option<&Autopilot>;
     /// Autopilots assigned to the squad.
@@ -126,11 +126,15 @@ pub trait Directory {
     fn advance_id_seq(&mut self, seq: u64);
 }
 
+/// A task's position in [`InMemoryDirectory::tasks`]: the indexes hold handles, not ids, so
+/// that indexing a task allocates nothing.
+type TaskIx = u32;
+
 #[derive(Debug, Clone)]
 struct AgentSlot {
     agent: AgentId,
-    latest: TaskId,
-    pending: Option<TaskId>,
+    latest: TaskIx,
+    pending: Option<TaskIx>,
 }
 
 #[derive(Debug, Clone)]
@@ -139,7 +143,7 @@ struct IssueEntry {
     number: Option<u64>,
     children: Vec<IssueId>,
     slots: Vec<AgentSlot>,
-    active: Vec<TaskId>,
+    active: Vec<TaskIx>,
 }
 
 /// The reference [`Directory`]: every record in hash maps with the indexes the rules need.
@@ -163,9 +167,11 @@ pub struct InMemoryDirectory {
     issues: Map<IssueId, IssueEntry>,
     squad_issues: Map<SquadId, Vec<IssueId>>,
     autopilot_issues: Map<AutopilotId, Vec<IssueId>>,
-    tasks: Map<TaskId, Task>,
+    /// Tasks by handle (tasks are never removed).
+    tasks: Vec<Task>,
+    task_ix: Map<TaskId, TaskIx>,
     comments: Map<CommentId, Comment>,
-    triggered: Map<CommentId, Vec<TaskId>>,
+    triggered: Map<CommentId, Vec<TaskIx>>,
     autopilots: Map<AutopilotId, Autopilot>,
     evaluations: Map<TaskId, EvaluationOutcome>,
     seq: u64,
@@ -197,7 +203,7 @@ impl InMemoryDirectory {
 
     /// Every task, in no particular order.
     pub fn tasks(&self) -> impl Iterator<Item = &Task> {
-        self.tasks.values()
+        self.tasks.iter()
     }
 
     /// Every issue, in no particular order.
@@ -219,6 +225,10 @@ impl InMemoryDirectory {
             self.tasks.len(),
             self.comments.len(),
         )
+    }
+
+    fn task_at(&self, ix: TaskIx) -> Option<&Task> {
+        self.tasks.get(ix as usize)
     }
 
     fn unindex_squad_issue(&mut self, issue: &Issue) {
@@ -269,28 +279,30 @@ impl Directory for InMemoryDirectory {
             .map_or(&[], Vec::as_slice)
     }
     fn task(&self, id: &TaskId) -> Option<&Task> {
-        self.tasks.get(id)
+        self.task_at(*self.task_ix.get(id)?)
     }
     fn pending_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task> {
         let e = self.issues.get(issue)?;
         let slot = e.slots.iter().find(|s| &s.agent == agent)?;
-        self.tasks.get(slot.pending.as_ref()?)
+        self.task_at(slot.pending?)
     }
     fn latest_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task> {
         let e = self.issues.get(issue)?;
         let slot = e.slots.iter().find(|s| &s.agent == agent)?;
-        self.tasks.get(&slot.latest)
+        self.task_at(slot.latest)
     }
     fn active_tasks(&self, issue: &IssueId) -> Vec<&Task> {
         self.issues.get(issue).map_or_else(Vec::new, |e| {
-            e.active.iter().filter_map(|t| self.tasks.get(t)).collect()
+            e.active.iter().filter_map(|&t| self.task_at(t)).collect()
         })
     }
     fn comment(&self, id: &CommentId) -> Option<&Comment> {
         self.comments.get(id)
     }
-    fn tasks_triggered_by(&self, comment: &CommentId) -> &[TaskId] {
-        self.triggered.get(comment).map_or(&[], Vec::as_slice)
+    fn tasks_triggered_by(&self, comment: &CommentId) -> Vec<&Task> {
+        self.triggered.get(comment).map_or_else(Vec::new, |v| {
+            v.iter().filter_map(|&t| self.task_at(t)).collect()
+        })
     }
     fn autopilot(&self, id: &AutopilotId) -> Option<&Autopilot> {
         self.autopilots.get(id)
@@ -443,7 +455,14 @@ impl Directory for InMemoryDirectory {
         }
     }
     fn put_task(&mut self, task: Task) {
-        let is_new = !self.tasks.contains_key(&task.id);
+        let (ix, is_new) = match self.task_ix.get(&task.id) {
+            Some(&ix) => (ix, false),
+            None => {
+                // More than `u32::MAX` tasks do not fit in memory anyway.
+                let ix = TaskIx::try_from(self.tasks.len()).unwrap_or(TaskIx::MAX);
+                (ix, true)
+            }
+        };
         if let Some(issue) = &task.issue_id
             && let Some(e) = self.issues.get_mut(issue)
         {
@@ -452,7 +471,7 @@ impl Directory for InMemoryDirectory {
                 None => {
                     e.slots.push(AgentSlot {
                         agent: task.agent_id.clone(),
-                        latest: task.id.clone(),
+                        latest: ix,
                         pending: None,
                     });
                     let last = e.slots.len() - 1;
@@ -460,33 +479,43 @@ impl Directory for InMemoryDirectory {
                 }
             };
             if is_new {
-                slot.latest = task.id.clone();
+                slot.latest = ix;
             }
             if task.status.is_pending() {
-                slot.pending = Some(task.id.clone());
-            } else if slot.pending.as_ref() == Some(&task.id) {
+                slot.pending = Some(ix);
+            } else if slot.pending == Some(ix) {
                 slot.pending = None;
             }
             let active = !task.status.is_terminal();
-            let pos = e.active.iter().position(|t| t == &task.id);
+            let pos = e.active.iter().position(|&t| t == ix);
             match (active, pos) {
-                (true, None) => e.active.push(task.id.clone()),
+                (true, None) => e.active.push(ix),
                 (false, Some(i)) => {
                     e.active.remove(i);
                 }
                 _ => {}
             }
         }
-        if is_new && let Some(c) = &task.trigger_comment_id {
-            self.triggered
-                .entry(c.clone())
-                .or_default()
-                .push(task.id.clone());
+        if is_new {
+            if let Some(c) = &task.trigger_comment_id {
+                match self.triggered.get_mut(c) {
+                    Some(v) => v.push(ix),
+                    None => {
+                        self.triggered.insert(c.clone(), vec![ix]);
+                    }
+                }
+            }
+            self.task_ix.insert(task.id.clone(), ix);
+            self.tasks.push(task);
+        } else if let Some(slot) = self.tasks.get_mut(ix as usize) {
+            *slot = task;
         }
-        self.tasks.insert(task.id.clone(), task);
     }
     fn set_task_status(&mut self, id: &TaskId, status: TaskStatus) {
-        let Some(task) = self.tasks.get_mut(id) else {
+        let Some(&ix) = self.task_ix.get(id) else {
+            return;
+        };
+        let Some(task) = self.tasks.get_mut(ix as usize) else {
             return;
         };
         let was_pending = task.status.is_pending();
@@ -501,14 +530,14 @@ impl Directory for InMemoryDirectory {
         };
         if let Some(slot) = e.slots.iter_mut().find(|s| s.agent == task.agent_id) {
             if pending {
-                slot.pending = Some(id.clone());
-            } else if slot.pending.as_ref() == Some(id) {
+                slot.pending = Some(ix);
+            } else if slot.pending == Some(ix) {
                 slot.pending = None;
             }
         }
-        let pos = e.active.iter().position(|t| t == id);
+        let pos = e.active.iter().position(|&t| t == ix);
         match (active, pos) {
-            (true, None) => e.active.push(id.clone()),
+            (true, None) => e.active.push(ix),
             (false, Some(i)) => {
                 e.active.remove(i);
             }

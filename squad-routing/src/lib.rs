@@ -15,7 +15,7 @@ mod policy;
 mod records;
 pub mod trace;
 
-pub use apply::{apply, apply_owned};
+pub use apply::{apply, apply_drain, apply_owned};
 pub use decision::{Decision, MentionOutcome, NoopReason, TriggerSource};
 pub use directory::{Directory, InMemoryDirectory};
 pub use engine::{Decisions, Engine};

@@ -14,7 +14,7 @@ struct Req<'e> {
     issue: &'e Issue,
     comment_id: &'e CommentId,
     author: &'e Principal,
-    originator: Option<UserId>,
+    originator: Option<&'e UserId>,
     suppress: &'e [AgentId],
 }
 
@@ -36,8 +36,15 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
         return cx.reject(404, "issue not found");
     };
     if let (Principal::Agent(_), Some(t)) = (author, task_id) {
-        let lower = TaskId::new(t.as_str().to_ascii_lowercase()).ok();
-        if lower.and_then(|t| cx.dir.evaluation(&t)) == Some(EvaluationOutcome::NoAction) {
+        // Evaluations are keyed by the lower-cased task id; copy only when the case differs.
+        let outcome = if t.as_str().bytes().any(|b| b.is_ascii_uppercase()) {
+            TaskId::new(t.as_str().to_ascii_lowercase())
+                .ok()
+                .and_then(|t| cx.dir.evaluation(&t))
+        } else {
+            cx.dir.evaluation(t)
+        };
+        if outcome == Some(EvaluationOutcome::NoAction) {
             return cx.reject(
                 409,
                 "squad leader recorded no_action; comments are not allowed for this task",
@@ -67,7 +74,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
     if is_note_comment(content) {
         return cx.noop(NoopReason::NoteComment);
     }
-    let originator = cx.request_originator(author, task_id.as_ref(), Some(issue));
+    let originator = cx.request_originator_ref(author, task_id.as_ref(), Some(issue));
     let req = Req {
         issue,
         comment_id,
@@ -179,9 +186,7 @@ fn thread_root_owner(cx: &mut Cx<'_>, req: &Req<'_>, root: &Comment) {
             let dir = cx.dir;
             let mut seen: Vec<(AgentId, Option<SquadId>)> = Vec::new();
             for t in dir.tasks_triggered_by(&root.id) {
-                if let Some(t) = dir.task(t)
-                    && !seen.iter().any(|(a, _)| a == &t.agent_id)
-                {
+                if !seen.iter().any(|(a, _)| a == &t.agent_id) {
                     let squad = if t.is_leader_task {
                         t.squad_id.clone()
                     } else {
@@ -219,7 +224,7 @@ fn plain(
     let Some(agent) = cx.agent_in(agent_id, &req.issue.workspace_id) else {
         return cx.noop_for(NoopReason::AgentNotReady, agent_id);
     };
-    if !can_invoke_agent(dir, agent, req.author, req.originator.as_ref()) {
+    if !can_invoke_agent(dir, agent, req.author, req.originator) {
         return cx.noop_for(NoopReason::InvocationDenied, agent_id);
     }
     if !bound(agent) {
@@ -248,7 +253,7 @@ fn leader_task(
     else {
         return cx.noop_for(NoopReason::LeaderNotReady, leader_id);
     };
-    if !can_invoke_agent(dir, leader, req.author, req.originator.as_ref()) {
+    if !can_invoke_agent(dir, leader, req.author, req.originator) {
         return cx.noop_for(NoopReason::InvocationDenied, leader_id);
     }
     finish(cx, req, leader_id, Some(squad), source, delay);
@@ -277,7 +282,7 @@ fn finish(
         issue: Some(&req.issue.id),
         leader_of,
         trigger: Some(req.comment_id),
-        originator: req.originator.clone(),
+        originator: req.originator.cloned(),
         source,
         delay_seconds: delay,
     });
@@ -396,7 +401,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             (leader, Some(squad.id.clone()))
         };
         // The gate comes before archived/runtime so private agents cannot be enumerated.
-        if !can_invoke_agent(dir, agent, req.author, req.originator.as_ref()) {
+        if !can_invoke_agent(dir, agent, req.author, req.originator) {
             outcomes.push(blocked("invocation_not_allowed"));
             continue;
         }
@@ -479,7 +484,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             issue: Some(&req.issue.id),
             leader_of: t.leader_of.as_ref(),
             trigger: Some(req.comment_id),
-            originator: req.originator.clone(),
+            originator: req.originator.cloned(),
             source,
             delay_seconds: None,
         });

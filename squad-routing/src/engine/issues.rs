@@ -6,11 +6,13 @@ use squad_model::{
     TaskId, TaskStatus, UserId, WorkspaceId,
 };
 
+use std::fmt;
+
 use super::{Cx, IdKind, NewTask, bound, online};
 use crate::decision::{Decision, NoopReason, TriggerSource};
 use crate::event::Event;
 use crate::invoke::can_invoke_agent;
-use crate::mention::{MentionKind, format_mention};
+use crate::mention::MentionKind;
 use crate::records::{Comment, Principal};
 
 pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
@@ -195,7 +197,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                     // A deferred escalation comes due: if the agent meanwhile has a pending task
                     // on the issue, that task absorbs it.
                     if let Some(issue) = &old.issue_id
-                        && cx.pending(issue, &old.agent_id).is_some()
+                        && cx.has_pending(issue, &old.agent_id)
                     {
                         return cx.push(Decision::Cancel {
                             task_id: task_id.clone(),
@@ -259,8 +261,8 @@ fn validated_change(
     if ty.is_none() && id.is_none() {
         return Some(None);
     }
-    let originator = cx.request_originator(actor, task_id, issue);
-    match validate_assignee(cx, ws, actor, originator.as_ref(), ty, id) {
+    let originator = cx.request_originator_ref(actor, task_id, issue);
+    match validate_assignee(cx, ws, actor, originator, ty, id) {
         Ok(a) => Some(Some(a)),
         Err((code, msg)) => {
             cx.reject(code, msg);
@@ -466,7 +468,7 @@ fn run(
                 }
                 None => originator,
             };
-            if cx.pending(&issue.id, &leader.id).is_some() {
+            if cx.has_pending(&issue.id, &leader.id) {
                 return cx.noop_for(NoopReason::PendingTask, &leader.id);
             }
             cx.enqueue(NewTask {
@@ -483,7 +485,7 @@ fn run(
             let Some(agent) = cx.agent_in(aid, &issue.workspace_id).filter(|a| bound(a)) else {
                 return cx.noop_for(NoopReason::AgentNotReady, aid);
             };
-            if cx.pending(&issue.id, &agent.id).is_some() {
+            if cx.has_pending(&issue.id, &agent.id) {
                 return cx.noop_for(NoopReason::PendingTask, &agent.id);
             }
             cx.enqueue(NewTask {
@@ -515,91 +517,65 @@ pub(crate) fn barrier_closed(children: &[&Issue], completed_stage: Option<u32>) 
         .all(|c| c.status.is_terminal())
 }
 
-/// `Stage 1: 3/3 done; Stage 2: 0/4 done (next)` and the next stage (0 when none).
-pub(crate) fn progress_summary(children: &[&Issue], closed: u32) -> (String, u32) {
-    let mut stages: Vec<(u32, usize, usize)> = Vec::new();
-    for c in children {
-        let Some(s) = c.stage else { continue };
-        let done = usize::from(c.status.is_terminal());
-        match stages.iter_mut().find(|(st, _, _)| *st == s) {
-            Some(e) => {
-                e.1 += done;
-                e.2 += 1;
+/// The per-stage progress of the children, sorted by stage, and the next stage (0 when none).
+struct Progress {
+    /// (stage, done, total).
+    stages: Vec<(u32, usize, usize)>,
+    next: u32,
+}
+
+impl Progress {
+    fn new(children: &[&Issue], closed: u32) -> Self {
+        let mut stages: Vec<(u32, usize, usize)> = Vec::new();
+        for c in children {
+            let Some(s) = c.stage else { continue };
+            let done = usize::from(c.status.is_terminal());
+            match stages.iter_mut().find(|(st, _, _)| *st == s) {
+                Some(e) => {
+                    e.1 += done;
+                    e.2 += 1;
+                }
+                None => stages.push((s, done, 1)),
             }
-            None => stages.push((s, done, 1)),
         }
+        stages.sort_unstable_by_key(|e| e.0);
+        let next = stages
+            .iter()
+            .find(|(s, d, t)| *s > closed && d < t)
+            .map_or(0, |e| e.0);
+        Self { stages, next }
     }
-    stages.sort_unstable_by_key(|e| e.0);
-    let next = stages
-        .iter()
-        .find(|(s, d, t)| *s > closed && d < t)
-        .map_or(0, |e| e.0);
-    let text = stages
-        .iter()
-        .map(|(s, d, t)| {
-            let mark = if *s == next { " (next)" } else { "" };
-            format!("Stage {s}: {d}/{t} done{mark}")
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
-    (text, next)
+}
+
+/// `Stage 1: 3/3 done; Stage 2: 0/4 done (next)`.
+impl fmt::Display for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (s, d, t)) in self.stages.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            let mark = if *s == self.next { " (next)" } else { "" };
+            write!(f, "Stage {s}: {d}/{t} done{mark}")?;
+        }
+        Ok(())
+    }
 }
 
 /// Child-done (§7) for the children of one parent that this event completed (in order).
 fn wake_parent(cx: &mut Cx<'_>, completed: &[IssueId]) {
-    let completed: Vec<Issue> = completed
-        .iter()
-        .filter_map(|id| cx.issue(id).cloned())
-        .collect();
-    let completed = completed.as_slice();
-    let Some(last) = completed.last() else { return };
-    let Some(parent_id) = last.parent_issue_id.clone() else {
-        return;
+    let (parent, content, originator, then) = match plan_wake(cx, completed) {
+        Wake::Nothing => return,
+        Wake::Noop(reason) => return cx.noop(reason),
+        Wake::Comment {
+            parent,
+            content,
+            originator,
+            then,
+        } => (parent, content, originator, then),
     };
-    let Some(parent) = cx.issue(&parent_id).cloned() else {
-        return cx.noop(NoopReason::NoParent);
-    };
-    if parent.status.is_terminal() {
-        return cx.noop(NoopReason::ParentClosed);
-    }
-    if parent.status == IssueStatus::Backlog {
-        return cx.noop(NoopReason::ParentBacklog);
-    }
-    if matches!(parent.assignee, Some(Assignee::Member(_))) {
-        return cx.noop(NoopReason::ParentHumanAssigned);
-    }
-    let dir = cx.dir;
-    let children: Vec<&Issue> = dir
-        .children(&parent_id)
-        .iter()
-        .filter_map(|c| cx.issue(c))
-        .collect();
-    let staged = children.iter().any(|c| c.stage.is_some());
-    // The stage to report: the implicit one, or the highest completed stage whose barrier is
-    // closed in the final state.
-    let (closed, child) = if staged {
-        let mut best: Option<(u32, &Issue)> = None;
-        for c in completed {
-            if let Some(s) = c.stage
-                && barrier_closed(&children, Some(s))
-                && best.is_none_or(|(b, _)| s >= b)
-            {
-                best = Some((s, c));
-            }
-        }
-        match best {
-            Some((s, c)) => (Some(s), c),
-            None => return cx.noop(NoopReason::StageOpen),
-        }
-    } else if barrier_closed(&children, None) {
-        (None, last)
-    } else {
-        return cx.noop(NoopReason::StageOpen);
-    };
-    let content = child_done_comment(cx, &parent, child, &children, closed, completed.len() > 1);
     let comment = Comment {
         id: squad_model::CommentId::new(cx.mint(IdKind::Comment)).expect("minted ids are valid"),
-        issue_id: parent.id.clone(),
+        issue_id: parent.clone(),
         author: Principal::System,
         parent_id: None,
         content,
@@ -611,61 +587,227 @@ fn wake_parent(cx: &mut Cx<'_>, completed: &[IssueId]) {
         comment: Box::new(comment),
         system: true,
     });
-    let originator = cx.provenance_originator(&parent);
-    match &parent.assignee {
-        None | Some(Assignee::Member(_)) => cx.noop(NoopReason::ParentUnassigned),
-        Some(Assignee::Agent(aid)) => {
-            let Some(agent) = dir.agent(aid).filter(|a| bound(a)) else {
-                return cx.noop_for(NoopReason::AgentNotReady, aid);
-            };
-            if cx.pending(&parent.id, &agent.id).is_some() {
-                return cx.noop_for(NoopReason::PendingTask, &agent.id);
-            }
+    match then {
+        Then::Noop(reason) => cx.noop(reason),
+        Then::NoopFor(reason, agent) => cx.noop_for(reason, &agent),
+        Then::Enqueue { agent, squad } => {
             cx.enqueue(NewTask {
-                agent: &agent.id,
-                issue: Some(&parent.id),
-                leader_of: None,
+                agent: &agent,
+                issue: Some(&parent),
+                leader_of: squad.as_ref(),
                 trigger: Some(&comment_id),
                 originator,
                 source: TriggerSource::ChildDone,
                 delay_seconds: None,
             });
         }
+    }
+}
+
+/// What child-done decides, worked out by reading only (no issue record is copied).
+enum Wake {
+    /// No completed child with a parent.
+    Nothing,
+    /// No comment: the parent is missing, closed, parked, human-assigned, or the stage is open.
+    Noop(NoopReason),
+    /// The system comment on the parent, then `then`.
+    Comment {
+        parent: IssueId,
+        content: String,
+        originator: Option<UserId>,
+        then: Then,
+    },
+}
+
+/// What follows the child-done comment.
+enum Then {
+    Noop(NoopReason),
+    NoopFor(NoopReason, AgentId),
+    Enqueue {
+        agent: AgentId,
+        squad: Option<SquadId>,
+    },
+}
+
+fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
+    let completed: Vec<&Issue> = completed.iter().filter_map(|id| cx.issue(id)).collect();
+    let Some(&last) = completed.last() else {
+        return Wake::Nothing;
+    };
+    let Some(parent_id) = &last.parent_issue_id else {
+        return Wake::Nothing;
+    };
+    let Some(parent) = cx.issue(parent_id) else {
+        return Wake::Noop(NoopReason::NoParent);
+    };
+    if parent.status.is_terminal() {
+        return Wake::Noop(NoopReason::ParentClosed);
+    }
+    if parent.status == IssueStatus::Backlog {
+        return Wake::Noop(NoopReason::ParentBacklog);
+    }
+    if matches!(parent.assignee, Some(Assignee::Member(_))) {
+        return Wake::Noop(NoopReason::ParentHumanAssigned);
+    }
+    let dir = cx.dir;
+    let children: Vec<&Issue> = dir
+        .children(parent_id)
+        .iter()
+        .filter_map(|c| cx.issue(c))
+        .collect();
+    let staged = children.iter().any(|c| c.stage.is_some());
+    // The stage to report: the implicit one, or the highest completed stage whose barrier is
+    // closed in the final state.
+    let (closed, child) = if staged {
+        let mut best: Option<(u32, &Issue)> = None;
+        for &c in &completed {
+            if let Some(s) = c.stage
+                && barrier_closed(&children, Some(s))
+                && best.is_none_or(|(b, _)| s >= b)
+            {
+                best = Some((s, c));
+            }
+        }
+        match best {
+            Some((s, c)) => (Some(s), c),
+            None => return Wake::Noop(NoopReason::StageOpen),
+        }
+    } else if barrier_closed(&children, None) {
+        (None, last)
+    } else {
+        return Wake::Noop(NoopReason::StageOpen);
+    };
+    let content = child_done_comment(cx, parent, child, &children, closed, completed.len() > 1);
+    let originator = cx.provenance_originator(parent);
+    let then = match &parent.assignee {
+        None | Some(Assignee::Member(_)) => Then::Noop(NoopReason::ParentUnassigned),
+        Some(Assignee::Agent(aid)) => match dir.agent(aid).filter(|a| bound(a)) {
+            None => Then::NoopFor(NoopReason::AgentNotReady, aid.clone()),
+            Some(agent) if cx.has_pending(&parent.id, &agent.id) => {
+                Then::NoopFor(NoopReason::PendingTask, agent.id.clone())
+            }
+            Some(agent) => Then::Enqueue {
+                agent: agent.id.clone(),
+                squad: None,
+            },
+        },
         Some(Assignee::Squad(sid)) => {
             // No self-trigger guard and no invocation gate here (MUL-3969, MUL-4063).
-            let Some(squad) = dir.squad(sid) else {
-                return cx.noop(NoopReason::SquadNotFound);
-            };
-            let Some(leader) = dir.agent(&squad.leader_id).filter(|a| bound(a)) else {
-                return cx.noop_for(NoopReason::LeaderNotReady, &squad.leader_id);
-            };
-            if cx.pending(&parent.id, &leader.id).is_some() {
-                return cx.noop_for(NoopReason::PendingTask, &leader.id);
+            match dir.squad(sid) {
+                None => Then::Noop(NoopReason::SquadNotFound),
+                Some(squad) => match dir.agent(&squad.leader_id).filter(|a| bound(a)) {
+                    None => Then::NoopFor(NoopReason::LeaderNotReady, squad.leader_id.clone()),
+                    Some(leader) if cx.has_pending(&parent.id, &leader.id) => {
+                        Then::NoopFor(NoopReason::PendingTask, leader.id.clone())
+                    }
+                    Some(leader) => Then::Enqueue {
+                        agent: leader.id.clone(),
+                        squad: Some(squad.id.clone()),
+                    },
+                },
             }
-            cx.enqueue(NewTask {
-                agent: &leader.id,
-                issue: Some(&parent.id),
-                leader_of: Some(&squad.id),
-                trigger: Some(&comment_id),
-                originator,
-                source: TriggerSource::ChildDone,
-                delay_seconds: None,
-            });
+        }
+    };
+    Wake::Comment {
+        parent: parent.id.clone(),
+        content,
+        originator,
+        then,
+    }
+}
+
+/// `SQ-12` from the workspace prefix and the issue number, else the id (written without an
+/// intermediate string).
+struct Identifier<'c> {
+    prefix: Option<&'c str>,
+    number: Option<u64>,
+    id: &'c IssueId,
+}
+
+impl<'c> Identifier<'c> {
+    fn new(cx: &Cx<'c>, issue: &'c Issue) -> Self {
+        Self {
+            prefix: cx
+                .dir
+                .workspace(&issue.workspace_id)
+                .map(|w| w.issue_prefix.as_str()),
+            number: cx.dir.issue_number(&issue.id),
+            id: &issue.id,
         }
     }
 }
 
-/// `SQ-12` from the workspace prefix and the issue number, else the id.
-pub(crate) fn identifier(cx: &Cx<'_>, issue: &Issue) -> String {
-    match (
-        cx.dir.workspace(&issue.workspace_id),
-        cx.dir.issue_number(&issue.id),
-    ) {
-        (Some(ws), Some(n)) => format!("{}-{n}", ws.issue_prefix),
-        _ => issue.id.to_string(),
+impl fmt::Display for Identifier<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.prefix, self.number) {
+            (Some(p), Some(n)) => write!(f, "{p}-{n}"),
+            _ => f.write_str(self.id.as_str()),
+        }
     }
 }
 
+/// The mention of the parent's assignee and a space (`[@Name](mention://agent/<id>) `), or
+/// nothing: the label is the name without `]`, or `assignee` when that leaves nothing.
+struct AssigneeMention<'c>(Option<(MentionKind, &'c str, &'c str)>);
+
+impl fmt::Display for AssigneeMention<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some((kind, id, name)) = self.0 else {
+            return Ok(());
+        };
+        f.write_str("[@")?;
+        if name.chars().all(|c| c == ']') {
+            f.write_str("assignee")?;
+        } else {
+            for part in name.split(']') {
+                f.write_str(part)?;
+            }
+        }
+        write!(f, "](mention://{}/{id}) ", kind.as_str())
+    }
+}
+
+/// A title with its mention links defused (`](mention://` becomes `] (mention-stripped://`).
+struct Defused<'c>(&'c str);
+
+impl fmt::Display for Defused<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, part) in self.0.split("](mention://").enumerate() {
+            if i > 0 {
+                f.write_str("] (mention-stripped://")?;
+            }
+            f.write_str(part)?;
+        }
+        Ok(())
+    }
+}
+
+/// What the leader is told to do after a stage closed.
+struct Advance<'c> {
+    next: u32,
+    parent_ref: &'c Identifier<'c>,
+}
+
+impl fmt::Display for Advance<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (next, parent_ref) = (self.next, self.parent_ref);
+        if next > 0 {
+            write!(
+                f,
+                " Stage {next} is next: check the layout with `multica issue children {parent_ref}`, \
+                 then move that stage's `backlog` sub-issues to `todo` once their dependencies are met."
+            )
+        } else {
+            write!(
+                f,
+                " Closing this stage does not by itself finish the issue: either mark the parent ready \
+                 with `multica issue status {parent_ref} in_review`, or create the next stage."
+            )
+        }
+    }
+}
+
+/// The child-done system comment, built in one string.
 fn child_done_comment(
     cx: &Cx<'_>,
     parent: &Issue,
@@ -674,28 +816,22 @@ fn child_done_comment(
     closed: Option<u32>,
     batch: bool,
 ) -> String {
-    let prefix = match &parent.assignee {
-        Some(Assignee::Agent(a)) => {
-            let name = cx.dir.agent(a).map_or("", |a| a.name.as_str());
-            format!(
-                "{} ",
-                format_mention(MentionKind::Agent, a.as_str(), &label(name))
-            )
-        }
-        Some(Assignee::Squad(s)) => {
-            let name = cx.dir.squad(s).map_or("", |s| s.name.as_str());
-            format!(
-                "{} ",
-                format_mention(MentionKind::Squad, s.as_str(), &label(name))
-            )
-        }
-        _ => String::new(),
-    };
-    let ident = identifier(cx, child);
-    let title = child
-        .title
-        .replace("](mention://", "] (mention-stripped://");
-    let parent_ref = identifier(cx, parent);
+    let prefix = AssigneeMention(match &parent.assignee {
+        Some(Assignee::Agent(a)) => Some((
+            MentionKind::Agent,
+            a.as_str(),
+            cx.dir.agent(a).map_or("", |a| a.name.as_str()),
+        )),
+        Some(Assignee::Squad(s)) => Some((
+            MentionKind::Squad,
+            s.as_str(),
+            cx.dir.squad(s).map_or("", |s| s.name.as_str()),
+        )),
+        _ => None,
+    });
+    let ident = Identifier::new(cx, child);
+    let title = Defused(&child.title);
+    let parent_ref = Identifier::new(cx, parent);
     match closed {
         None => format!(
             "{prefix}All sub-issues are complete — the last one, [{ident}](mention://issue/{}) — \"{title}\", just finished. \
@@ -704,17 +840,10 @@ fn child_done_comment(
             child.id
         ),
         Some(s) => {
-            let (summary, next) = progress_summary(children, s);
-            let advance = if next > 0 {
-                format!(
-                    " Stage {next} is next: check the layout with `multica issue children {parent_ref}`, \
-                     then move that stage's `backlog` sub-issues to `todo` once their dependencies are met."
-                )
-            } else {
-                format!(
-                    " Closing this stage does not by itself finish the issue: either mark the parent ready \
-                     with `multica issue status {parent_ref} in_review`, or create the next stage."
-                )
+            let summary = Progress::new(children, s);
+            let advance = Advance {
+                next: summary.next,
+                parent_ref: &parent_ref,
             };
             if batch {
                 format!(
@@ -730,16 +859,6 @@ fn child_done_comment(
                 )
             }
         }
-    }
-}
-
-/// A mention label: `]` stripped, `assignee` when empty.
-fn label(name: &str) -> String {
-    let l: String = name.chars().filter(|c| *c != ']').collect();
-    if l.is_empty() {
-        "assignee".to_owned()
-    } else {
-        l
     }
 }
 

@@ -18,7 +18,7 @@ use crate::policy::RoutingPolicy;
 use crate::records::Principal;
 
 /// The decisions for one event, plus the id counter after minting new ids.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Decisions {
     /// The decisions, in order. Effects ([`apply`](crate::apply)) follow this order.
     pub decisions: Vec<Decision>,
@@ -77,7 +77,40 @@ impl Engine {
 
     /// Decides what `event`, happening at `at`, leads to.
     pub fn decide(&self, dir: &dyn Directory, at: Timestamp, event: &Event) -> Decisions {
+        let mut out = Decisions {
+            decisions: Vec::new(),
+            id_seq: 0,
+        };
+        self.decide_into(dir, at, event, &mut out);
+        out
+    }
+
+    /// [`decide`](Self::decide) into `out`, replacing what it held but keeping its buffer: a
+    /// replay loop that pairs it with [`apply_drain`](crate::apply_drain) allocates no decision
+    /// list per event.
+    ///
+    /// ```
+    /// use squad_routing::{Decisions, Engine, Event, InMemoryDirectory, apply_drain};
+    /// use squad_model::{TaskId, TaskStatus, Timestamp};
+    ///
+    /// let mut dir = InMemoryDirectory::new();
+    /// let mut out = Decisions::default();
+    /// let event = Event::TaskStatus { task_id: TaskId::new("t1").unwrap(), status: TaskStatus::Running };
+    /// Engine::default().decide_into(&dir, Timestamp::from_unix_seconds(0).unwrap(), &event, &mut out);
+    /// assert_eq!(out.decisions.len(), 1);
+    /// apply_drain(&mut dir, &mut out);
+    /// assert!(out.decisions.is_empty());
+    /// ```
+    pub fn decide_into(
+        &self,
+        dir: &dyn Directory,
+        at: Timestamp,
+        event: &Event,
+        out: &mut Decisions,
+    ) {
         let mut cx = Cx::new(&self.policy, dir, at);
+        out.decisions.clear();
+        cx.out = std::mem::take(&mut out.decisions);
         match event {
             Event::CreateSquad { .. }
             | Event::UpdateSquad { .. }
@@ -99,10 +132,8 @@ impl Engine {
                 autopilot::decide(&mut cx, event)
             }
         }
-        Decisions {
-            decisions: cx.out,
-            id_seq: cx.seq,
-        }
+        out.decisions = cx.out;
+        out.id_seq = cx.seq;
     }
 }
 
@@ -212,6 +243,16 @@ impl<'a> Cx<'a> {
             .map(|t| t.id.clone())
     }
 
+    /// Whether the agent has a pending task on the issue ([`pending`](Self::pending) without
+    /// copying its id).
+    pub(crate) fn has_pending(&self, issue: &IssueId, agent: &AgentId) -> bool {
+        self.local_tasks(issue).any(|t| &t.agent_id == agent)
+            || self
+                .dir
+                .pending_task(issue, agent)
+                .is_some_and(|t| !self.cancelled.contains(&t.id))
+    }
+
     /// Pending tasks this event enqueued on the issue and has not cancelled.
     fn local_tasks<'s>(&'s self, issue: &'s IssueId) -> impl Iterator<Item = &'s Task> + 's {
         self.out.iter().filter_map(move |d| match d {
@@ -283,19 +324,34 @@ impl<'a> Cx<'a> {
         task: Option<&TaskId>,
         issue: Option<&Issue>,
     ) -> Option<UserId> {
+        self.request_originator_ref(actor, task, issue).cloned()
+    }
+
+    /// [`request_originator`](Self::request_originator), borrowed from the request or the
+    /// directory.
+    pub(crate) fn request_originator_ref<'r>(
+        &self,
+        actor: &'r Principal,
+        task: Option<&TaskId>,
+        issue: Option<&'r Issue>,
+    ) -> Option<&'r UserId>
+    where
+        'a: 'r,
+    {
+        let dir: &'a dyn Directory = self.dir;
         match actor {
-            Principal::Member(u) => Some(u.clone()),
+            Principal::Member(u) => Some(u),
             Principal::System => None,
             Principal::Agent(_) => task
-                .and_then(|t| self.dir.task(t))
-                .and_then(|t| t.originator_user_id.clone())
+                .and_then(|t| dir.task(t))
+                .and_then(|t| t.originator_user_id.as_ref())
                 .or_else(|| {
                     let origin = issue?.origin.as_ref()?;
                     if origin.kind != "autopilot" {
                         return None;
                     }
                     let id = squad_model::AutopilotId::new(origin.id.clone()?).ok()?;
-                    Some(self.dir.autopilot(&id)?.creator_id.clone())
+                    Some(&dir.autopilot(&id)?.creator_id)
                 }),
         }
     }
