@@ -11,6 +11,9 @@ mod gix_backend;
 mod memory;
 mod notes;
 mod oid;
+#[cfg(feature = "gix")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gix")))]
+pub mod promote;
 pub mod state;
 pub mod transport;
 

@@ -482,6 +482,11 @@ fn model_apply(model: &mut BTreeMap<String, Vec<u8>>, edits: &[StateEdit]) -> bo
             StateEdit::Delete { .. } => {
                 next.remove(key);
             }
+            StateEdit::Expect { value, .. } => {
+                if next.get(key) != value.as_ref() {
+                    return false;
+                }
+            }
         }
     }
     *model = next;

@@ -593,8 +593,13 @@ fn summary(edits: &[StateEdit]) -> String {
         StateEdit::Write { key, .. } => format!("Update {key}"),
         StateEdit::Append { key, .. } => format!("Append to {key}"),
         StateEdit::Delete { key } => format!("Delete {key}"),
+        StateEdit::Expect { .. } => String::new(),
     };
-    match edits {
+    let edits: Vec<&StateEdit> = edits
+        .iter()
+        .filter(|e| !matches!(e, StateEdit::Expect { .. }))
+        .collect();
+    match edits.as_slice() {
         [one] => format!("{}\n", line(one)),
         many => {
             let mut s = format!("Update {} keys\n\n", many.len());
