@@ -23,6 +23,10 @@ enum NotesCommand {
     List(ListArgs),
     /// Configure fetching notes into refs/notes/remotes/<remote>/squad/* (idempotent).
     Setup(crate::notes_setup_cmd::SetupArgs),
+    /// Promote flagged entries on the default branch to decisions.md on squad-state, once.
+    Promote(crate::notes_promote_cmd::PromoteArgs),
+    /// Archive flagged entries of a closed, unmerged branch to research/ on squad-state, once.
+    Archive(crate::notes_promote_cmd::ArchiveArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -82,6 +86,8 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
         NotesCommand::Show(a) => show(a, ctx),
         NotesCommand::List(a) => list(a, ctx),
         NotesCommand::Setup(a) => crate::notes_setup_cmd::run(a, ctx),
+        NotesCommand::Promote(a) => crate::notes_promote_cmd::promote(a, ctx),
+        NotesCommand::Archive(a) => crate::notes_promote_cmd::archive(a, ctx),
     }
 }
 

@@ -7,5 +7,6 @@
 mod approval;
 mod memory;
 mod notes;
+mod notes_promote;
 mod route;
 mod schema;

@@ -28,9 +28,10 @@ use crate::{Error, ErrorKind, Result};
 
 /// The state key of `decisions.md`.
 pub const DECISIONS_KEY: &str = "decisions.md";
-/// The state key of the ledger of promoted entry ids (one `<id> <namespace> <commit>` line each).
+/// The state key of the ledger of promoted entry ids: one `<id> <namespace> <commit> <run>` line
+/// each, `<run>` being a fresh id per promotion run.
 pub const PROMOTED_LEDGER_KEY: &str = "ledger/promoted";
-/// The state key of the ledger of archived entry ids (one `<id> <key>` line each).
+/// The state key of the ledger of archived entry ids (one `<id> <key> <run>` line each).
 pub const ARCHIVED_LEDGER_KEY: &str = "ledger/archived";
 /// The state key of the promotion watermarks (JSON, one per branch).
 pub const WATERMARK_KEY: &str = "ledger/watermark";
@@ -456,9 +457,14 @@ impl<S: StateStore> Promoter<S> {
                     md.push_str(markdown::DECISIONS_HEADER);
                 }
                 let mut lines = String::new();
+                // The run id also keeps two runs' batches from ever being byte-identical.
+                let run = squad_model::EntryId::generate();
                 for f in &report.promoted {
                     md.push_str(&markdown::decision(f));
-                    lines.push_str(&format!("{} {} {}\n", f.entry.id, f.notes_ref, f.commit));
+                    lines.push_str(&format!(
+                        "{} {} {} {run}\n",
+                        f.entry.id, f.notes_ref, f.commit
+                    ));
                 }
                 edits.push(StateEdit::append(DECISIONS_KEY, md));
                 edits.push(StateEdit::append(PROMOTED_LEDGER_KEY, lines));
@@ -557,12 +563,13 @@ impl<S: StateStore> Promoter<S> {
             }
             let mut edits = vec![StateEdit::expect(ARCHIVED_LEDGER_KEY, ledger)];
             let mut lines = String::new();
+            let run = squad_model::EntryId::generate();
             for (f, key) in &report.archived {
                 edits.push(StateEdit::write(
                     key.clone(),
                     markdown::archived(f, &closed_tip),
                 ));
-                lines.push_str(&format!("{} {key}\n", f.entry.id));
+                lines.push_str(&format!("{} {key} {run}\n", f.entry.id));
             }
             edits.push(StateEdit::append(ARCHIVED_LEDGER_KEY, lines));
             match self.state.apply(&edits) {
