@@ -63,32 +63,34 @@ fn lib_err(e: squad_notes::Error) -> CliError {
     }
 }
 
-fn open(ctx: &Ctx) -> Result<Promoter<OrphanBranchStore>, CliError> {
+type Opened = (Promoter<OrphanBranchStore>, Option<indicatif::ProgressBar>);
+
+/// The promoter, and the progress spinner it drives (when stderr is a terminal).
+fn open(ctx: &Ctx) -> Result<Opened, CliError> {
     let not_repo = |e: squad_notes::Error| {
         CliError::usage(e.to_string()).with_hint("run inside a git repository or pass -C <path>")
     };
     let root = ctx.repo_root();
     let state = OrphanBranchStore::open(&root).map_err(not_repo)?;
     let promoter = Promoter::open(&ctx.dir, state).map_err(not_repo)?;
-    Ok(match progress_bar() {
-        Some(bar) => promoter.with_progress(move |p: Progress| {
-            match (p.stage, p.total) {
-                (Stage::ReadNotes, Some(total)) => {
-                    bar.set_message("reading notes");
-                    bar.set_length(total);
-                    bar.set_position(p.done);
-                }
-                _ => {
-                    bar.set_message("walking commits");
-                    bar.set_position(p.done);
-                }
+    let Some(bar) = progress_bar() else {
+        return Ok((promoter, None));
+    };
+    let shown = bar.clone();
+    Ok((
+        promoter.with_progress(move |p: Progress| match (p.stage, p.total) {
+            (Stage::ReadNotes, Some(total)) => {
+                bar.set_message("reading notes");
+                bar.set_length(total);
+                bar.set_position(p.done);
             }
-            if p.total == Some(p.done) {
-                bar.finish_and_clear();
+            _ => {
+                bar.set_message("walking commits");
+                bar.set_position(p.done);
             }
         }),
-        None => promoter,
-    })
+        Some(shown),
+    ))
 }
 
 /// A progress spinner on stderr, only when stderr is a terminal.
@@ -130,14 +132,16 @@ fn warn_unparseable(list: &[Unparseable]) {
 }
 
 pub(crate) fn promote(args: &PromoteArgs, ctx: &Ctx) -> CmdResult {
-    let promoter = open(ctx)?;
-    let report: PromoteReport = promoter
-        .promote(&PromoteOptions {
-            branch: args.branch.clone(),
-            merged_from: args.merged_from.clone(),
-            dry_run: args.dry_run,
-        })
-        .map_err(lib_err)?;
+    let (promoter, bar) = open(ctx)?;
+    let result = promoter.promote(&PromoteOptions {
+        branch: args.branch.clone(),
+        merged_from: args.merged_from.clone(),
+        dry_run: args.dry_run,
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let report: PromoteReport = result.map_err(lib_err)?;
     warn_unparseable(&report.unparseable);
     if ctx.json {
         ctx.print_json(&json!({
@@ -176,14 +180,16 @@ pub(crate) fn promote(args: &PromoteArgs, ctx: &Ctx) -> CmdResult {
 }
 
 pub(crate) fn archive(args: &ArchiveArgs, ctx: &Ctx) -> CmdResult {
-    let promoter = open(ctx)?;
-    let report: ArchiveReport = promoter
-        .archive(&ArchiveOptions {
-            closed: args.closed.clone(),
-            branch: args.branch.clone(),
-            dry_run: args.dry_run,
-        })
-        .map_err(lib_err)?;
+    let (promoter, bar) = open(ctx)?;
+    let result = promoter.archive(&ArchiveOptions {
+        closed: args.closed.clone(),
+        branch: args.branch.clone(),
+        dry_run: args.dry_run,
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let report: ArchiveReport = result.map_err(lib_err)?;
     warn_unparseable(&report.unparseable);
     if ctx.json {
         ctx.print_json(&json!({
