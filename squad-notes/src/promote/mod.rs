@@ -430,7 +430,12 @@ impl<S: StateStore> Promoter<S> {
             if attempt > 0 {
                 std::thread::sleep(backoff(attempt));
             }
-            let ledger = self.state.read(PROMOTED_LEDGER_KEY)?;
+            // Nothing flagged in what was scanned: the ledger is not needed (it can be large).
+            let ledger = if found.is_empty() {
+                None
+            } else {
+                self.state.read(PROMOTED_LEDGER_KEY)?
+            };
             let done = ledger_ids(ledger.as_deref());
             let mut fresh = Vec::new();
             let mut seen = HashSet::new();
@@ -447,11 +452,9 @@ impl<S: StateStore> Promoter<S> {
             if options.dry_run {
                 return Ok(report);
             }
-            let mut edits = vec![
-                StateEdit::expect(PROMOTED_LEDGER_KEY, ledger),
-                StateEdit::expect(WATERMARK_KEY, watermark_bytes.clone()),
-            ];
+            let mut edits = vec![StateEdit::expect(WATERMARK_KEY, watermark_bytes.clone())];
             if !report.promoted.is_empty() {
+                edits.push(StateEdit::expect(PROMOTED_LEDGER_KEY, ledger));
                 let mut md = String::new();
                 if self.state.read(DECISIONS_KEY)?.is_none() {
                     md.push_str(markdown::DECISIONS_HEADER);
@@ -473,7 +476,14 @@ impl<S: StateStore> Promoter<S> {
                 let mut marks = parse_watermarks(watermark_bytes.as_deref())?;
                 marks.version = 1;
                 marks.branches.insert(branch.clone(), mark.clone());
-                edits.push(StateEdit::write(WATERMARK_KEY, to_json(&marks)?));
+                let bytes = to_json(&marks)?;
+                if watermark_bytes.as_deref() != Some(bytes.as_slice()) {
+                    edits.push(StateEdit::write(WATERMARK_KEY, bytes));
+                }
+            }
+            if edits.len() == 1 {
+                // Nothing to promote and the watermark is current: nothing to write.
+                return Ok(report);
             }
             match self.state.apply(&edits) {
                 Ok(()) => return Ok(report),
