@@ -67,6 +67,21 @@ pub struct Progress {
 
 type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// The notes a scan will parse: objects still to read, or notes already read.
+enum Cand {
+    Objects(Vec<Oid>),
+    Raw(Vec<(Oid, Vec<u8>)>),
+}
+
+impl Cand {
+    fn len(&self) -> usize {
+        match self {
+            Cand::Objects(o) => o.len(),
+            Cand::Raw(r) => r.len(),
+        }
+    }
+}
+
 /// What to promote: see [`Promoter::promote`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PromoteOptions {
@@ -365,7 +380,11 @@ impl<S: StateStore> Promoter<S> {
                 let mut out = Vec::new();
                 for (name, notes_tip) in &refs {
                     let noted = self.noted(name, notes_tip)?;
-                    out.push((name.clone(), notes_tip.clone(), filter(noted, &commits)));
+                    out.push((
+                        name.clone(),
+                        notes_tip.clone(),
+                        Cand::Objects(filter(noted, &commits)),
+                    ));
                 }
                 (out, n, false)
             }
@@ -376,9 +395,9 @@ impl<S: StateStore> Promoter<S> {
         let mut unflagged = 0;
         let mut unparseable = Vec::new();
         let mut notes_read = 0;
-        for (name, notes_tip, objects) in &candidates {
+        for (name, notes_tip, objects) in candidates {
             notes_read += objects.len();
-            for (commit, parsed) in self.read_parsed(notes_tip, objects)? {
+            for (commit, parsed) in self.read_parsed(&notes_tip, objects)? {
                 for entry in parsed.entries {
                     if entry.promotes() {
                         found.push(FoundEntry {
@@ -520,7 +539,7 @@ impl<S: StateStore> Promoter<S> {
         let mut unparseable = Vec::new();
         for (name, notes_tip) in squad_refs(&repo)? {
             let objects = filter(self.noted(&name, &notes_tip)?, &commits);
-            for (commit, parsed) in self.read_parsed(&notes_tip, &objects)? {
+            for (commit, parsed) in self.read_parsed(&notes_tip, Cand::Objects(objects))? {
                 for entry in parsed.entries {
                     if entry.archives_on_close() {
                         found.push(FoundEntry {
@@ -612,21 +631,48 @@ impl<S: StateStore> Promoter<S> {
         branch_tip: ObjectId,
         refs: &[(NotesRef, Oid)],
         watermarks: &Watermarks,
-    ) -> Result<(Vec<(NotesRef, Oid, Vec<Oid>)>, usize, bool)> {
+    ) -> Result<(Vec<(NotesRef, Oid, Cand)>, usize, bool)> {
         let mark = watermarks.branches.get(branch).and_then(|m| {
             let tip = ObjectId::from_hex(m.tip.as_bytes()).ok()?;
             // A watermark whose commit is gone (history rewritten and collected) is useless.
             repo.find_commit(tip).ok().map(|_| (tip, m))
         });
         let Some((old_tip, mark)) = mark else {
-            // Cold: everything reachable.
-            let commits = self.walk(repo, branch_tip, None)?;
+            // Cold: everything reachable. The commit walk and the bulk note reads are
+            // independent, so they run side by side.
+            let (commits, raws) = std::thread::scope(|scope| {
+                let walker = scope.spawn(|| {
+                    let repo = self.repo.to_thread_local();
+                    self.walk(&repo, branch_tip, None)
+                });
+                let raws: Result<Vec<Vec<(Oid, Vec<u8>)>>> = refs
+                    .iter()
+                    .map(|(_, notes_tip)| self.notes.read_all(notes_tip))
+                    .collect();
+                let commits = walker.join().map_err(|_| {
+                    Error::new(
+                        ErrorKind::Backend,
+                        "promote.walk",
+                        "the walking thread panicked",
+                    )
+                })?;
+                Ok::<_, Error>((commits?, raws?))
+            })?;
             let n = commits.len();
-            let mut out = Vec::new();
-            for (name, notes_tip) in refs {
-                let noted = self.noted(name, notes_tip)?;
-                out.push((name.clone(), notes_tip.clone(), filter(noted, &commits)));
-            }
+            let out = refs
+                .iter()
+                .zip(raws)
+                .map(|((name, notes_tip), raw)| {
+                    let raw = raw
+                        .into_iter()
+                        .filter(|(o, _)| {
+                            ObjectId::from_hex(o.as_str().as_bytes())
+                                .is_ok_and(|id| commits.contains(&id))
+                        })
+                        .collect();
+                    (name.clone(), notes_tip.clone(), Cand::Raw(raw))
+                })
+                .collect();
             return Ok((out, n, false));
         };
         // Incremental: the commits new since the watermark, for every ref; plus, for a notes
@@ -660,7 +706,7 @@ impl<S: StateStore> Promoter<S> {
                     changed_elsewhere.push((out.len(), object));
                 }
             }
-            out.push((name.clone(), notes_tip.clone(), objects));
+            out.push((name.clone(), notes_tip.clone(), Cand::Objects(objects)));
         }
         let mut scanned = new_commits.len();
         if !changed_elsewhere.is_empty() {
@@ -670,13 +716,17 @@ impl<S: StateStore> Promoter<S> {
             let on_branch = self.walk_until(repo, branch_tip, &wanted)?;
             scanned += on_branch.1;
             for (i, object) in changed_elsewhere {
-                if on_branch.0.contains(&object) {
-                    out[i].2.push(to_oid(&object));
+                if on_branch.0.contains(&object)
+                    && let Cand::Objects(objects) = &mut out[i].2
+                {
+                    objects.push(to_oid(&object));
                 }
             }
             for entry in &mut out {
-                entry.2.sort();
-                entry.2.dedup();
+                if let Cand::Objects(objects) = &mut entry.2 {
+                    objects.sort();
+                    objects.dedup();
+                }
             }
         }
         Ok((out, scanned, true))
@@ -742,11 +792,14 @@ impl<S: StateStore> Promoter<S> {
     }
 
     /// Reads and parses the notes of `objects` at `tip` (several threads for large sets).
-    fn read_parsed(&self, tip: &Oid, objects: &[Oid]) -> Result<Vec<(Oid, format::ParsedNote)>> {
+    fn read_parsed(&self, tip: &Oid, cand: Cand) -> Result<Vec<(Oid, format::ParsedNote)>> {
+        let objects = match cand {
+            Cand::Raw(raw) => return self.parse(raw),
+            Cand::Objects(objects) => objects,
+        };
         if objects.is_empty() {
             return Ok(Vec::new());
         }
-        let total = objects.len() as u64;
         let raw: Vec<(Oid, Vec<u8>)> = if objects.len() >= BULK_READ_MIN {
             let wanted: HashSet<&Oid> = objects.iter().collect();
             self.notes
@@ -757,12 +810,18 @@ impl<S: StateStore> Promoter<S> {
         } else {
             let mut out = Vec::with_capacity(objects.len());
             for o in objects {
-                if let Some(bytes) = self.notes.read(tip, o)? {
-                    out.push((o.clone(), bytes));
+                if let Some(bytes) = self.notes.read(tip, &o)? {
+                    out.push((o, bytes));
                 }
             }
             out
         };
+        self.parse(raw)
+    }
+
+    /// Parses note blobs (on several threads for large sets).
+    fn parse(&self, raw: Vec<(Oid, Vec<u8>)>) -> Result<Vec<(Oid, format::ParsedNote)>> {
+        let total = raw.len() as u64;
         self.report(Stage::ReadNotes, 0, Some(total));
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         let parsed = if raw.len() < 512 || threads < 2 {
