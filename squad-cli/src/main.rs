@@ -9,6 +9,7 @@ mod approval_cmd;
 mod ctx;
 mod memory_cmd;
 mod notes_cmd;
+mod notes_promote_cmd;
 mod notes_setup_cmd;
 mod notes_sync_cmd;
 mod route_cmd;

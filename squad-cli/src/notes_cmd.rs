@@ -25,6 +25,10 @@ enum NotesCommand {
     Setup(crate::notes_setup_cmd::SetupArgs),
     /// Fetch, merge entry by entry and push the squad notes with a lease (retries lost races).
     Sync(crate::notes_sync_cmd::SyncArgs),
+    /// Promote flagged entries on the default branch to decisions.md on squad-state, once.
+    Promote(crate::notes_promote_cmd::PromoteArgs),
+    /// Archive flagged entries of a closed, unmerged branch to research/ on squad-state, once.
+    Archive(crate::notes_promote_cmd::ArchiveArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -85,6 +89,8 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
         NotesCommand::List(a) => list(a, ctx),
         NotesCommand::Setup(a) => crate::notes_setup_cmd::run(a, ctx),
         NotesCommand::Sync(a) => crate::notes_sync_cmd::run(a, ctx),
+        NotesCommand::Promote(a) => crate::notes_promote_cmd::promote(a, ctx),
+        NotesCommand::Archive(a) => crate::notes_promote_cmd::archive(a, ctx),
     }
 }
 

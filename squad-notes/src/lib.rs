@@ -15,6 +15,9 @@ mod gix_sync;
 mod memory;
 mod notes;
 mod oid;
+#[cfg(feature = "gix")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gix")))]
+pub mod promote;
 pub mod state;
 pub mod sync;
 pub mod transport;

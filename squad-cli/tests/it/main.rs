@@ -8,6 +8,7 @@ mod approval;
 mod approval_github;
 mod memory;
 mod notes;
+mod notes_promote;
 mod notes_sync;
 mod route;
 mod schema;

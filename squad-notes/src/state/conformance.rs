@@ -330,6 +330,42 @@ pub fn list_is_sorted_by_prefix<S: StateStore>(store: &S) {
     );
 }
 
+/// A [`StateEdit::Expect`] that does not hold fails the whole batch with `Conflict`; one that
+/// holds (including "missing" for a missing key, and a value set earlier in the same batch)
+/// lets it apply.
+pub fn expectations_guard_the_batch<S: StateStore>(store: &S) {
+    clear(store);
+    ok(store.write("ledger", b"a\n"), "write");
+    let before = snapshot(store);
+    match store.apply(&[
+        StateEdit::append("ledger", "b\n"),
+        StateEdit::write("other", "x"),
+        StateEdit::expect("ledger", Some("stale\n")),
+    ]) {
+        Err(e) => assert_eq!(e.kind(), crate::ErrorKind::Conflict, "a failed Expect: {e}"),
+        Ok(()) => panic!("a batch with a failed Expect was applied"),
+    }
+    assert_eq!(snapshot(store), before, "a failed Expect changes nothing");
+    ok(
+        store.apply(&[
+            StateEdit::expect("ledger", Some("a\n")),
+            StateEdit::expect("missing", None::<Vec<u8>>),
+            StateEdit::append("ledger", "b\n"),
+            StateEdit::expect("ledger", Some("a\nb\n")),
+        ]),
+        "a batch whose Expects hold",
+    );
+    assert_eq!(
+        ok(store.read("ledger"), "read").as_deref(),
+        Some(&b"a\nb\n"[..])
+    );
+    ok(
+        store.apply(&[StateEdit::expect("ledger", Some("a\nb\n"))]),
+        "a batch of Expects only",
+    );
+    clear(store);
+}
+
 /// A batch applies in order and entirely, or not at all.
 pub fn batches_are_atomic<S: StateStore>(store: &S) {
     clear(store);
@@ -482,6 +518,11 @@ fn model_apply(model: &mut BTreeMap<String, Vec<u8>>, edits: &[StateEdit]) -> bo
             StateEdit::Delete { .. } => {
                 next.remove(key);
             }
+            StateEdit::Expect { value, .. } => {
+                if next.get(key) != value.as_ref() {
+                    return false;
+                }
+            }
         }
     }
     *model = next;
@@ -546,6 +587,7 @@ pub fn run_all<S: StateStore>(store: &S) {
     values_and_directories_do_not_mix(store);
     list_is_sorted_by_prefix(store);
     batches_are_atomic(store);
+    expectations_guard_the_batch(store);
     concurrent_appends_lose_nothing(store);
     matches_model(store, 24);
     clear(store);

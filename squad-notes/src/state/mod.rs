@@ -93,6 +93,20 @@ pub enum StateEdit {
         /// The key.
         key: String,
     },
+    /// A precondition, not a change: the batch applies only if `key` holds exactly `value`
+    /// (`None`: the key is missing) at this point of the batch; otherwise the whole batch fails
+    /// with [`ErrorKind::Conflict`] and nothing changes.
+    ///
+    /// This turns [`StateStore::apply`] into a compare-and-swap on the keys a caller read: read
+    /// them, compute the edits, apply them behind `Expect`s of what was read, and on `Conflict`
+    /// start again from a fresh read (the promotion ledger works this way). Stores check it
+    /// against the very state the batch is applied to, so it holds under concurrent writers.
+    Expect {
+        /// The key.
+        key: String,
+        /// The value the key must hold, `None` when it must be missing (or a directory).
+        value: Option<Vec<u8>>,
+    },
 }
 
 impl StateEdit {
@@ -117,12 +131,21 @@ impl StateEdit {
         StateEdit::Delete { key: key.into() }
     }
 
-    /// The key this edit changes.
+    /// A [`StateEdit::Expect`]: the batch applies only if `key` holds `value` (`None`: missing).
+    pub fn expect(key: impl Into<String>, value: Option<impl Into<Vec<u8>>>) -> Self {
+        StateEdit::Expect {
+            key: key.into(),
+            value: value.map(Into::into),
+        }
+    }
+
+    /// The key this edit changes (or, for [`StateEdit::Expect`], checks).
     pub fn key(&self) -> &str {
         match self {
             StateEdit::Write { key, .. }
             | StateEdit::Append { key, .. }
-            | StateEdit::Delete { key } => key,
+            | StateEdit::Delete { key }
+            | StateEdit::Expect { key, .. } => key,
         }
     }
 }
@@ -142,6 +165,11 @@ impl fmt::Debug for StateEdit {
                 .field("len", &bytes.len())
                 .finish(),
             StateEdit::Delete { key } => f.debug_struct("Delete").field("key", key).finish(),
+            StateEdit::Expect { key, value } => f
+                .debug_struct("Expect")
+                .field("key", key)
+                .field("len", &value.as_ref().map(Vec::len))
+                .finish(),
         }
     }
 }
@@ -170,7 +198,8 @@ impl fmt::Debug for StateEdit {
 ///   the last `/`) is not a valid key, or that contains a control character or a backslash, is
 ///   [`ErrorKind::InvalidInput`].
 /// - [`apply`](StateStore::apply): the edits are applied in order, as one step. `Delete` of a
-///   missing key is a no-op (idempotent); `Append` to a missing key creates it. A batch that
+///   missing key is a no-op (idempotent); `Append` to a missing key creates it; an `Expect`
+///   that does not hold fails the batch with [`ErrorKind::Conflict`]. A batch that
 ///   changes nothing leaves the store untouched. An empty batch is a no-op. If any edit is
 ///   invalid, nothing is applied. Directories left empty by a delete disappear.
 ///

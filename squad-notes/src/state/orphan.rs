@@ -269,6 +269,33 @@ impl OrphanBranchStore {
             .map_err(|e| backend("state.apply", "cannot write the root commit", e))
     }
 
+    /// Creates the branch at the root commit unless it exists. The inner error says the ref
+    /// could not be created (lost to another writer, locked, or blocked).
+    fn create_at_root(
+        &self,
+        repo: &gix::Repository,
+    ) -> Result<std::result::Result<(), gix::Error>> {
+        let root = self.root_commit(repo)?;
+        let edit = RefEdit {
+            change: Change::Update {
+                log: LogChange {
+                    mode: RefLog::AndReference,
+                    force_create_reflog: false,
+                    message: BString::from("squad-state: create the state branch"),
+                },
+                expected: PreviousValue::MustNotExist,
+                new: Target::Object(root),
+            },
+            name: self.ref_name.clone(),
+            deref: false,
+        };
+        let sig = self.signature(repo);
+        let mut time_buf = gix::date::parse::TimeBuf::default();
+        Ok(repo
+            .edit_references_as([edit], Some(sig.to_ref(&mut time_buf)))
+            .map(drop))
+    }
+
     /// One attempt: builds the batch on `tip` and moves the ref if it still points at `tip`.
     /// `Ok(false)` means the ref moved (or was locked) in between.
     fn try_commit(
@@ -289,6 +316,19 @@ impl OrphanBranchStore {
         if plan.is_empty() {
             return Ok(Attempt::Done);
         }
+        let Some(tip) = tip else {
+            // A new branch starts at the shared root commit, created on its own. gix accepts a
+            // create-only update when the ref already holds the new value, so two writers whose
+            // first commits are byte-identical would both succeed and one append would be lost;
+            // from the root on, every batch moves the ref with a strict compare-and-swap.
+            if let Err(e) = self.create_at_root(repo)? {
+                if self.tip_of(repo)?.is_none() {
+                    // Nobody created it: something is in the way (a ref below the branch name).
+                    return Ok(Attempt::Lost(e));
+                }
+            }
+            return Ok(Attempt::Retry);
+        };
         let mut editor = repo
             .edit_tree(base_tree)
             .map_err(|e| backend("state.apply", "cannot read the state tree", e))?;
@@ -313,10 +353,7 @@ impl OrphanBranchStore {
             .write()
             .map_err(|e| backend("state.apply", "cannot write the state tree", e))?
             .detach();
-        let parent = match tip {
-            Some(tip) => tip,
-            None => self.root_commit(repo)?,
-        };
+        let parent = tip;
         let sig = self.signature(repo);
         let commit = gix::objs::Commit {
             tree,
@@ -331,10 +368,7 @@ impl OrphanBranchStore {
             .write_object(&commit)
             .map_err(|e| backend("state.apply", "cannot write the state commit", e))?
             .detach();
-        let expected = match tip {
-            Some(tip) => PreviousValue::MustExistAndMatch(Target::Object(tip)),
-            None => PreviousValue::MustNotExist,
-        };
+        let expected = PreviousValue::MustExistAndMatch(Target::Object(tip));
         let first_line = message.lines().next().unwrap_or_default();
         let edit = RefEdit {
             change: Change::Update {
@@ -399,13 +433,14 @@ impl OrphanBranchStore {
                 let tip = self.tip_of(repo)?;
                 let outcome = self.try_commit(repo, tip, edits, message)?;
                 let raced = match &outcome {
-                    Attempt::Done => true,
+                    Attempt::Done | Attempt::Retry => true,
                     Attempt::Lost(_) => self.tip_of(repo)? != tip || self.is_locked(repo),
                 };
                 Ok((outcome, raced))
             })?;
             match outcome {
                 (Attempt::Done, _) => return Ok(()),
+                (Attempt::Retry, _) => stuck = 0,
                 (Attempt::Lost(e), raced) => {
                     stuck = if raced { 0 } else { stuck + 1 };
                     if stuck == 3 {
@@ -437,6 +472,8 @@ impl OrphanBranchStore {
 
 enum Attempt {
     Done,
+    /// The branch was just created at the root commit (by us or a racing writer): go again.
+    Retry,
     /// The ref could not be moved: it changed under us, or another writer held its lock.
     Lost(gix::Error),
 }
@@ -593,8 +630,13 @@ fn summary(edits: &[StateEdit]) -> String {
         StateEdit::Write { key, .. } => format!("Update {key}"),
         StateEdit::Append { key, .. } => format!("Append to {key}"),
         StateEdit::Delete { key } => format!("Delete {key}"),
+        StateEdit::Expect { .. } => String::new(),
     };
-    match edits {
+    let edits: Vec<&StateEdit> = edits
+        .iter()
+        .filter(|e| !matches!(e, StateEdit::Expect { .. }))
+        .collect();
+    match edits.as_slice() {
         [one] => format!("{}\n", line(one)),
         many => {
             let mut s = format!("Update {} keys\n\n", many.len());

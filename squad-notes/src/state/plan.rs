@@ -30,6 +30,20 @@ pub(crate) fn plan(base: &dyn Base, edits: &[StateEdit]) -> Result<Plan> {
     for edit in edits {
         let key = edit.key();
         let new = match edit {
+            StateEdit::Expect { value, .. } => {
+                let current = match overlay.get(key) {
+                    Some(v) => v.clone(),
+                    None => base_get(base, &mut cache, key)?.clone(),
+                };
+                if current != *value {
+                    return Err(Error::new(
+                        ErrorKind::Conflict,
+                        "state.apply",
+                        format!("{key:?} changed since it was read: the batch was not applied"),
+                    ));
+                }
+                continue;
+            }
             StateEdit::Delete { .. } => None,
             StateEdit::Write { value, .. } => {
                 check_storable(base, &mut cache, &overlay, key)?;

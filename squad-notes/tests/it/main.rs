@@ -21,6 +21,8 @@ fn error_kinds_classify_user_errors() {
     assert!(!Error::new(ErrorKind::Backend, "t", "io").is_user_error());
 }
 
+#[cfg(feature = "gix")]
+mod promote;
 mod state;
 mod state_git;
 #[cfg(feature = "gix")]

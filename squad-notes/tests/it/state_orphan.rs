@@ -546,3 +546,57 @@ fn a_batch_can_carry_its_own_commit_message() {
     }
     assert_eq!(store.tip().unwrap(), tip, "refused batches commit nothing");
 }
+
+/// One identical first append, run as a child process by
+/// `identical_first_appends_from_several_processes_all_land`.
+#[test]
+fn identical_first_append_process() {
+    let Some(repo) = std::env::var_os("SQUAD_TEST_DUP_REPO") else {
+        // Run directly: one process on a fresh repository, its line lands.
+        let (_dir, repo) = fresh_repo();
+        let store = OrphanBranchStore::open(&repo).unwrap();
+        store.append("dup.md", b"same line\n").unwrap();
+        assert_eq!(store.read("dup.md").unwrap().unwrap(), b"same line\n");
+        return;
+    };
+    let store = OrphanBranchStore::open(std::path::Path::new(&repo)).unwrap();
+    store.append("dup.md", b"same line\n").unwrap();
+}
+
+/// Processes whose first commits on a new branch are byte-identical (same tree, same parent,
+/// same second) must still all land: the branch is created at the root first, then every batch
+/// moves it with a strict compare-and-swap.
+#[test]
+fn identical_first_appends_from_several_processes_all_land() {
+    const PROCESSES: usize = 6;
+    let (_dir, repo) = fresh_repo();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|_| {
+            std::process::Command::new(&exe)
+                .args([
+                    "state_orphan::identical_first_append_process",
+                    "--exact",
+                    "--test-threads=1",
+                    "--quiet",
+                ])
+                .env("SQUAD_TEST_DUP_REPO", &repo)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"));
+    }
+    let store = OrphanBranchStore::open(&repo).unwrap();
+    let text = String::from_utf8(store.read("dup.md").unwrap().unwrap()).unwrap();
+    assert_eq!(text.lines().count(), PROCESSES, "{text}");
+}

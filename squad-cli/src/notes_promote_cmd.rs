@@ -1,0 +1,221 @@
+//! `squad notes promote` and `squad notes archive`: Ralph's promotion of flagged note entries to
+//! `decisions.md` and `research/` on the `squad-state` branch, exactly once.
+//!
+//! Wired as subcommands of `squad notes` (see `notes_cmd.rs`).
+
+use std::io::IsTerminal;
+
+use serde_json::{Value, json};
+use squad_notes::promote::{
+    ArchiveOptions, ArchiveReport, FoundEntry, Progress, PromoteOptions, PromoteReport, Promoter,
+    Stage, Unparseable,
+};
+use squad_notes::state::OrphanBranchStore;
+
+use crate::ctx::{CliError, CmdResult, Ctx};
+
+/// Arguments of `squad notes promote`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  squad notes promote --json\n  squad notes promote --branch main --merged-from feature/login   # a squash-merged PR"
+)]
+pub(crate) struct PromoteArgs {
+    /// The branch whose history is promoted (default: git config squad.defaultBranch, else the
+    /// remote's HEAD; never the local HEAD).
+    #[arg(long, value_name = "name")]
+    branch: Option<String>,
+    /// A squash- or rebase-merged PR's tip: promote the notes on <branch>..<rev>.
+    #[arg(long, value_name = "rev")]
+    merged_from: Option<String>,
+    /// Show what would be promoted; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// Arguments of `squad notes archive`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  squad notes archive --closed origin/spike-oauth --json")]
+pub(crate) struct ArchiveArgs {
+    /// The tip of the closed, unmerged branch.
+    #[arg(long, value_name = "rev")]
+    closed: String,
+    /// The branch it was proposed against (default: the default branch).
+    #[arg(long, value_name = "name")]
+    branch: Option<String>,
+    /// Show what would be archived; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+fn lib_err(e: squad_notes::Error) -> CliError {
+    let no_branch = e.kind() == squad_notes::ErrorKind::NotFound && e.op() == "promote.branch";
+    let err = if e.is_user_error() {
+        CliError::usage(e.to_string())
+    } else {
+        CliError::failure(format!("{e:#}"))
+    };
+    if no_branch {
+        err.with_hint(
+            "git config squad.defaultBranch main   (or: git remote set-head origin --auto)",
+        )
+    } else {
+        err
+    }
+}
+
+type Opened = (Promoter<OrphanBranchStore>, Option<indicatif::ProgressBar>);
+
+/// The promoter, and the progress spinner it drives (when stderr is a terminal).
+fn open(ctx: &Ctx) -> Result<Opened, CliError> {
+    let not_repo = |e: squad_notes::Error| {
+        CliError::usage(e.to_string()).with_hint("run inside a git repository or pass -C <path>")
+    };
+    let root = ctx.repo_root();
+    let state = OrphanBranchStore::open(&root).map_err(not_repo)?;
+    let promoter = Promoter::open(&ctx.dir, state).map_err(not_repo)?;
+    let Some(bar) = progress_bar() else {
+        return Ok((promoter, None));
+    };
+    let shown = bar.clone();
+    Ok((
+        promoter.with_progress(move |p: Progress| match (p.stage, p.total) {
+            (Stage::ReadNotes, Some(total)) => {
+                bar.set_message("reading notes");
+                bar.set_length(total);
+                bar.set_position(p.done);
+            }
+            _ => {
+                bar.set_message("walking commits");
+                bar.set_position(p.done);
+            }
+        }),
+        Some(shown),
+    ))
+}
+
+/// A progress spinner on stderr, only when stderr is a terminal.
+fn progress_bar() -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg}: {pos}") {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+fn found_json(f: &FoundEntry) -> Value {
+    json!({
+        "id": f.entry.id.to_string(),
+        "namespace": f.notes_ref.as_str(),
+        "commit": f.commit.as_str(),
+    })
+}
+
+fn unparseable_json(u: &Unparseable) -> Value {
+    json!({
+        "namespace": u.notes_ref.as_str(),
+        "commit": u.commit.as_str(),
+        "line": u.line.line,
+        "error": u.line.error,
+    })
+}
+
+fn warn_unparseable(list: &[Unparseable]) {
+    for u in list {
+        eprintln!(
+            "warning: {} {} line {}: {} (skipped, left in the note)",
+            u.notes_ref, u.commit, u.line.line, u.line.error
+        );
+    }
+}
+
+pub(crate) fn promote(args: &PromoteArgs, ctx: &Ctx) -> CmdResult {
+    let (promoter, bar) = open(ctx)?;
+    let result = promoter.promote(&PromoteOptions {
+        branch: args.branch.clone(),
+        merged_from: args.merged_from.clone(),
+        dry_run: args.dry_run,
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let report: PromoteReport = result.map_err(lib_err)?;
+    warn_unparseable(&report.unparseable);
+    if ctx.json {
+        ctx.print_json(&json!({
+            "promoted": report.promoted.iter().map(|f| f.entry.id.to_string()).collect::<Vec<_>>(),
+            "skipped": report.skipped(),
+            "unflagged": report.unflagged,
+            "unparseable": report.unparseable.iter().map(unparseable_json).collect::<Vec<_>>(),
+            "already_promoted": report.already_promoted,
+            "entries": report.promoted.iter().map(found_json).collect::<Vec<_>>(),
+            "branch": report.branch,
+            "commits_scanned": report.commits_scanned,
+            "incremental": report.incremental,
+            "dry_run": report.dry_run,
+        }));
+    } else {
+        let verb = if report.dry_run {
+            "would promote"
+        } else {
+            "promoted"
+        };
+        for f in &report.promoted {
+            println!("{verb} {} ({} on {})", f.entry.id, f.notes_ref, f.commit);
+        }
+        println!(
+            "{verb} {}, skipped {} ({} unflagged, {} unparseable), already promoted {} ({} commits of {})",
+            report.promoted.len(),
+            report.skipped(),
+            report.unflagged,
+            report.unparseable.len(),
+            report.already_promoted,
+            report.commits_scanned,
+            report.branch
+        );
+    }
+    Ok(0)
+}
+
+pub(crate) fn archive(args: &ArchiveArgs, ctx: &Ctx) -> CmdResult {
+    let (promoter, bar) = open(ctx)?;
+    let result = promoter.archive(&ArchiveOptions {
+        closed: args.closed.clone(),
+        branch: args.branch.clone(),
+        dry_run: args.dry_run,
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let report: ArchiveReport = result.map_err(lib_err)?;
+    warn_unparseable(&report.unparseable);
+    if ctx.json {
+        ctx.print_json(&json!({
+            "archived": report.archived.iter().map(|(f, _)| f.entry.id.to_string()).collect::<Vec<_>>(),
+            "files": report.archived.iter().map(|(_, k)| k.as_str()).collect::<Vec<_>>(),
+            "skipped": report.skipped(),
+            "already_archived": report.already_archived,
+            "commits_scanned": report.commits_scanned,
+            "dry_run": report.dry_run,
+        }));
+    } else {
+        let verb = if report.dry_run {
+            "would archive"
+        } else {
+            "archived"
+        };
+        for (f, key) in &report.archived {
+            println!("{verb} {} to {key}", f.entry.id);
+        }
+        println!(
+            "{verb} {}, skipped {}, already archived {} ({} commits)",
+            report.archived.len(),
+            report.skipped(),
+            report.already_archived,
+            report.commits_scanned
+        );
+    }
+    Ok(0)
+}
