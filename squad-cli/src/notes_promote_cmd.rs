@@ -24,7 +24,7 @@ pub(crate) struct PromoteArgs {
     /// remote's HEAD; never the local HEAD).
     #[arg(long, value_name = "name")]
     branch: Option<String>,
-    /// A squash- or rebase-merged PR's tip: promote the notes on <branch>..<rev>.
+    /// A squash- or rebase-merged PR's tip: promote the notes on BRANCH..REV.
     #[arg(long, value_name = "rev")]
     merged_from: Option<String>,
     /// Show what would be promoted; write nothing.

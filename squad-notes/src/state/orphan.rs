@@ -321,11 +321,11 @@ impl OrphanBranchStore {
             // create-only update when the ref already holds the new value, so two writers whose
             // first commits are byte-identical would both succeed and one append would be lost;
             // from the root on, every batch moves the ref with a strict compare-and-swap.
-            if let Err(e) = self.create_at_root(repo)? {
-                if self.tip_of(repo)?.is_none() {
-                    // Nobody created it: something is in the way (a ref below the branch name).
-                    return Ok(Attempt::Lost(e));
-                }
+            // When nobody created it, something is in the way (a ref below the branch name).
+            if let Err(e) = self.create_at_root(repo)?
+                && self.tip_of(repo)?.is_none()
+            {
+                return Ok(Attempt::Lost(e));
             }
             return Ok(Attempt::Retry);
         };
