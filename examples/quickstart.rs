@@ -209,7 +209,7 @@ fn approval_round(root: &Path) -> anyhow::Result<()> {
     println!(
         "notifications.md: {} entries, hash chain verifies up to {}.",
         verified.entries,
-        &verified.head[..12.min(verified.head.len())]
+        verified.head.chars().take(19).collect::<String>()
     );
     Ok(())
 }
@@ -391,11 +391,18 @@ fn routing_round() -> anyhow::Result<()> {
     );
     let squad_row = dir.squad(&squad).context("squad missing")?;
     let text = briefing::briefing(&dir, squad_row, true);
+    let lines: Vec<&str> = text.lines().collect();
+    let roster = lines
+        .iter()
+        .position(|l| l.starts_with("## Squad Roster"))
+        .context("the briefing has no roster")?;
     println!(
-        "Leader briefing (first 15 of {} lines):",
-        text.lines().count()
+        "Leader briefing ({} lines): {}, {} protocol lines, then:",
+        lines.len(),
+        lines[0],
+        roster - 1
     );
-    for line in text.lines().take(15) {
+    for line in lines[roster..].iter().filter(|l| !l.is_empty()) {
         println!("  | {line}");
     }
     Ok(())
