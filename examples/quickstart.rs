@@ -267,9 +267,10 @@ fn memory_round(root: &Path) -> anyhow::Result<()> {
         );
     }
     println!(
-        "Prompt: {} bytes (~{} tokens); left out: {}",
+        "Prompt: {} bytes (~{} tokens); left out under a {}-byte hot+cold budget: {}",
         out.manifest.total_bytes,
         out.manifest.estimated_tokens,
+        budget.hot_plus_cold,
         out.manifest.left_out.len()
     );
     for l in &out.manifest.left_out {
