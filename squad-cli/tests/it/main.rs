@@ -6,6 +6,7 @@
 
 mod approval;
 mod approval_github;
+mod e2e;
 mod memory;
 mod notes;
 mod notes_promote;
