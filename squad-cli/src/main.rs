@@ -57,7 +57,10 @@ enum Command {
     /// Tiered agent memory: spawn context, the Scribe, validation.
     Memory(memory_cmd::Args),
     /// Approval gates: configure the channel, request a gate, wait for a human's decision.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  squad approval configure --channel in-chat\n  squad approval request --mode autopilot --trigger risk-gate --topic \"Drop the users table\" --awaiting approval --detail \"Migration 42\"\n  echo /approve | squad approval wait"
+    )]
     Approval(approval_cmd::Cmd),
     /// Replay routing traces and print leader briefings (the squad routing rules).
     Route(route_cmd::Args),

@@ -8,6 +8,9 @@ use crate::ctx::{CliError, CmdResult, Ctx};
 
 /// Arguments of `squad notes`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  squad notes write --agent data --type decision --fields '{\"decision\":\"Use JWT RS256\"}' --promote\n  squad notes show --agent data HEAD --json\n  squad notes setup && squad notes sync\n  squad notes promote --dry-run"
+)]
 pub(crate) struct Args {
     #[command(subcommand)]
     command: NotesCommand,

@@ -7,6 +7,7 @@
 mod approval;
 mod approval_github;
 mod e2e;
+mod help;
 mod memory;
 mod notes;
 mod notes_promote;
