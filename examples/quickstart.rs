@@ -181,7 +181,7 @@ fn approval_round(root: &Path) -> anyhow::Result<()> {
     let channels = FanOut::new().with(chat.clone());
     let request = GateRequest {
         mode: Mode::Autopilot,
-        trigger: Trigger::ImpactfulAction,
+        trigger: Trigger::RiskGate,
         topic: "Rotate the auth signing keys".into(),
         awaiting: "approve the key rotation".into(),
         detail: "Every session token is invalidated.".into(),
@@ -189,9 +189,9 @@ fn approval_round(root: &Path) -> anyhow::Result<()> {
     let RequestOutcome::Opened { gate, .. } =
         block_on(approvals.request(&request, None, 3600, &channels))?
     else {
-        bail!("autopilot should open a gate at an impactful action");
+        bail!("autopilot should open a gate at a risk gate");
     };
-    println!("Gate {} opened: {}.", gate.id, gate.topic);
+    println!("Risk gate {} opened: {}.", gate.id, gate.topic);
     chat.feed("/approve");
     chat.close();
     println!("The human types `/approve` in the chat.");
