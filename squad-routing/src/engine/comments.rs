@@ -303,23 +303,26 @@ pub(crate) fn guard_suppresses(
     }
 }
 
+/// Whether the principal is this agent (without building a `Principal` to compare with).
+fn is_agent(p: &Principal, agent: &AgentId) -> bool {
+    matches!(p, Principal::Agent(a) if a == agent)
+}
+
 /// The assigned-leader fallback (§4.3).
 fn assigned_leader(cx: &mut Cx<'_>, req: &Req<'_>, squad_id: &SquadId, delay: Option<u32>) {
     let Some(squad) = cx.squad_in(squad_id, &req.issue.workspace_id) else {
         return cx.noop(NoopReason::SquadNotFound);
     };
-    let leader = squad.leader_id.clone();
-    if req.author == &Principal::Agent(leader.clone())
-        && guard_suppresses(cx, &req.issue.id, &leader, squad_id)
-    {
-        return cx.noop_for(NoopReason::SelfTriggerSuppressed, &leader);
+    let leader = &squad.leader_id;
+    if is_agent(req.author, leader) && guard_suppresses(cx, &req.issue.id, leader, squad_id) {
+        return cx.noop_for(NoopReason::SelfTriggerSuppressed, leader);
     }
     let source = if delay.is_some() {
         TriggerSource::Escalation
     } else {
         TriggerSource::IssueAssignee
     };
-    leader_task(cx, req, &leader, squad_id, source, delay);
+    leader_task(cx, req, leader, squad_id, source, delay);
 }
 
 struct Trigger {
@@ -360,7 +363,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
                 outcomes.push(blocked("target_unavailable"));
                 continue;
             };
-            if req.author == &Principal::Agent(agent.id.clone()) {
+            if is_agent(req.author, &agent.id) {
                 outcomes.push(blocked("self_trigger_suppressed"));
                 continue;
             }
@@ -375,7 +378,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
                 outcomes.push(blocked("target_unavailable"));
                 continue;
             };
-            if req.author == &Principal::Agent(squad.leader_id.clone())
+            if is_agent(req.author, &squad.leader_id)
                 && guard_suppresses(cx, &req.issue.id, &squad.leader_id, &squad.id)
             {
                 let active = dir

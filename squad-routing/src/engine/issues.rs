@@ -6,6 +6,7 @@ use squad_model::{
     TaskId, TaskStatus, UserId, WorkspaceId,
 };
 
+use std::borrow::Cow;
 use std::fmt;
 
 use super::{Cx, IdKind, NewTask, bound, online};
@@ -133,8 +134,17 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
         } => {
             cx.overlay_all = true;
             let mut completed = Vec::new();
+            let dir = cx.dir;
             for id in issue_ids {
-                let Some(issue) = cx.issue(id).cloned() else {
+                // Only an issue this batch already updated is copied (out of the overlay); the
+                // others are borrowed from the directory.
+                let overlaid: Issue;
+                let issue: &Issue = if let Some(i) = cx.overlaid(id) {
+                    overlaid = i.clone();
+                    &overlaid
+                } else if let Some(i) = dir.issue(id) {
+                    i
+                } else {
                     return cx.reject(404, "issue not found");
                 };
                 let Some(change) = validated_change(
@@ -142,7 +152,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                     &issue.workspace_id,
                     actor,
                     task_id.as_ref(),
-                    Some(&issue),
+                    Some(issue),
                     (assignee_type.as_deref(), assignee_id.as_deref(), false),
                 ) else {
                     // A refused assignment refuses the whole batch: drop what the earlier issues
@@ -156,13 +166,20 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                     cx,
                     actor,
                     task_id.as_ref(),
-                    &issue,
+                    issue,
                     *status,
                     change,
                     *suppress_run,
                 ) {
                     completed.push(done);
                 }
+            }
+            if let [c] = completed.as_slice() {
+                // One completed issue: its group is itself, no grouping needed.
+                if cx.issue(c).is_some_and(|i| i.parent_issue_id.is_some()) {
+                    wake_parent(cx, &completed);
+                }
+                return;
             }
             // Child-done runs after every write, grouped by parent.
             let mut groups: Vec<(IssueId, Vec<IssueId>)> = Vec::new();
@@ -356,9 +373,11 @@ fn update_one(
     let old_status = issue.status;
     let new_status = status.unwrap_or(old_status);
     let assignee_changed = change.as_ref().is_some_and(|a| a != &issue.assignee);
-    let next_assignee = match &change {
-        Some(a) => a.clone(),
-        None => issue.assignee.clone(),
+    let set_assignee = change.is_some();
+    // The decision takes the requested assignee; an unchanged one is borrowed from the issue.
+    let (requested, next_assignee) = match change {
+        Some(a) => (a.clone(), Cow::Owned(a)),
+        None => (None, Cow::Borrowed(&issue.assignee)),
     };
     let completed = !old_status.is_terminal() && new_status.is_terminal();
     if completed || cx.overlay_all {
@@ -371,8 +390,8 @@ fn update_one(
     cx.push(Decision::UpdateIssue {
         issue_id: issue.id.clone(),
         status,
-        set_assignee: change.is_some(),
-        assignee: change.flatten(),
+        set_assignee,
+        assignee: requested,
     });
     if assignee_changed && cx.policy.cancel_tasks_on_reassign {
         cx.cancel_active(&issue.id, "reassigned");
@@ -383,7 +402,7 @@ fn update_one(
     {
         cx.cancel_active(&issue.id, "issue_cancelled");
     }
-    if let Some(a) = &next_assignee {
+    if let Some(a) = &*next_assignee {
         if assignee_changed {
             let originator = cx.request_originator(actor, task_id, Some(issue));
             run(

@@ -220,11 +220,12 @@ impl<'a> Cx<'a> {
 
     /// The issue as this event has left it so far.
     pub(crate) fn issue(&self, id: &IssueId) -> Option<&Issue> {
-        self.issues
-            .iter()
-            .rev()
-            .find(|i| &i.id == id)
-            .or_else(|| self.dir.issue(id))
+        self.overlaid(id).or_else(|| self.dir.issue(id))
+    }
+
+    /// The issue as this event left it, when this event changed it.
+    pub(crate) fn overlaid(&self, id: &IssueId) -> Option<&Issue> {
+        self.issues.iter().rev().find(|i| &i.id == id)
     }
 
     pub(crate) fn set_issue(&mut self, issue: Issue) {
