@@ -7,6 +7,7 @@
 mod approval;
 mod approval_github;
 mod e2e;
+mod git_repo;
 mod help;
 mod memory;
 mod notes;

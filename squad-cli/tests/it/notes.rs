@@ -1,82 +1,11 @@
 //! `squad notes write | show | list` against real git repositories.
 
-use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;
 
+use crate::git_repo::Repo;
 use squad_model::{AgentName, NoteEntry, NoteType};
 use squad_notes::{GixNotes, Notes};
-use tempfile::TempDir;
-
-struct Repo {
-    dir: TempDir,
-    home: TempDir,
-}
-
-impl Repo {
-    fn new() -> Self {
-        let repo = Repo {
-            dir: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo.git(&["config", "user.name", "Squad Test"]);
-        repo.git(&["config", "user.email", "squad@test.invalid"]);
-        repo.git(&["commit", "-q", "--allow-empty", "-m", "first"]);
-        repo
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn env(&self, c: &mut Command) {
-        c.env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.home.path())
-            .env("GIT_AUTHOR_NAME", "Squad Test")
-            .env("GIT_AUTHOR_EMAIL", "squad@test.invalid")
-            .env("GIT_COMMITTER_NAME", "Squad Test")
-            .env("GIT_COMMITTER_EMAIL", "squad@test.invalid")
-            .env_remove("GIT_DIR");
-    }
-
-    #[track_caller]
-    fn git(&self, args: &[&str]) -> String {
-        let mut c = Command::new("git");
-        c.current_dir(self.path()).args(args);
-        self.env(&mut c);
-        let out = c.output().unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn tip(&self, ns: &str) -> Option<String> {
-        let mut c = Command::new("git");
-        c.current_dir(self.path()).args([
-            "rev-parse",
-            "-q",
-            "--verify",
-            &format!("refs/notes/squad/{ns}"),
-        ]);
-        self.env(&mut c);
-        let out = c.output().unwrap();
-        out.status
-            .success()
-            .then(|| String::from_utf8(out.stdout).unwrap())
-    }
-
-    /// Runs `squad -C <repo> <args>`.
-    fn squad(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_squad"));
-        c.arg("-C").arg(self.path()).args(args);
-        self.env(&mut c);
-        c.output().unwrap()
-    }
-}
 
 fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()

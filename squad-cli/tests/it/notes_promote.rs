@@ -1,69 +1,20 @@
 //! `squad notes promote` and `squad notes archive` against real git repositories.
 
 use std::collections::HashSet;
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
-use tempfile::TempDir;
 
-struct Repo {
-    dir: TempDir,
-    home: TempDir,
+use crate::git_repo::Repo;
+
+/// What the promotion tests add to the shared repository fixture.
+trait PromoteRepo {
+    fn json(&self, args: &[&str]) -> Value;
+    fn decision(&self, agent: &str, text: &str, flag: &str) -> String;
+    fn state(&self, key: &str) -> String;
 }
 
-impl Repo {
-    fn new() -> Self {
-        let repo = Repo {
-            dir: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo.git(&["config", "user.name", "Squad Test"]);
-        repo.git(&["config", "user.email", "squad@test.invalid"]);
-        repo.git(&["commit", "-q", "--allow-empty", "-m", "first"]);
-        repo
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn env(&self, c: &mut Command) {
-        c.env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.home.path())
-            .env("GIT_AUTHOR_NAME", "Squad Test")
-            .env("GIT_AUTHOR_EMAIL", "squad@test.invalid")
-            .env("GIT_COMMITTER_NAME", "Squad Test")
-            .env("GIT_COMMITTER_EMAIL", "squad@test.invalid")
-            .env_remove("GIT_DIR");
-    }
-
-    #[track_caller]
-    fn git(&self, args: &[&str]) -> String {
-        let mut c = Command::new("git");
-        c.current_dir(self.path()).args(args);
-        self.env(&mut c);
-        let out = c.output().unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_squad"));
-        c.arg("-C").arg(self.path()).args(args);
-        self.env(&mut c);
-        c
-    }
-
-    fn squad(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
-    }
-
+impl PromoteRepo for Repo {
     #[track_caller]
     fn json(&self, args: &[&str]) -> Value {
         let out = self.squad(args);
@@ -88,10 +39,6 @@ impl Repo {
         let out = self.squad(&args);
         assert_eq!(out.status.code(), Some(0));
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    }
-
-    fn refs(&self) -> String {
-        self.git(&["for-each-ref", "--format=%(refname) %(objectname)"])
     }
 
     fn state(&self, key: &str) -> String {
