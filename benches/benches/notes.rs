@@ -42,16 +42,8 @@ struct Fixture {
 }
 
 fn git(f_dir: &Path, home: &Path) -> Command {
-    let mut c = Command::new("git");
-    c.current_dir(f_dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", home)
-        .env("LC_ALL", "C")
-        .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@test.invalid")
-        .env("GIT_COMMITTER_NAME", "Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@test.invalid")
-        .env_remove("GIT_DIR");
+    let mut c = squad_bench::git(f_dir);
+    c.env("HOME", home);
     c
 }
 

@@ -18,10 +18,10 @@
 //! Every iteration opens a new `Promoter` (fresh repository handles and caches); the OS page
 //! cache is warm.
 //!
-//! Measured 2026-11-30 on the shared 2-core machine (load average 3 to 6, so absolute figures are
-//! inflated), medians: 100k commits: `promote_cold` 1.53 s, `promote_incremental_noop` 0.57 ms,
-//! `git rev-list --count` 258 ms, `git notes list` 119 ms, both (`rev-list` + `notes list`) 720 ms.
-//! 10k: 100 ms, 0.50 ms, 34 ms, 18 ms, 66 ms. The cold run also reads, parses and renders all
+//! Measured 2026-11-30 on a quiet 2-core machine, medians: 100k commits: `promote_cold` 944 ms,
+//! `promote_incremental_noop` 0.57 ms, `git rev-list --count` 259 ms, `git notes list` 120 ms,
+//! both (`rev-list` + `notes list`) 508 ms. 10k: 73 ms, 0.48 ms, 24 ms, 9.8 ms, 52 ms. The cold
+//! run also reads, parses and renders all
 //! 100k notes (22.9 MB), which the git baseline does not; its floor here is the bulk note read.
 #![allow(missing_docs, reason = "divan bench functions")]
 #![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
@@ -49,16 +49,8 @@ struct Fixture {
 }
 
 fn git(dir: &Path, home: &Path) -> Command {
-    let mut c = Command::new("git");
-    c.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", home)
-        .env("LC_ALL", "C")
-        .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@test.invalid")
-        .env("GIT_COMMITTER_NAME", "Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@test.invalid")
-        .env_remove("GIT_DIR");
+    let mut c = squad_bench::git(dir);
+    c.env("HOME", home);
     c
 }
 

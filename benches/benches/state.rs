@@ -27,18 +27,7 @@ fn main() {
 
 const LINE: &[u8] = b"- 2026-11-30 data: Use JWT RS256 for auth middleware (auth.go:47-89)\n";
 
-fn git(dir: &Path) -> Command {
-    let mut c = Command::new("git");
-    c.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("LC_ALL", "C")
-        .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@test.invalid")
-        .env("GIT_COMMITTER_NAME", "Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@test.invalid");
-    c
-}
+use squad_bench::git;
 
 fn run(mut c: Command) -> String {
     let out = c.output().unwrap();
