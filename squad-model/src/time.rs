@@ -148,7 +148,17 @@ impl Serialize for Timestamp {
 
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        Self::parse(&s).map_err(serde::de::Error::custom)
+        /// Parses the string where the deserializer holds it, without copying it first.
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Timestamp;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an RFC 3339 UTC timestamp string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Timestamp, E> {
+                Timestamp::parse(v).map_err(E::custom)
+            }
+        }
+        d.deserialize_str(Visitor)
     }
 }

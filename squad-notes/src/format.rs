@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 
 use serde_json::Value;
-use squad_model::NoteEntry;
+use squad_model::{EntryId, NoteEntry};
 
 /// A line of a note that did not hold a valid entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,9 +51,18 @@ pub fn parse_note(bytes: &[u8]) -> ParsedNote {
 /// The common case: one valid entry per line. Gives up (returns `None`) at the first line that
 /// is not exactly one valid entry, leaving the general parser to report it.
 fn fast_path(bytes: &[u8]) -> Option<ParsedNote> {
-    let mut entries: Vec<NoteEntry> = Vec::new();
-    let mut seen = HashSet::new();
-    for line in bytes.split(|&b| b == b'\n') {
+    // Most notes hold one entry: no set and no sort for them, and a linear duplicate check for
+    // small notes (a set only past `LINEAR_DEDUP` entries).
+    const LINEAR_DEDUP: usize = 16;
+    let mut entries: Vec<NoteEntry> = Vec::with_capacity(1);
+    let mut seen: Option<HashSet<EntryId>> = None;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let (line, next) = match memchr::memchr(b'\n', rest) {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &[][..]),
+        };
+        rest = next;
         let line = line.trim_ascii();
         if line.is_empty() {
             continue;
@@ -65,11 +74,23 @@ fn fast_path(bytes: &[u8]) -> Option<ParsedNote> {
         if entry.effort_hours.is_some_and(|h| h.is_nan() || h < 0.0) {
             return None;
         }
-        if seen.insert(entry.id.clone()) {
+        let duplicate = match &mut seen {
+            Some(set) => !set.insert(entry.id.clone()),
+            None if entries.len() < LINEAR_DEDUP => entries.iter().any(|e| e.id == entry.id),
+            None => {
+                let mut set: HashSet<EntryId> = entries.iter().map(|e| e.id.clone()).collect();
+                let duplicate = !set.insert(entry.id.clone());
+                seen = Some(set);
+                duplicate
+            }
+        };
+        if !duplicate {
             entries.push(entry);
         }
     }
-    entries.sort_by(NoteEntry::display_order);
+    if entries.len() > 1 {
+        entries.sort_by(NoteEntry::display_order);
+    }
     Some(ParsedNote {
         entries,
         unparsed: Vec::new(),

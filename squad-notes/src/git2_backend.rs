@@ -386,10 +386,11 @@ fn swap(
     new: git2::Oid,
     log: &str,
 ) -> Result<()> {
-    let result = match expected {
-        Some(old) => repo.reference_matching(notes_ref.as_str(), new, true, old, log),
-        None => repo.reference(notes_ref.as_str(), new, false, log),
-    };
+    // libgit2 checks "must not exist" of a plain create (`force = false`) *before* it takes the
+    // ref lock, so two creators can both succeed and the first one's commit is lost. The zero id
+    // as the expected value means "must not exist" and is checked under the lock.
+    let old = expected.unwrap_or_else(git2::Oid::zero);
+    let result = repo.reference_matching(notes_ref.as_str(), new, true, old, log);
     match result {
         Ok(_) => Ok(()),
         Err(e) => {

@@ -9,6 +9,7 @@ use gix::refs::transaction::PreviousValue;
 
 use crate::backend::{NoteEdit, NotesBackend, WriteLock};
 use crate::error::{Error, ErrorKind, Result};
+use crate::gix_bulk;
 use crate::oid::{NotesRef, Oid};
 
 /// A [`NotesBackend`] on a git repository, through gix 0.90 (feature `gix`, on by default).
@@ -49,10 +50,11 @@ pub struct GixNotes {
     pack_threshold: usize,
 }
 
-/// The delta-base cache of a bulk read (git's default `core.deltaBaseCacheLimit` is 96 MiB).
-const READ_ALL_DELTA_CACHE_BYTES: usize = 96 * 1024 * 1024;
 /// Bulk reads and writes of at least this many blobs use several threads.
 const PARALLEL_MIN: usize = 512;
+/// A full walk of a notes tree whose root has at least this many fanout subtrees uses several
+/// threads.
+const PARALLEL_WALK_MIN: usize = 16;
 /// Updates with at least this many edits write their objects as one pack.
 const PACK_MIN: usize = 2048;
 /// How many idle repository handles are kept.
@@ -184,15 +186,6 @@ impl GixNotes {
             }
             Ok(out)
         })
-    }
-
-    /// A fresh handle for bulk reads, with a delta-base cache of `bytes`.
-    fn bulk_reader(&self, bytes: usize) -> gix::Repository {
-        let mut repo = self.repo.to_thread_local();
-        repo.objects.set_pack_cache(move || {
-            Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(bytes))
-        });
-        repo
     }
 
     fn from_repo(repo: gix::ThreadSafeRepository) -> Self {
@@ -333,102 +326,127 @@ fn find_note(
     Ok(())
 }
 
-/// One entry of a notes tree as found by a full walk.
-enum Walked {
-    Note {
-        object: gix::ObjectId,
-        blob: gix::ObjectId,
-        path: Vec<u8>,
-    },
-    Other,
+/// A note found by a full walk: (annotated object, blob, path in the tree). The path is empty
+/// unless the walk was asked for paths.
+type Walked = (gix::ObjectId, gix::ObjectId, Vec<u8>);
+
+/// Where a walk is: the hex prefix and the path of the tree being walked.
+struct WalkState {
+    prefix: Vec<u8>,
+    path: Vec<u8>,
+    hex_len: usize,
+    paths: bool,
+}
+
+fn read_tree(repo: &gix::Repository, tree_id: gix::ObjectId) -> Result<gix::Tree<'_>> {
+    repo.find_tree(tree_id).map_err(|e| {
+        backend_err("notes.list", format!("cannot read notes tree {tree_id}"))(e)
+    })
+}
+
+fn decode_tree<'t>(tree: &'t gix::Tree<'_>) -> Result<gix::objs::TreeRef<'t>> {
+    tree.decode()
+        .map_err(|e| backend_err("notes.list", format!("corrupt notes tree {}", tree.id))(e))
 }
 
 /// Walks the whole notes tree in git's order, classifying entries as git's `load_subtree` does.
 fn walk(
     repo: &gix::Repository,
     tree_id: gix::ObjectId,
-    prefix: &mut Vec<u8>,
-    path: &mut Vec<u8>,
-    hex_len: usize,
+    state: &mut WalkState,
     out: &mut Vec<Walked>,
 ) -> Result<()> {
-    let tree = repo.find_tree(tree_id).map_err(backend_err(
-        "notes.list",
-        format!("cannot read notes tree {tree_id}"),
-    ))?;
-    let decoded = tree.decode().map_err(backend_err(
-        "notes.list",
-        format!("corrupt notes tree {tree_id}"),
-    ))?;
-    for entry in &decoded.entries {
+    let tree = read_tree(repo, tree_id)?;
+    walk_entries(repo, &decode_tree(&tree)?.entries, state, out)
+}
+
+fn walk_entries(
+    repo: &gix::Repository,
+    entries: &[gix::objs::tree::EntryRef<'_>],
+    state: &mut WalkState,
+    out: &mut Vec<Walked>,
+) -> Result<()> {
+    for entry in entries {
         let name: &[u8] = entry.filename;
         let hex = name.iter().all(u8::is_ascii_hexdigit);
-        let (plen, pathlen) = (prefix.len(), path.len());
-        if !path.is_empty() {
-            path.push(b'/');
-        }
-        path.extend_from_slice(name);
-        if entry.mode.is_blob() && hex && prefix.len() + name.len() == hex_len {
-            prefix.extend_from_slice(name);
-            if let Ok(object) = gix::ObjectId::from_hex(prefix) {
-                out.push(Walked::Note {
-                    object,
-                    blob: entry.oid.to_owned(),
-                    path: path.clone(),
-                });
-            } else {
-                out.push(Walked::Other);
+        let (plen, pathlen) = (state.prefix.len(), state.path.len());
+        if state.paths {
+            if !state.path.is_empty() {
+                state.path.push(b'/');
             }
-        } else if entry.mode.is_tree() && hex && name.len() == 2 && prefix.len() + 2 < hex_len {
-            prefix.extend_from_slice(name);
-            walk(repo, entry.oid.to_owned(), prefix, path, hex_len, out)?;
-        } else {
-            out.push(Walked::Other);
+            state.path.extend_from_slice(name);
         }
-        prefix.truncate(plen);
-        path.truncate(pathlen);
+        if entry.mode.is_blob() && hex && plen + name.len() == state.hex_len {
+            state.prefix.extend_from_slice(name);
+            if let Ok(object) = gix::ObjectId::from_hex(&state.prefix) {
+                out.push((object, entry.oid.to_owned(), state.path.clone()));
+            }
+        } else if entry.mode.is_tree() && hex && name.len() == 2 && plen + 2 < state.hex_len {
+            state.prefix.extend_from_slice(name);
+            walk(repo, entry.oid.to_owned(), state, out)?;
+        }
+        state.prefix.truncate(plen);
+        state.path.truncate(pathlen);
     }
     Ok(())
 }
 
-/// Where a blob goes in a bulk read: (object group, entry within the group, blob id).
-type Slot = (usize, usize, gix::ObjectId);
-
-/// The entries of one annotated object: (blob, path) in tree order.
-type Entries = Vec<(gix::ObjectId, Vec<u8>)>;
-
-/// Every (object, its entries) of a notes tree, sorted by object.
+/// Every note of a notes tree, sorted by annotated object; the entries of one object keep their
+/// tree order (use `chunk_by` on the object to group them). Paths are collected only when
+/// `paths` is set. A root with many fanout subtrees is walked on several threads, each taking
+/// a contiguous run of the root's entries, so the result is the same as a walk on one thread.
 fn walk_notes(
+    parallel: Option<&GixNotes>,
     repo: &gix::Repository,
     root: gix::ObjectId,
-) -> Result<Vec<(gix::ObjectId, Entries)>> {
-    let mut walked = Vec::new();
+    paths: bool,
+) -> Result<Vec<Walked>> {
     let hex_len = repo.object_hash().len_in_hex();
-    walk(
-        repo,
-        root,
-        &mut Vec::with_capacity(hex_len),
-        &mut Vec::new(),
+    let state = || WalkState {
+        prefix: Vec::with_capacity(hex_len),
+        path: Vec::new(),
         hex_len,
-        &mut walked,
-    )?;
-    let mut notes: Vec<(gix::ObjectId, gix::ObjectId, Vec<u8>)> = walked
-        .into_iter()
-        .filter_map(|w| match w {
-            Walked::Note { object, blob, path } => Some((object, blob, path)),
-            Walked::Other => None,
-        })
-        .collect();
-    // Stable: entries of one object keep their tree order.
-    notes.sort_by_key(|n| n.0);
-    let mut grouped: Vec<(gix::ObjectId, Entries)> = Vec::new();
-    for (object, blob, path) in notes {
-        match grouped.last_mut() {
-            Some((last, blobs)) if *last == object => blobs.push((blob, path)),
-            _ => grouped.push((object, vec![(blob, path)])),
-        }
+        paths,
+    };
+    let tree = read_tree(repo, root)?;
+    let top = decode_tree(&tree)?;
+    let subtrees = top.entries.iter().filter(|e| e.mode.is_tree()).count();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let mut walked = Vec::new();
+    let pool = parallel.filter(|_| subtrees >= PARALLEL_WALK_MIN && threads >= 2);
+    if let Some(notes) = pool {
+        let size = top.entries.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = top
+                .entries
+                .chunks(size)
+                .map(|run| {
+                    scope.spawn(move || {
+                        let mut part = Vec::new();
+                        walk_entries(&notes.local(), run, &mut state(), &mut part).map(|()| part)
+                    })
+                })
+                .collect();
+            for h in handles {
+                match h.join() {
+                    Ok(part) => walked.extend(part?),
+                    Err(_) => {
+                        return Err(Error::new(
+                            ErrorKind::Backend,
+                            "notes.list",
+                            "a tree-walking thread panicked",
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    } else {
+        walk_entries(repo, &top.entries, &mut state(), &mut walked)?;
     }
-    Ok(grouped)
+    // Stable: entries of one object keep their tree order.
+    walked.sort_by_key(|n| n.0);
+    Ok(walked)
 }
 
 fn load_blob(repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>> {
@@ -441,36 +459,6 @@ fn load_blob(repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>> {
         .with_source(e)
     })?;
     Ok(blob.take_data())
-}
-
-/// The (pack number, offset) of each object in the repository's own packs, `(usize::MAX, 0)`
-/// for objects that are loose or elsewhere. Used only to choose a good reading order.
-fn pack_positions(
-    repo: &gix::Repository,
-    ids: impl Iterator<Item = gix::ObjectId>,
-) -> Vec<(usize, u64)> {
-    let dir = repo.common_dir().join("objects").join("pack");
-    let mut indices = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        let mut paths: Vec<_> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "idx"))
-            .collect();
-        paths.sort();
-        for path in paths {
-            if let Ok(index) = gix::odb::pack::index::File::at(&path, repo.object_hash()) {
-                indices.push(index);
-            }
-        }
-    }
-    ids.map(|id| {
-        indices
-            .iter()
-            .enumerate()
-            .find_map(|(n, index)| index.lookup(id).map(|i| (n, index.pack_offset_at_index(i))))
-            .unwrap_or((usize::MAX, 0))
-    })
-    .collect()
 }
 
 /// Joins the contents of several entries for one object as git's `combine_notes_concatenate` does.
@@ -508,14 +496,14 @@ fn apply_edits(
 /// Rewrites `root` so that no object has more than one entry: the entries of such an object are
 /// removed and replaced by one blob at the first entry's path holding their git-joined contents.
 fn repair_duplicates(repo: &gix::Repository, root: gix::ObjectId) -> Result<gix::ObjectId> {
-    let grouped = walk_notes(repo, root)?;
+    let walked = walk_notes(None, repo, root, true)?;
     let mut editor = repo
         .edit_tree(root)
         .map_err(backend_err("notes.update", "cannot edit the notes tree"))?;
     let mut changed = false;
-    for (_object, entries) in grouped.into_iter().filter(|(_, e)| e.len() > 1) {
+    for entries in walked.chunk_by(|a, b| a.0 == b.0).filter(|e| e.len() > 1) {
         let mut parts = Vec::new();
-        for (blob, path) in &entries {
+        for (_, blob, path) in entries {
             parts.push(load_blob(repo, *blob)?);
             editor
                 .remove(path.as_bstr())
@@ -527,7 +515,7 @@ fn repair_duplicates(repo: &gix::Repository, root: gix::ObjectId) -> Result<gix:
             .detach();
         editor
             .upsert(
-                entries[0].1.as_bstr(),
+                entries[0].2.as_bstr(),
                 gix::object::tree::EntryKind::Blob,
                 joined,
             )
@@ -606,58 +594,62 @@ impl NotesBackend for GixNotes {
     fn list(&self, tip: &Oid) -> Result<Vec<Oid>> {
         let repo = self.local();
         let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
-        Ok(walk_notes(&repo, root)?
-            .iter()
-            .map(|(object, _)| from_gix(object))
+        let walked = walk_notes(Some(self), &repo, root, false)?;
+        Ok(walked
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|entries| from_gix(&entries[0].0))
             .collect())
     }
 
-    /// One walk of the tree, then every blob, on a handle with a large delta-base cache (as
-    /// git's `core.deltaBaseCacheLimit`), since packed note blobs are mostly deltas of each other.
+    /// One walk of the tree, then every blob straight from the packs, in pack order and on
+    /// several threads (see `gix_bulk`): packed note blobs are mostly deltas of each other, and
+    /// in pack order each one's base has just been decoded.
     fn read_all(&self, tip: &Oid) -> Result<Vec<(Oid, Vec<u8>)>> {
-        let repo = self.bulk_reader(READ_ALL_DELTA_CACHE_BYTES);
+        let repo = self.local();
         let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
-        let grouped = walk_notes(&repo, root)?;
-        // Read the blobs in pack order: a delta's base then sits in the cache already, so each
-        // blob costs one inflate instead of a walk down its delta chain.
-        let mut order: Vec<Slot> = grouped
+        let walked = walk_notes(Some(self), &repo, root, false)?;
+        let packs = gix_bulk::Packs::open(&repo);
+        // (location, index in `walked`); blobs outside the packs sort last.
+        let mut order: Vec<(Option<gix_bulk::Location>, usize)> = walked
             .iter()
             .enumerate()
-            .flat_map(|(g, (_, entries))| {
-                entries
-                    .iter()
-                    .enumerate()
-                    .map(move |(k, (b, _))| (g, k, *b))
-            })
+            .map(|(i, (_, blob, _))| (packs.locate(blob), i))
             .collect();
-        let positions = pack_positions(&repo, order.iter().map(|(_, _, b)| *b));
-        let mut keyed: Vec<((usize, u64), Slot)> =
-            positions.into_iter().zip(order.drain(..)).collect();
-        keyed.sort_unstable_by_key(|(key, _)| *key);
-        let mut contents: Vec<Vec<Option<Vec<u8>>>> =
-            grouped.iter().map(|(_, e)| vec![None; e.len()]).collect();
+        order.sort_unstable_by_key(|(at, _)| at.map_or((usize::MAX, 0), |l| l));
+        let packed = order.partition_point(|(at, _)| at.is_some());
+        let (in_packs, loose) = order.split_at(packed);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        let loaded: Vec<(usize, usize, Vec<u8>)> = if keyed.len() < PARALLEL_MIN || threads < 2 {
-            keyed
+        let decode_run = |run: &[(Option<gix_bulk::Location>, usize)],
+                          repo: &gix::Repository|
+         -> Result<Vec<(usize, Vec<u8>)>> {
+            let mut decoder = gix_bulk::Decoder::new(&packs, repo, run.len());
+            let mut slots = Vec::with_capacity(run.len());
+            for &(at, i) in run {
+                if let Some(at) = at {
+                    slots.push((i, decoder.decode(&walked[i].1, at)?));
+                }
+            }
+            let mut decoded: Vec<Option<Vec<u8>>> =
+                decoder.finish().into_iter().map(Some).collect();
+            Ok(slots
                 .into_iter()
-                .map(|(_, (g, k, blob))| Ok((g, k, load_blob(&repo, blob)?)))
-                .collect::<Result<_>>()?
+                .map(|(i, d)| (i, decoded[d].take().unwrap_or_default()))
+                .collect())
+        };
+        let loaded: Vec<(usize, Vec<u8>)> = if in_packs.len() < PARALLEL_MIN || threads < 2 {
+            decode_run(in_packs, &repo)?
         } else {
-            // Contiguous runs of the pack order, one per thread, each with its own handle and cache.
-            let size = keyed.len().div_ceil(threads);
+            // Contiguous runs of the pack order, one per thread, each with its own decoder.
+            let size = in_packs.len().div_ceil(threads);
             std::thread::scope(|scope| {
-                let handles: Vec<_> = keyed
+                let handles: Vec<_> = in_packs
                     .chunks(size)
-                    .map(|part| {
-                        scope.spawn(move || {
-                            let repo = self.bulk_reader(READ_ALL_DELTA_CACHE_BYTES / threads);
-                            part.iter()
-                                .map(|(_, (g, k, blob))| Ok((*g, *k, load_blob(&repo, *blob)?)))
-                                .collect::<Result<Vec<_>>>()
-                        })
+                    .map(|run| {
+                        let decode_run = &decode_run;
+                        scope.spawn(move || decode_run(run, &self.local()))
                     })
                     .collect();
-                let mut all = Vec::with_capacity(keyed.len());
+                let mut all = Vec::with_capacity(in_packs.len());
                 for h in handles {
                     match h.join() {
                         Ok(part) => all.extend(part?),
@@ -673,18 +665,22 @@ impl NotesBackend for GixNotes {
                 Ok(all)
             })?
         };
-        for (g, k, bytes) in loaded {
-            contents[g][k] = Some(bytes);
+        let mut contents: Vec<Vec<u8>> = vec![Vec::new(); walked.len()];
+        for (i, bytes) in loaded {
+            contents[i] = bytes;
         }
-        let mut out = Vec::with_capacity(grouped.len());
-        for ((object, _), parts) in grouped.iter().zip(contents) {
-            let mut parts: Vec<Vec<u8>> = parts.into_iter().flatten().collect();
-            let bytes = if parts.len() == 1 {
-                parts.pop().unwrap_or_default()
+        for &(_, i) in loose {
+            contents[i] = load_blob(&repo, walked[i].1)?;
+        }
+        let mut contents = contents.into_iter();
+        let mut out = Vec::with_capacity(walked.len());
+        for entries in walked.chunk_by(|a, b| a.0 == b.0) {
+            let bytes = if entries.len() == 1 {
+                contents.next().unwrap_or_default()
             } else {
-                join_git(parts)
+                join_git(contents.by_ref().take(entries.len()))
             };
-            out.push((from_gix(object), bytes));
+            out.push((from_gix(&entries[0].0), bytes));
         }
         Ok(out)
     }

@@ -11,6 +11,8 @@ mod git2_backend;
 #[cfg(feature = "gix")]
 mod gix_backend;
 #[cfg(feature = "gix")]
+mod gix_bulk;
+#[cfg(feature = "gix")]
 mod gix_sync;
 mod memory;
 mod notes;

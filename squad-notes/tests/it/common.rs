@@ -63,6 +63,12 @@ impl Repo {
     /// Runs git with `stdin` as input.
     #[track_caller]
     pub(crate) fn git_stdin(&self, args: &[&str], stdin: &[u8]) -> String {
+        String::from_utf8(self.git_stdin_bytes(args, stdin)).unwrap()
+    }
+
+    /// Runs git with `stdin` as input; its output as bytes.
+    #[track_caller]
+    pub(crate) fn git_stdin_bytes(&self, args: &[&str], stdin: &[u8]) -> Vec<u8> {
         use std::io::Write;
         let mut child = self
             .cmd(args)
@@ -71,14 +77,18 @@ impl Repo {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        let mut input = child.stdin.take().unwrap();
+        let stdin = stdin.to_vec();
+        // Written from a thread: git may fill its output pipe before it has read all its input.
+        let writer = std::thread::spawn(move || input.write_all(&stdin));
         let out = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
         assert!(
             out.status.success(),
             "git {args:?} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8(out.stdout).unwrap()
+        out.stdout
     }
 
     pub(crate) fn commit(&self, msg: &str) -> Oid {

@@ -215,3 +215,54 @@ fn concurrent_git2_and_gix_writers_lose_nothing() {
     assert_eq!(ids.len(), 40);
     repo.fsck();
 }
+
+/// Racing creators of one notes ref, each with its own handle (libgit2 and gix mixed): exactly
+/// one wins each round, every other one gets a conflict. libgit2 checks a plain create's "must
+/// not exist" before it takes the ref lock, so without an expected zero id two creators could
+/// both succeed and the first commit would be lost.
+#[test]
+fn racing_creators_of_one_ref_have_exactly_one_winner() {
+    const WRITERS: usize = 6;
+    let repo = Repo::new();
+    let c = repo.commit("one");
+    for round in 0..40 {
+        let nr = NotesRef::new(&format!("refs/notes/squad/race{round}")).unwrap();
+        let barrier = std::sync::Barrier::new(WRITERS);
+        let outcomes: Vec<Result<Oid, squad_notes::ErrorKind>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..WRITERS)
+                .map(|t| {
+                    let (repo, c, nr, barrier) = (&repo, &c, &nr, &barrier);
+                    s.spawn(move || {
+                        let store: Box<dyn NotesBackend> = if t % 2 == 0 {
+                            Box::new(Git2Notes::open(repo.path()).unwrap())
+                        } else {
+                            Box::new(repo.backend())
+                        };
+                        let edit = NoteEdit::set(c.clone(), format!("writer {t}\n"));
+                        barrier.wait();
+                        store
+                            .update(nr, None, &[edit], "create")
+                            .map_err(|e| e.kind())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let winners: Vec<&Oid> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {outcomes:?}");
+        assert!(
+            outcomes
+                .iter()
+                .filter_map(|o| o.as_ref().err())
+                .all(|k| *k == squad_notes::ErrorKind::Conflict),
+            "round {round}: {outcomes:?}"
+        );
+        let tip = Git2Notes::open(repo.path())
+            .unwrap()
+            .tip(&nr)
+            .unwrap()
+            .unwrap();
+        assert_eq!(&tip, winners[0], "round {round}: the ref holds the winner");
+    }
+    repo.fsck();
+}

@@ -4,6 +4,8 @@
     reason = "a test panics on failure; that is the point"
 )]
 
+#[cfg(feature = "gix")]
+mod bulk_read;
 mod common;
 mod concurrency;
 mod conformance;

@@ -1,0 +1,197 @@
+//! `read_all` on the gix backend reads blobs straight from the packs, in pack order. These tests
+//! check it against git (`git notes list` + `git cat-file --batch`) and against one `read` per
+//! object, on every layout git produces: one fast-import pack, a repack with offset deltas, a
+//! repack with deltas by id (`REF_DELTA`), loose objects beside a pack, and several packs. The
+//! namespaces are large enough (over 512 blobs) for the read to run on several threads.
+
+use std::collections::BTreeMap;
+
+use squad_notes::{NotesBackend, NotesRef, Oid};
+
+use crate::common::Repo;
+
+const NOTES: usize = 1_200;
+
+/// A history of `NOTES` commits and a note on each, written by `git fast-import`. Notes are
+/// similar JSON lines (so packs delta them against each other); the first ten are byte-identical
+/// (one blob noted on ten commits); one note is empty.
+fn fixture() -> Repo {
+    let repo = Repo::new();
+    let mut s = String::new();
+    for i in 1..=NOTES {
+        s.push_str(&format!(
+            "commit refs/heads/main\nmark :{i}\ncommitter T <t@test.invalid> {} +0000\ndata 0\n\n",
+            1_700_000_000 + i
+        ));
+    }
+    s.push_str(
+        "commit refs/notes/squad/data\ncommitter T <t@test.invalid> 1700000000 +0000\ndata 8\nfixture\n",
+    );
+    for i in 1..=NOTES {
+        let body = match i {
+            1..=10 => "{\"id\":\"same\",\"type\":\"progress\"}\n".to_owned(),
+            11 => String::new(),
+            _ => format!(
+                "{{\"id\":\"01ARZ3NDEKTSV4RRFFQ69G{i:04}\",\"agent\":\"data\",\"type\":\"decision\",\"decision\":\"Use JWT RS256 for auth middleware, step {i}\",\"reasoning\":\"Existing pattern in codebase.\"}}\n"
+            ),
+        };
+        s.push_str(&format!("N inline :{i}\ndata {}\n{body}\n", body.len()));
+    }
+    repo.git_stdin(&["fast-import", "--quiet"], s.as_bytes());
+    repo
+}
+
+/// Every (object, note bytes) as git prints them.
+fn git_notes(repo: &Repo) -> BTreeMap<Oid, Vec<u8>> {
+    let list = repo.git_ok(&["notes", "--ref=squad/data", "list"]);
+    let pairs: Vec<(&str, &str)> = list
+        .lines()
+        .map(|l| l.split_once(' ').unwrap())
+        .collect();
+    let input: String = pairs.iter().map(|(blob, _)| format!("{blob}\n")).collect();
+    let out = repo.git_stdin_bytes(&["cat-file", "--batch"], input.as_bytes());
+    let mut rest = out.as_slice();
+    let mut map = BTreeMap::new();
+    for (_, object) in &pairs {
+        let nl = rest.iter().position(|&b| b == b'\n').unwrap();
+        let header = std::str::from_utf8(&rest[..nl]).unwrap();
+        let size: usize = header.rsplit(' ').next().unwrap().parse().unwrap();
+        let body = rest[nl + 1..nl + 1 + size].to_vec();
+        rest = &rest[nl + 1 + size + 1..];
+        map.insert(object.parse().unwrap(), body);
+    }
+    map
+}
+
+#[track_caller]
+fn check(repo: &Repo, layout: &str) {
+    let backend = repo.backend();
+    let tip = backend
+        .tip(&NotesRef::new("refs/notes/squad/data").unwrap())
+        .unwrap()
+        .unwrap();
+    let all = backend.read_all(&tip).unwrap();
+    let ours: BTreeMap<Oid, Vec<u8>> = all.iter().cloned().collect();
+    assert_eq!(ours.len(), all.len(), "{layout}: duplicate objects");
+    assert!(
+        all.windows(2).all(|w| w[0].0 < w[1].0),
+        "{layout}: not sorted by object"
+    );
+    let git = git_notes(repo);
+    assert_eq!(ours.len(), git.len(), "{layout}: note count");
+    assert_eq!(ours, git, "{layout}: bytes differ from git's");
+    for (object, bytes) in &all {
+        assert_eq!(
+            backend.read(&tip, object).unwrap().as_ref(),
+            Some(bytes),
+            "{layout}: read_all and read disagree on {object}"
+        );
+    }
+}
+
+fn count(repo: &Repo, key: &str) -> usize {
+    repo.git_ok(&["count-objects", "-v"])
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn read_all_matches_git_on_a_fast_import_pack() {
+    let repo = fixture();
+    assert_eq!(count(&repo, "packs:"), 1);
+    check(&repo, "fast-import pack");
+}
+
+#[test]
+fn read_all_matches_git_with_offset_deltas() {
+    let repo = fixture();
+    repo.git_ok(&["repack", "-adfq", "--depth=50", "--window=50"]);
+    let verify = repo.git_ok(&["verify-pack", "-s", &pack_idx(&repo)]);
+    assert!(
+        verify.contains("chain length = 2"),
+        "the fixture should hold delta chains: {verify}"
+    );
+    check(&repo, "offset deltas");
+}
+
+#[test]
+fn read_all_matches_git_with_deltas_by_id() {
+    let repo = fixture();
+    repo.git_ok(&[
+        "-c",
+        "repack.useDeltaBaseOffset=false",
+        "repack",
+        "-adfq",
+        "--depth=10",
+    ]);
+    check(&repo, "ref deltas");
+}
+
+#[test]
+fn read_all_matches_git_with_loose_notes_beside_a_pack_and_with_two_packs() {
+    let repo = fixture();
+    repo.git_ok(&["repack", "-adq"]);
+    // Every tenth of the newest 600 notes rewritten by git itself: loose blobs and trees.
+    let commits = repo.git_ok(&["rev-list", "--max-count=600", "main"]);
+    for (i, c) in commits.lines().enumerate().filter(|(i, _)| i % 10 == 0) {
+        let note = format!("{{\"id\":\"loose-{i}\",\"type\":\"progress\"}}");
+        repo.git_ok(&["notes", "--ref=squad/data", "add", "-f", "-m", &note, c]);
+    }
+    assert!(count(&repo, "count:") > 0, "loose objects expected");
+    check(&repo, "loose beside a pack");
+    // An incremental repack: the new objects in a second pack.
+    repo.git_ok(&["repack", "-dq"]);
+    assert_eq!(count(&repo, "packs:"), 2);
+    check(&repo, "two packs");
+}
+
+#[test]
+fn a_note_entry_that_is_a_tree_in_a_pack_is_a_corrupt_error() {
+    let repo = Repo::new();
+    let commit = repo.commit("one");
+    let blob = repo.git_stdin(&["hash-object", "-w", "--stdin"], b"hi\n");
+    let inner = repo.git_stdin(
+        &["mktree"],
+        format!("100644 blob {}\tx\n", blob.trim()).as_bytes(),
+    );
+    // A notes tree whose entry for `commit` has a blob's mode but names a tree: `git mktree`
+    // refuses to write that, so the tree is written raw.
+    let mut raw = format!("100644 {commit}\0").into_bytes();
+    raw.extend(hex_to_bytes(inner.trim()));
+    let tree = repo.git_stdin(
+        &["hash-object", "-t", "tree", "-w", "--literally", "--stdin"],
+        &raw,
+    );
+    let notes_commit = repo.git_ok(&["commit-tree", "-m", "notes", tree.trim()]);
+    repo.git_ok(&["update-ref", "refs/notes/squad/data", notes_commit.trim()]);
+    repo.git_ok(&["repack", "-adq"]);
+    let backend = repo.backend();
+    let tip = backend
+        .tip(&NotesRef::new("refs/notes/squad/data").unwrap())
+        .unwrap()
+        .unwrap();
+    let err = backend.read_all(&tip).unwrap_err();
+    assert_eq!(err.kind(), squad_notes::ErrorKind::Corrupt, "{err}");
+    assert!(err.to_string().contains("not a blob"), "{err}");
+}
+
+fn pack_idx(repo: &Repo) -> String {
+    let dir = repo.path().join(".git/objects/pack");
+    let idx = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "idx"))
+        .unwrap();
+    idx.to_string_lossy().into_owned()
+}
+
+fn hex_to_bytes(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
