@@ -389,7 +389,8 @@ fn swap(
     // libgit2 checks "must not exist" of a plain create (`force = false`) *before* it takes the
     // ref lock, so two creators can both succeed and the first one's commit is lost. The zero id
     // as the expected value means "must not exist" and is checked under the lock.
-    let old = expected.unwrap_or_else(git2::Oid::zero);
+    // (Without git2's unstable SHA-256 feature every repository it opens is SHA-1.)
+    let old = expected.unwrap_or(git2::Oid::ZERO_SHA1);
     let result = repo.reference_matching(notes_ref.as_str(), new, true, old, log);
     match result {
         Ok(_) => Ok(()),

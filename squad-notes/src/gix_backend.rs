@@ -339,9 +339,8 @@ struct WalkState {
 }
 
 fn read_tree(repo: &gix::Repository, tree_id: gix::ObjectId) -> Result<gix::Tree<'_>> {
-    repo.find_tree(tree_id).map_err(|e| {
-        backend_err("notes.list", format!("cannot read notes tree {tree_id}"))(e)
-    })
+    repo.find_tree(tree_id)
+        .map_err(|e| backend_err("notes.list", format!("cannot read notes tree {tree_id}"))(e))
 }
 
 fn decode_tree<'t>(tree: &'t gix::Tree<'_>) -> Result<gix::objs::TreeRef<'t>> {

@@ -44,10 +44,7 @@ fn fixture() -> Repo {
 /// Every (object, note bytes) as git prints them.
 fn git_notes(repo: &Repo) -> BTreeMap<Oid, Vec<u8>> {
     let list = repo.git_ok(&["notes", "--ref=squad/data", "list"]);
-    let pairs: Vec<(&str, &str)> = list
-        .lines()
-        .map(|l| l.split_once(' ').unwrap())
-        .collect();
+    let pairs: Vec<(&str, &str)> = list.lines().map(|l| l.split_once(' ').unwrap()).collect();
     let input: String = pairs.iter().map(|(blob, _)| format!("{blob}\n")).collect();
     let out = repo.git_stdin_bytes(&["cat-file", "--batch"], input.as_bytes());
     let mut rest = out.as_slice();
