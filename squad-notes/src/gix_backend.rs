@@ -11,6 +11,7 @@ use crate::backend::{NoteEdit, NotesBackend, WriteLock};
 use crate::error::{Error, ErrorKind, Result};
 use crate::gix_bulk;
 use crate::oid::{NotesRef, Oid};
+use crate::parallel::{self, PARALLEL_MIN};
 
 /// A [`NotesBackend`] on a git repository, through gix 0.90 (feature `gix`, on by default).
 ///
@@ -50,8 +51,6 @@ pub struct GixNotes {
     pack_threshold: usize,
 }
 
-/// Bulk reads and writes of at least this many blobs use several threads.
-const PARALLEL_MIN: usize = 512;
 /// A full walk of a notes tree whose root has at least this many fanout subtrees uses several
 /// threads.
 const PARALLEL_WALK_MIN: usize = 16;
@@ -159,32 +158,11 @@ impl GixNotes {
         repo: &gix::Repository,
         edits: &[NoteEdit],
     ) -> Result<Vec<(gix::ObjectId, Option<gix::ObjectId>)>> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        if edits.len() < PARALLEL_MIN || threads < 2 {
+        if edits.len() < PARALLEL_MIN {
             return write_blob_chunk(repo, edits);
         }
-        let size = edits.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = edits
-                .chunks(size)
-                .map(|part| {
-                    scope.spawn(move || write_blob_chunk(&self.repo.to_thread_local(), part))
-                })
-                .collect();
-            let mut out = Vec::with_capacity(edits.len());
-            for h in handles {
-                match h.join() {
-                    Ok(part) => out.extend(part?),
-                    Err(_) => {
-                        return Err(Error::new(
-                            ErrorKind::Backend,
-                            "notes.update",
-                            "a blob-writing thread panicked",
-                        ));
-                    }
-                }
-            }
-            Ok(out)
+        parallel::map_chunks(edits, PARALLEL_MIN, "notes.update", |part| {
+            write_blob_chunk(&self.repo.to_thread_local(), part)
         })
     }
 
@@ -410,39 +388,17 @@ fn walk_notes(
     let tree = read_tree(repo, root)?;
     let top = decode_tree(&tree)?;
     let subtrees = top.entries.iter().filter(|e| e.mode.is_tree()).count();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    let mut walked = Vec::new();
-    let pool = parallel.filter(|_| subtrees >= PARALLEL_WALK_MIN && threads >= 2);
-    if let Some(notes) = pool {
-        let size = top.entries.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = top
-                .entries
-                .chunks(size)
-                .map(|run| {
-                    scope.spawn(move || {
-                        let mut part = Vec::new();
-                        walk_entries(&notes.local(), run, &mut state(), &mut part).map(|()| part)
-                    })
-                })
-                .collect();
-            for h in handles {
-                match h.join() {
-                    Ok(part) => walked.extend(part?),
-                    Err(_) => {
-                        return Err(Error::new(
-                            ErrorKind::Backend,
-                            "notes.list",
-                            "a tree-walking thread panicked",
-                        ));
-                    }
-                }
-            }
-            Ok(())
-        })?;
-    } else {
-        walk_entries(repo, &top.entries, &mut state(), &mut walked)?;
-    }
+    let mut walked = match parallel.filter(|_| subtrees >= PARALLEL_WALK_MIN) {
+        Some(notes) => parallel::map_chunks(&top.entries, 2, "notes.list", |run| {
+            let mut part = Vec::new();
+            walk_entries(&notes.local(), run, &mut state(), &mut part).map(|()| part)
+        })?,
+        None => {
+            let mut walked = Vec::new();
+            walk_entries(repo, &top.entries, &mut state(), &mut walked)?;
+            walked
+        }
+    };
     // Stable: entries of one object keep their tree order.
     walked.sort_by_key(|n| n.0);
     Ok(walked)
@@ -617,11 +573,11 @@ impl NotesBackend for GixNotes {
         order.sort_unstable_by_key(|(at, _)| at.map_or((usize::MAX, 0), |l| l));
         let packed = order.partition_point(|(at, _)| at.is_some());
         let (in_packs, loose) = order.split_at(packed);
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        let decode_run = |run: &[(Option<gix_bulk::Location>, usize)],
-                          repo: &gix::Repository|
-         -> Result<Vec<(usize, Vec<u8>)>> {
-            let mut decoder = gix_bulk::Decoder::new(&packs, repo, run.len());
+        let loaded = parallel::map_chunks(in_packs, PARALLEL_MIN, "notes.read", |run| {
+            // Each run of the pack order gets its own decoder, whose decoded blobs are the
+            // delta bases of the ones after them.
+            let repo = self.local();
+            let mut decoder = gix_bulk::Decoder::new(&packs, &repo, run.len());
             let mut slots = Vec::with_capacity(run.len());
             for &(at, i) in run {
                 if let Some(at) = at {
@@ -633,37 +589,8 @@ impl NotesBackend for GixNotes {
             Ok(slots
                 .into_iter()
                 .map(|(i, d)| (i, decoded[d].take().unwrap_or_default()))
-                .collect())
-        };
-        let loaded: Vec<(usize, Vec<u8>)> = if in_packs.len() < PARALLEL_MIN || threads < 2 {
-            decode_run(in_packs, &repo)?
-        } else {
-            // Contiguous runs of the pack order, one per thread, each with its own decoder.
-            let size = in_packs.len().div_ceil(threads);
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = in_packs
-                    .chunks(size)
-                    .map(|run| {
-                        let decode_run = &decode_run;
-                        scope.spawn(move || decode_run(run, &self.local()))
-                    })
-                    .collect();
-                let mut all = Vec::with_capacity(in_packs.len());
-                for h in handles {
-                    match h.join() {
-                        Ok(part) => all.extend(part?),
-                        Err(_) => {
-                            return Err(Error::new(
-                                ErrorKind::Backend,
-                                "notes.read",
-                                "a blob-reading thread panicked",
-                            ));
-                        }
-                    }
-                }
-                Ok(all)
-            })?
-        };
+                .collect::<Vec<_>>())
+        })?;
         let mut contents: Vec<Vec<u8>> = vec![Vec::new(); walked.len()];
         for (i, bytes) in loaded {
             contents[i] = bytes;

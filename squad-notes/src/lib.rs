@@ -17,6 +17,7 @@ mod gix_sync;
 mod memory;
 mod notes;
 mod oid;
+mod parallel;
 #[cfg(feature = "gix")]
 #[cfg_attr(docsrs, doc(cfg(feature = "gix")))]
 pub mod promote;

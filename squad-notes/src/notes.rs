@@ -10,6 +10,7 @@ use crate::backend::{NoteEdit, NotesBackend};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{self, ParsedNote};
 use crate::oid::{NotesRef, Oid};
+use crate::parallel;
 
 /// The notes-commit message of every write, as `git notes append` writes it.
 pub const APPEND_MESSAGE: &str = "Notes added by 'git notes append'\n";
@@ -273,39 +274,7 @@ impl<B: NotesBackend> Notes<B> {
             return Ok(Vec::new());
         };
         let all = self.backend.read_all(&tip)?;
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        if all.len() < 512 || threads < 2 {
-            return Ok(all
-                .into_iter()
-                .map(|(commit, bytes)| (commit, format::parse_note(&bytes)))
-                .collect());
-        }
-        // Parsing is pure: large namespaces are parsed on several threads.
-        let size = all.len().div_ceil(threads);
-        let parsed = std::thread::scope(|scope| {
-            let handles: Vec<_> = all
-                .chunks(size)
-                .map(|part| {
-                    scope.spawn(move || {
-                        part.iter()
-                            .map(|(commit, bytes)| (commit.clone(), format::parse_note(bytes)))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join())
-                .collect::<std::result::Result<Vec<_>, _>>()
-        });
-        match parsed {
-            Ok(parts) => Ok(parts.into_iter().flatten().collect()),
-            Err(_) => Err(Error::new(
-                ErrorKind::Backend,
-                "notes.read",
-                "a parsing thread panicked",
-            )),
-        }
+        parse_all(&all, "notes.read")
     }
 }
 
@@ -386,4 +355,17 @@ fn merge_entries(
         bytes.push(b'\n');
     }
     Ok(Some(bytes))
+}
+
+/// Parses note blobs, on several threads for large sets (parsing is pure).
+pub(crate) fn parse_all(
+    raw: &[(Oid, Vec<u8>)],
+    op: &'static str,
+) -> Result<Vec<(Oid, ParsedNote)>> {
+    parallel::map_chunks(raw, parallel::PARALLEL_MIN, op, |part| {
+        Ok(part
+            .iter()
+            .map(|(commit, bytes)| (commit.clone(), format::parse_note(bytes)))
+            .collect())
+    })
 }

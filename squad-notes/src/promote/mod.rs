@@ -823,38 +823,7 @@ impl<S: StateStore> Promoter<S> {
     fn parse(&self, raw: Vec<(Oid, Vec<u8>)>) -> Result<Vec<(Oid, format::ParsedNote)>> {
         let total = raw.len() as u64;
         self.report(Stage::ReadNotes, 0, Some(total));
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        let parsed = if raw.len() < 512 || threads < 2 {
-            raw.into_iter()
-                .map(|(o, b)| (o, format::parse_note(&b)))
-                .collect()
-        } else {
-            let size = raw.len().div_ceil(threads);
-            let parts = std::thread::scope(|scope| {
-                let handles: Vec<_> = raw
-                    .chunks(size)
-                    .map(|part| {
-                        scope.spawn(move || {
-                            part.iter()
-                                .map(|(o, b)| (o.clone(), format::parse_note(b)))
-                                .collect::<Vec<_>>()
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join())
-                    .collect::<std::result::Result<Vec<_>, _>>()
-            })
-            .map_err(|_| {
-                Error::new(
-                    ErrorKind::Backend,
-                    "promote.read",
-                    "a parsing thread panicked",
-                )
-            })?;
-            parts.into_iter().flatten().collect()
-        };
+        let parsed = crate::notes::parse_all(&raw, "promote.read")?;
         self.report(Stage::ReadNotes, total, Some(total));
         Ok(parsed)
     }

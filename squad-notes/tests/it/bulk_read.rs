@@ -62,11 +62,7 @@ fn git_notes(repo: &Repo) -> BTreeMap<Oid, Vec<u8>> {
 
 #[track_caller]
 fn check(repo: &Repo, layout: &str) {
-    let backend = repo.backend();
-    let tip = backend
-        .tip(&NotesRef::new("refs/notes/squad/data").unwrap())
-        .unwrap()
-        .unwrap();
+    let (backend, tip) = data_tip(repo);
     let all = backend.read_all(&tip).unwrap();
     let ours: BTreeMap<Oid, Vec<u8>> = all.iter().cloned().collect();
     assert_eq!(ours.len(), all.len(), "{layout}: duplicate objects");
@@ -166,14 +162,20 @@ fn a_note_entry_that_is_a_tree_in_a_pack_is_a_corrupt_error() {
     let notes_commit = repo.git_ok(&["commit-tree", "-m", "notes", tree.trim()]);
     repo.git_ok(&["update-ref", "refs/notes/squad/data", notes_commit.trim()]);
     repo.git_ok(&["repack", "-adq"]);
+    let (backend, tip) = data_tip(&repo);
+    let err = backend.read_all(&tip).unwrap_err();
+    assert_eq!(err.kind(), squad_notes::ErrorKind::Corrupt, "{err}");
+    assert!(err.to_string().contains("not a blob"), "{err}");
+}
+
+/// A gix backend on `repo` and the tip of `refs/notes/squad/data`.
+fn data_tip(repo: &Repo) -> (squad_notes::GixNotes, Oid) {
     let backend = repo.backend();
     let tip = backend
         .tip(&NotesRef::new("refs/notes/squad/data").unwrap())
         .unwrap()
         .unwrap();
-    let err = backend.read_all(&tip).unwrap_err();
-    assert_eq!(err.kind(), squad_notes::ErrorKind::Corrupt, "{err}");
-    assert!(err.to_string().contains("not a blob"), "{err}");
+    (backend, tip)
 }
 
 fn pack_idx(repo: &Repo) -> String {
