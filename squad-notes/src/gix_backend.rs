@@ -18,6 +18,9 @@ use crate::parallel::{self, PARALLEL_MIN};
 /// - **Reads** walk the notes tree themselves, so they accept any fanout (flat as libgit2 writes,
 ///   2/38, 2/2/36 as `git fast-import` writes, mixed inside one tree) and several entries for one
 ///   object, which they join as git does. Non-note entries are ignored by reads.
+/// - **Bulk reads** (`read_all`, used by [`Notes::read_all`](crate::Notes::read_all) and
+///   promotion) walk large trees on several threads and decode the blobs straight from the
+///   pack files in pack order, each blob's delta base usually decoded just before it.
 /// - **Writes** use `gix_note::State`, a fresh one per update: git's progressive fanout, non-note
 ///   entries preserved, every old entry of an edited object removed. A tree that holds several
 ///   entries for one object is first repaired (all entries of such objects merged into one, as
