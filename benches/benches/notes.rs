@@ -387,3 +387,28 @@ mod batch_import {
         });
     }
 }
+
+/// Parsing one note blob of one entry (the shape of the fixture's notes): ours (typed, every
+/// field checked, unknown keys kept) against an untyped `serde_json::Value` parse of the same
+/// bytes, the floor for any JSON reader on serde.
+mod parse_one {
+    use super::*;
+
+    fn blob() -> Vec<u8> {
+        entry_line(&data(), 12_345).to_line().into_bytes()
+    }
+
+    #[divan::bench]
+    fn ours(b: divan::Bencher<'_, '_>) {
+        let blob = blob();
+        b.bench_local(|| squad_notes::format::parse_note(divan::black_box(&blob)));
+    }
+
+    #[divan::bench]
+    fn serde_json_value(b: divan::Bencher<'_, '_>) {
+        let blob = blob();
+        b.bench_local(|| {
+            serde_json::from_slice::<serde_json::Value>(divan::black_box(&blob)).unwrap()
+        });
+    }
+}
