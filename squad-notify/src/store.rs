@@ -265,9 +265,31 @@ impl StateDir {
     ///
     /// [`ErrorKind::InvalidInput`] when the document does not validate (the file is untouched);
     /// [`ErrorKind::Io`] when writing fails (the file is untouched).
+    ///
+    /// A writer killed between creating its temporary file and the rename leaves that file
+    /// behind; readers never look at it, and the next write sweeps every such leftover (under
+    /// the lock no other writer of `state.json` is between those steps).
     pub fn write(&self, doc: &StateDoc, _lock: &StateLock) -> Result<()> {
         let text = doc.to_json()?;
-        write_atomic(&self.state_path(), text.as_bytes())
+        write_atomic(&self.state_path(), text.as_bytes())?;
+        self.sweep_temporaries();
+        Ok(())
+    }
+
+    /// Removes the temporary files of `state.json` that killed writers left. Best effort.
+    fn sweep_temporaries(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(".state.json.tmp-"))
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
     }
 }
 

@@ -96,6 +96,16 @@ fn a_killed_writer_never_leaves_a_torn_file() {
         advanced > 0,
         "the child wrote at least once before being killed"
     );
-    // Leftover temporary files of killed writers do not affect readers.
+    // Leftover temporary files of killed writers do not affect readers...
     assert_eq!(check(&read_state(&dir)), last);
+    // ...and the next write sweeps them (one is planted, as a kill may not have left any).
+    std::fs::write(tmp.path().join(".state.json.tmp-1-planted"), b"{\"torn\":").unwrap();
+    write_generation(&dir, last + 1);
+    assert_eq!(check(&read_state(&dir)), last + 1);
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left behind: {left:?}");
 }
