@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::Result;
+use crate::format::ParsedNote;
 use crate::oid::{NotesRef, Oid};
 
 /// One change to a notes tree: set the note of `object` to `blob`, or remove it (`blob: None`).
@@ -89,6 +90,7 @@ impl std::fmt::Debug for WriteLock {
 ///   An unknown tip is [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
 /// - `list`: the annotated objects with a note at that tip, sorted, without duplicates.
 /// - `read_all`: every (object, bytes) pair at that tip, sorted by object, duplicates joined as in `read`.
+/// - `read_all_parsed`: `read_all` with every blob parsed by `format::parse_note`.
 /// - `update`: `expected: None` means "the ref must not exist yet". An empty `edits` slice is
 ///   [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput). Two edits for one object in one
 ///   call: the last wins. Removing a note that does not exist is not an error. A concurrent writer
@@ -96,8 +98,8 @@ impl std::fmt::Debug for WriteLock {
 ///
 /// # Implementing
 ///
-/// Implement the four required methods; override `read_all` when a bulk read is cheaper than
-/// `list` plus one `read` per object. Implement `list_refs`, `is_ancestor`, `merge` and
+/// Implement the four required methods; override `read_all` (and `read_all_parsed`) when a
+/// bulk read is cheaper than `list` plus one `read` per object. Implement `list_refs`, `is_ancestor`, `merge` and
 /// `fast_forward` too if the backend is to be synced between clones (the conformance suite
 /// checks them). Run [`conformance::run_all`](crate#conformance) (feature
 /// `conformance`) against your type, a `Box` of it and an `Arc<dyn NotesBackend>`.
@@ -218,6 +220,14 @@ pub trait NotesBackend: Send + Sync + std::fmt::Debug {
         }
         Ok(out)
     }
+
+    /// Every note at `tip`, parsed with [`format::parse_note`](crate::format::parse_note),
+    /// sorted by object: exactly `read_all` with each blob parsed. The default does just that
+    /// (parsing large sets on several threads); a backend that decodes blobs in bulk overrides
+    /// it to parse each one where it was decoded, without keeping a copy.
+    fn read_all_parsed(&self, tip: &Oid) -> Result<Vec<(Oid, ParsedNote)>> {
+        crate::notes::parse_all(&self.read_all(tip)?, "notes.read")
+    }
 }
 
 /// Conveniences on top of [`NotesBackend`]: reads at the current tip.
@@ -267,6 +277,9 @@ macro_rules! forward {
             }
             fn read_all(&self, tip: &Oid) -> Result<Vec<(Oid, Vec<u8>)>> {
                 (**self).read_all(tip)
+            }
+            fn read_all_parsed(&self, tip: &Oid) -> Result<Vec<(Oid, ParsedNote)>> {
+                (**self).read_all_parsed(tip)
             }
             fn lock_writes(&self, notes_ref: &NotesRef) -> Result<WriteLock> {
                 (**self).lock_writes(notes_ref)

@@ -202,6 +202,14 @@ pub fn edits_remove_and_list<B: NotesBackend + ?Sized>(b: &B) {
         listed,
         "{s}"
     );
+    let parsed = ok(s, b.read_all_parsed(&t2));
+    assert_eq!(
+        parsed,
+        all.iter()
+            .map(|(o, bytes)| (o.clone(), crate::format::parse_note(bytes)))
+            .collect::<Vec<_>>(),
+        "{s}: read_all_parsed is read_all, parsed"
+    );
     for (o, bytes) in all {
         assert_eq!(
             ok(s, b.read(&t2, &o)),

@@ -9,6 +9,7 @@ use gix::refs::transaction::PreviousValue;
 
 use crate::backend::{NoteEdit, NotesBackend, WriteLock};
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::{self, ParsedNote};
 use crate::gix_bulk;
 use crate::oid::{NotesRef, Oid};
 use crate::parallel::{self, PARALLEL_MIN};
@@ -167,6 +168,99 @@ impl GixNotes {
         parallel::map_chunks(edits, PARALLEL_MIN, "notes.update", |part| {
             write_blob_chunk(&self.repo.to_thread_local(), part)
         })
+    }
+
+    /// Every note at `tip`, mapped by `map`, sorted by object: one walk of the tree (on several
+    /// threads for large trees), then every blob straight from the packs, in pack order, on
+    /// several threads (see `gix_bulk`): packed note blobs are mostly deltas of each other, and
+    /// in pack order each one's base has just been decoded. `map` runs on the decoding thread,
+    /// on the decoder's own buffer; the entries of an object with several (mixed fanout) are
+    /// joined first, as git joins them.
+    fn bulk_read<T: Send>(
+        &self,
+        tip: &Oid,
+        map: impl Fn(&[u8]) -> T + Sync,
+    ) -> Result<Vec<(Oid, T)>> {
+        /// A walked entry once read: mapped already, or kept to be joined with the other
+        /// entries of its object.
+        enum Slot<T> {
+            Done(T),
+            Raw(Vec<u8>),
+        }
+        let repo = self.local();
+        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
+        let walked = walk_notes(Some(self), &repo, root, false)?;
+        // Objects with several entries (mixed fanout) are rare; their entries are joined later.
+        let mut shared = vec![false; walked.len()];
+        let mut i = 0;
+        for entries in walked.chunk_by(|a, b| a.0 == b.0) {
+            if entries.len() > 1 {
+                shared[i..i + entries.len()].fill(true);
+            }
+            i += entries.len();
+        }
+        let slot = |i: usize, bytes: &[u8]| {
+            if shared[i] {
+                Slot::Raw(bytes.to_vec())
+            } else {
+                Slot::Done(map(bytes))
+            }
+        };
+        let packs = gix_bulk::Packs::open(&repo);
+        // (location, index in `walked`); blobs outside the packs sort last.
+        let indices: Vec<usize> = (0..walked.len()).collect();
+        let mut order: Vec<(Option<gix_bulk::Location>, usize)> =
+            parallel::map_chunks(&indices, PARALLEL_MIN, "notes.read", |part| {
+                Ok(part
+                    .iter()
+                    .map(|&i| (packs.locate(&walked[i].1), i))
+                    .collect())
+            })?;
+        order.sort_unstable_by_key(|(at, _)| at.map_or((usize::MAX, 0), |l| l));
+        let packed = order.partition_point(|(at, _)| at.is_some());
+        let (in_packs, loose) = order.split_at(packed);
+        let loaded = parallel::map_chunks(in_packs, PARALLEL_MIN, "notes.read", |run| {
+            // Each run of the pack order gets its own decoder, whose decoded blobs are the
+            // delta bases of the ones after them.
+            let repo = self.local();
+            let mut decoder = gix_bulk::Decoder::new(&packs, &repo, run.len());
+            let mut slots = Vec::with_capacity(run.len());
+            for &(at, i) in run {
+                if let Some(at) = at {
+                    let range = decoder.decode(&walked[i].1, at)?;
+                    slots.push((i, slot(i, decoder.bytes(range))));
+                }
+            }
+            Ok(slots)
+        })?;
+        let mut slots: Vec<Option<Slot<T>>> = std::iter::repeat_with(|| None)
+            .take(walked.len())
+            .collect();
+        for (i, s) in loaded {
+            slots[i] = Some(s);
+        }
+        for &(_, i) in loose {
+            slots[i] = Some(slot(i, &load_blob(&repo, walked[i].1)?));
+        }
+        let mut slots = slots.into_iter();
+        let mut out = Vec::with_capacity(walked.len());
+        for entries in walked.chunk_by(|a, b| a.0 == b.0) {
+            let value = if entries.len() == 1 {
+                match slots.next().flatten() {
+                    Some(Slot::Done(value)) => value,
+                    Some(Slot::Raw(bytes)) => map(&bytes),
+                    None => map(&[]),
+                }
+            } else {
+                let parts = slots.by_ref().take(entries.len()).map(|s| match s {
+                    Some(Slot::Raw(bytes)) => bytes,
+                    _ => Vec::new(),
+                });
+                map(&join_git(parts))
+            };
+            out.push((from_gix(&entries[0].0), value));
+        }
+        Ok(out)
     }
 
     fn from_repo(repo: gix::ThreadSafeRepository) -> Self {
@@ -559,59 +653,15 @@ impl NotesBackend for GixNotes {
             .collect())
     }
 
-    /// One walk of the tree, then every blob straight from the packs, in pack order and on
-    /// several threads (see `gix_bulk`): packed note blobs are mostly deltas of each other, and
-    /// in pack order each one's base has just been decoded.
+    /// One walk of the tree, then every blob straight from the packs (see [`GixNotes::bulk_read`]).
     fn read_all(&self, tip: &Oid) -> Result<Vec<(Oid, Vec<u8>)>> {
-        let repo = self.local();
-        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
-        let walked = walk_notes(Some(self), &repo, root, false)?;
-        let packs = gix_bulk::Packs::open(&repo);
-        // (location, index in `walked`); blobs outside the packs sort last.
-        let mut order: Vec<(Option<gix_bulk::Location>, usize)> = walked
-            .iter()
-            .enumerate()
-            .map(|(i, (_, blob, _))| (packs.locate(blob), i))
-            .collect();
-        order.sort_unstable_by_key(|(at, _)| at.map_or((usize::MAX, 0), |l| l));
-        let packed = order.partition_point(|(at, _)| at.is_some());
-        let (in_packs, loose) = order.split_at(packed);
-        let loaded = parallel::map_chunks(in_packs, PARALLEL_MIN, "notes.read", |run| {
-            // Each run of the pack order gets its own decoder, whose decoded blobs are the
-            // delta bases of the ones after them.
-            let repo = self.local();
-            let mut decoder = gix_bulk::Decoder::new(&packs, &repo, run.len());
-            let mut slots = Vec::with_capacity(run.len());
-            for &(at, i) in run {
-                if let Some(at) = at {
-                    slots.push((i, decoder.decode(&walked[i].1, at)?));
-                }
-            }
-            let mut decoded: Vec<Option<Vec<u8>>> =
-                decoder.finish().into_iter().map(Some).collect();
-            Ok(slots
-                .into_iter()
-                .map(|(i, d)| (i, decoded[d].take().unwrap_or_default()))
-                .collect::<Vec<_>>())
-        })?;
-        let mut contents: Vec<Vec<u8>> = vec![Vec::new(); walked.len()];
-        for (i, bytes) in loaded {
-            contents[i] = bytes;
-        }
-        for &(_, i) in loose {
-            contents[i] = load_blob(&repo, walked[i].1)?;
-        }
-        let mut contents = contents.into_iter();
-        let mut out = Vec::with_capacity(walked.len());
-        for entries in walked.chunk_by(|a, b| a.0 == b.0) {
-            let bytes = if entries.len() == 1 {
-                contents.next().unwrap_or_default()
-            } else {
-                join_git(contents.by_ref().take(entries.len()))
-            };
-            out.push((from_gix(&entries[0].0), bytes));
-        }
-        Ok(out)
+        self.bulk_read(tip, <[u8]>::to_vec)
+    }
+
+    /// As `read_all`, with each blob parsed on the thread that decoded it, straight from the
+    /// decoder's buffer: no copy of the blobs is made.
+    fn read_all_parsed(&self, tip: &Oid) -> Result<Vec<(Oid, ParsedNote)>> {
+        self.bulk_read(tip, format::parse_note)
     }
 
     fn update(

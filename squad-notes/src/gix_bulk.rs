@@ -9,6 +9,7 @@
 //! objects, alternates) are read through the object database as before.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::PathBuf;
 
 use gix::odb::pack;
@@ -55,35 +56,35 @@ impl Packs {
     }
 }
 
-/// Decodes blobs of [`Packs`] in pack order, using each decoded blob as a possible delta base for
-/// the ones after it.
+/// Decodes blobs of [`Packs`] in pack order into one growing buffer, using each decoded blob as
+/// a possible delta base for the ones after it.
 pub(crate) struct Decoder<'p> {
     packs: &'p Packs,
     repo: &'p gix::Repository,
     inflate: gix::zlib::Inflate,
     buf: Vec<u8>,
-    /// (pack id, data offset) of every blob decoded so far -> its index in `decoded`.
-    seen: HashMap<(u32, u64), usize>,
-    decoded: Vec<Vec<u8>>,
+    /// (pack id, data offset) of every blob decoded so far -> where it is in `arena`.
+    seen: HashMap<(u32, u64), Range<usize>>,
+    arena: Vec<u8>,
 }
 
 impl<'p> Decoder<'p> {
-    /// A decoder over `packs`; `repo` resolves the rare base that is referred to by id and lives
-    /// outside the pack.
-    pub(crate) fn new(packs: &'p Packs, repo: &'p gix::Repository, capacity: usize) -> Self {
+    /// A decoder over `packs`, sized for about `blobs` blobs; `repo` resolves the rare base that
+    /// is referred to by id and lives outside the pack.
+    pub(crate) fn new(packs: &'p Packs, repo: &'p gix::Repository, blobs: usize) -> Self {
         Self {
             packs,
             repo,
             inflate: gix::zlib::Inflate::default(),
             buf: Vec::with_capacity(4096),
-            seen: HashMap::with_capacity(capacity),
-            decoded: Vec::with_capacity(capacity),
+            seen: HashMap::with_capacity(blobs),
+            arena: Vec::with_capacity(blobs.saturating_mul(256)),
         }
     }
 
-    /// Decodes the blob `id` at `at` and keeps it; returns its index in [`Decoder::finish`].
+    /// Decodes the blob `id` at `at`; its bytes are [`Decoder::bytes`] of the returned range.
     /// Blobs should come in ascending pack order for deltas to find their bases decoded already.
-    pub(crate) fn decode(&mut self, id: &gix::oid, at: Location) -> Result<usize> {
+    pub(crate) fn decode(&mut self, id: &gix::oid, at: Location) -> Result<Range<usize>> {
         let corrupt = |e: Option<gix::Error>| {
             let err = Error::new(
                 ErrorKind::Corrupt,
@@ -100,11 +101,9 @@ impl<'p> Decoder<'p> {
         let data = &bundle.pack;
         let entry = data.entry(offset).map_err(|e| corrupt(Some(e)))?;
         let key = (data.id, entry.data_offset);
-        if let Some(&i) = self.seen.get(&key) {
+        if let Some(range) = self.seen.get(&key) {
             // The same blob noted on several objects: decoded once.
-            let copy = self.decoded[i].clone();
-            self.decoded.push(copy);
-            return Ok(self.decoded.len() - 1);
+            return Ok(range.clone());
         }
         let repo = self.repo;
         let index = &bundle.index;
@@ -126,16 +125,10 @@ impl<'p> Decoder<'p> {
         };
         let mut bases = Bases {
             seen: &self.seen,
-            decoded: &self.decoded,
+            arena: &self.arena,
         };
         let outcome = data
-            .decode_entry(
-                entry,
-                &mut self.buf,
-                &mut self.inflate,
-                &resolve,
-                &mut bases,
-            )
+            .decode_entry(entry, &mut self.buf, &mut self.inflate, &resolve, &mut bases)
             .map_err(|e| corrupt(Some(e)))?;
         if outcome.kind != gix::object::Kind::Blob {
             return Err(Error::new(
@@ -144,22 +137,23 @@ impl<'p> Decoder<'p> {
                 format!("note entry {id} is a {}, not a blob", outcome.kind),
             ));
         }
-        self.decoded.push(self.buf.as_slice().to_vec());
-        let i = self.decoded.len() - 1;
-        self.seen.insert(key, i);
-        Ok(i)
+        let start = self.arena.len();
+        self.arena.extend_from_slice(&self.buf);
+        let range = start..self.arena.len();
+        self.seen.insert(key, range.clone());
+        Ok(range)
     }
 
-    /// The decoded blobs, by the indices [`Decoder::decode`] returned.
-    pub(crate) fn finish(self) -> Vec<Vec<u8>> {
-        self.decoded
+    /// The bytes of a blob decoded by [`Decoder::decode`].
+    pub(crate) fn bytes(&self, range: Range<usize>) -> &[u8] {
+        self.arena.get(range).unwrap_or_default()
     }
 }
 
 /// The delta-base cache of a [`Decoder`]: the blobs it decoded, by pack position.
 struct Bases<'a> {
-    seen: &'a HashMap<(u32, u64), usize>,
-    decoded: &'a [Vec<u8>],
+    seen: &'a HashMap<(u32, u64), Range<usize>>,
+    arena: &'a [u8],
 }
 
 impl pack::cache::DecodeEntry for Bases<'_> {
@@ -171,7 +165,7 @@ impl pack::cache::DecodeEntry for Bases<'_> {
         offset: u64,
         out: &mut Vec<u8>,
     ) -> Option<(gix::object::Kind, usize)> {
-        let bytes = self.decoded.get(*self.seen.get(&(pack_id, offset))?)?;
+        let bytes = self.arena.get(self.seen.get(&(pack_id, offset))?.clone())?;
         out.clear();
         out.extend_from_slice(bytes);
         // The second value is the entry's packed size, which only the decoder's statistics use.

@@ -273,8 +273,7 @@ impl<B: NotesBackend> Notes<B> {
         let Some(tip) = self.backend.tip(&notes_ref)? else {
             return Ok(Vec::new());
         };
-        let all = self.backend.read_all(&tip)?;
-        parse_all(&all, "notes.read")
+        self.backend.read_all_parsed(&tip)
     }
 }
 

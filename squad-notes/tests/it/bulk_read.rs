@@ -73,6 +73,16 @@ fn check(repo: &Repo, layout: &str) {
     let git = git_notes(repo);
     assert_eq!(ours.len(), git.len(), "{layout}: note count");
     assert_eq!(ours, git, "{layout}: bytes differ from git's");
+    let parsed = backend.read_all_parsed(&tip).unwrap();
+    assert_eq!(parsed.len(), all.len(), "{layout}: parsed count");
+    for ((o1, note), (o2, bytes)) in parsed.iter().zip(&all) {
+        assert_eq!(o1, o2, "{layout}: parsed order");
+        assert_eq!(
+            note,
+            &squad_notes::format::parse_note(bytes),
+            "{layout}: {o1} parsed where decoded"
+        );
+    }
     for (object, bytes) in &all {
         assert_eq!(
             backend.read(&tip, object).unwrap().as_ref(),
