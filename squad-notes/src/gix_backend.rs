@@ -233,9 +233,8 @@ impl GixNotes {
             }
             Ok(slots)
         })?;
-        let mut slots: Vec<Option<Slot<T>>> = std::iter::repeat_with(|| None)
-            .take(walked.len())
-            .collect();
+        let mut slots: Vec<Option<Slot<T>>> =
+            std::iter::repeat_with(|| None).take(walked.len()).collect();
         for (i, s) in loaded {
             slots[i] = Some(s);
         }
@@ -315,7 +314,8 @@ pub(crate) fn to_gix(repo: &gix::Repository, oid: &Oid) -> Result<gix::ObjectId>
 }
 
 pub(crate) fn from_gix(id: &gix::oid) -> Oid {
-    Oid(id.to_hex().to_string())
+    let mut buf = [0u8; 64];
+    Oid(id.hex_to_buf(&mut buf).to_owned())
 }
 
 pub(crate) fn current_tip(

@@ -128,7 +128,13 @@ impl<'p> Decoder<'p> {
             arena: &self.arena,
         };
         let outcome = data
-            .decode_entry(entry, &mut self.buf, &mut self.inflate, &resolve, &mut bases)
+            .decode_entry(
+                entry,
+                &mut self.buf,
+                &mut self.inflate,
+                &resolve,
+                &mut bases,
+            )
             .map_err(|e| corrupt(Some(e)))?;
         if outcome.kind != gix::object::Kind::Blob {
             return Err(Error::new(
