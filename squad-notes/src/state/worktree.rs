@@ -10,6 +10,20 @@ use crate::{Error, ErrorKind, Result};
 
 /// The lock file every writer holds while it applies a batch.
 const LOCK_FILE: &str = ".squad-lock";
+/// The intent record of a multi-key batch being applied (see [`Journal`]).
+const JOURNAL_FILE: &str = ".squad-journal";
+
+/// What a multi-key batch is about to do, written (durably, by rename) before its first delete
+/// or rename and removed after its last: a batch cut short by a crash is completed from it by
+/// the next writer or reader, so a batch is applied all or nothing. Every step is idempotent:
+/// a delete of a missing file and a rename whose temporary file is gone are done already.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Journal {
+    /// Keys to delete.
+    delete: Vec<String>,
+    /// (temporary file name in the root, key) to rename into place.
+    rename: Vec<(String, String)>,
+}
 
 /// A [`StateStore`] of plain files under a root directory (usually the repository's `.squad/`):
 /// the key `research/jwt.md` is the file `<root>/research/jwt.md`.
@@ -21,10 +35,11 @@ const LOCK_FILE: &str = ".squad-lock";
 ///   using this store are serialised and appends are never lost.
 /// - Every changed key is written to a temporary file in the root, flushed to disk, then
 ///   renamed over the old file, so a reader sees the old or the new bytes, never a mix.
-///   The temporary files of a batch are all written before the first rename; a crash in the middle
-///   of the renames can leave a multi-key batch partly applied (the orphan branch store has no
-///   such window).
-/// - Readers take no lock.
+///   The temporary files of a batch are all written before the first rename.
+/// - A batch of several keys is all or nothing, crashes included: its intent is recorded in
+///   `<root>/.squad-journal` before the first delete or rename, and a batch cut short is
+///   completed by the next writer, or by the next reader, before anything else happens.
+/// - Readers take no lock, except to complete a batch cut short (they then wait for the lock).
 /// - The root is created on the first write. Directories emptied by a delete are removed (the
 ///   root itself is kept).
 /// - Files whose names are not valid keys (for example the store's own `.squad-*` files, or
@@ -138,11 +153,13 @@ fn walk(dir_path: &Path, dir_key: &str, out: &mut Vec<String>) -> Result<()> {
 impl StateStore for WorktreeStateStore {
     fn read(&self, key: &str) -> Result<Option<Vec<u8>>> {
         validate_key(key)?;
+        self.recover_before_read();
         self.get(key)
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let dir = prefix_dir(prefix)?;
+        self.recover_before_read();
         let mut out = Vec::new();
         walk(&self.path_of(dir), dir, &mut out)?;
         out.retain(|k| k.starts_with(prefix));
@@ -160,6 +177,8 @@ impl StateStore for WorktreeStateStore {
             return Ok(());
         }
         let _lock = self.lock()?;
+        self.recover()?;
+        self.sweep_temporaries();
         let plan = plan(self, edits)?;
 
         // Stage every new value in the root first, then delete, then rename the values in: a
@@ -179,12 +198,147 @@ impl StateStore for WorktreeStateStore {
                 }
             }
         }
-        let result = self.commit(&plan, &staged);
-        for (tmp, _) in &staged {
-            // Renamed temporaries are gone already; this only cleans up after a failure.
-            let _ = fs::remove_file(tmp);
+        let journal = (plan.len() > 1)
+            .then(|| self.write_journal(&plan, &staged))
+            .transpose();
+        let result = journal.and_then(|journal| {
+            self.commit(&plan, &staged)?;
+            match journal {
+                Some(path) => fs::remove_file(&path).map_err(|e| {
+                    io_error(
+                        "state.apply",
+                        format!("cannot remove {}", path.display()),
+                        e,
+                    )
+                }),
+                None => Ok(()),
+            }
+        });
+        if result.is_err() && !self.root.join(JOURNAL_FILE).exists() {
+            for (tmp, _) in &staged {
+                // Nothing was renamed without a journal; clean up after the failure.
+                let _ = fs::remove_file(tmp);
+            }
         }
         result
+    }
+}
+
+impl WorktreeStateStore {
+    /// Records the intent of a multi-key batch durably: a temporary file, flushed, renamed to
+    /// the journal's name, then the root directory flushed.
+    fn write_journal(
+        &self,
+        plan: &super::plan::Plan,
+        staged: &[(PathBuf, PathBuf)],
+    ) -> Result<PathBuf> {
+        let mut rename = Vec::with_capacity(staged.len());
+        let mut keys = plan.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| k);
+        for (tmp, _) in staged {
+            let name = tmp
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_owned();
+            rename.push((name, keys.next().cloned().unwrap_or_default()));
+        }
+        let journal = Journal {
+            delete: plan
+                .iter()
+                .filter(|(_, v)| v.is_none())
+                .map(|(k, _)| k.clone())
+                .collect(),
+            rename,
+        };
+        let bytes = serde_json::to_vec(&journal).map_err(|e| {
+            Error::new(ErrorKind::Backend, "state.apply", "cannot record the batch").with_source(e)
+        })?;
+        let tmp = self.stage(JOURNAL_FILE, &bytes)?;
+        let path = self.root.join(JOURNAL_FILE);
+        fs::rename(&tmp, &path).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            io_error("state.apply", format!("cannot write {}", path.display()), e)
+        })?;
+        if let Ok(dir) = File::open(&self.root) {
+            let _ = dir.sync_all();
+        }
+        Ok(path)
+    }
+
+    /// Completes a batch that a crash cut short, if its journal is there. Call it holding the
+    /// writers' lock.
+    fn recover(&self) -> Result<()> {
+        let path = self.root.join(JOURNAL_FILE);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if is_missing(&e) => return Ok(()),
+            Err(e) => {
+                return Err(io_error(
+                    "state.recover",
+                    format!("cannot read {}", path.display()),
+                    e,
+                ));
+            }
+        };
+        let journal: Journal = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::new(
+                ErrorKind::Corrupt,
+                "state.recover",
+                format!("{} cannot be parsed", path.display()),
+            )
+            .with_source(e)
+        })?;
+        let mut plan: super::plan::Plan = journal.delete.into_iter().map(|k| (k, None)).collect();
+        let mut staged = Vec::new();
+        for (tmp, key) in journal.rename {
+            validate_key(&key)?;
+            let tmp = self.root.join(&tmp);
+            // A temporary file that is gone was renamed into place before the crash.
+            if tmp.exists() {
+                staged.push((tmp, self.path_of(&key)));
+            }
+            plan.insert(key, Some(Vec::new()));
+        }
+        for key in plan.keys() {
+            validate_key(key)?;
+        }
+        self.commit(&plan, &staged)?;
+        fs::remove_file(&path).map_err(|e| {
+            io_error(
+                "state.recover",
+                format!("cannot remove {}", path.display()),
+                e,
+            )
+        })
+    }
+
+    /// Removes the temporary files of writers killed before they recorded a batch. Call it
+    /// holding the writers' lock, after [`WorktreeStateStore::recover`]: no other writer is
+    /// between staging and renaming then, and no journal names them. Best effort.
+    fn sweep_temporaries(&self) {
+        let Ok(entries) = fs::read_dir(&self.root) else {
+            return;
+        };
+        let prefix = format!("{RESERVED_PREFIX}tmp-");
+        for entry in entries.flatten() {
+            if entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(&prefix))
+            {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    /// For readers: completes a batch cut short before reading. Best effort: a reader that
+    /// cannot take the lock (a read-only checkout) reads what is there.
+    fn recover_before_read(&self) {
+        if self.root.join(JOURNAL_FILE).exists()
+            && let Ok(_lock) = self.lock_existing()
+        {
+            let _ = self.recover();
+        }
     }
 }
 
@@ -242,6 +396,18 @@ impl WorktreeStateStore {
         FileExt::lock_exclusive(&file)
             .map_err(|e| io_error("state.apply", format!("cannot lock {}", path.display()), e))?;
         Ok(file)
+    }
+
+    /// Takes the writers' lock of an existing root (creating nothing but the lock file).
+    fn lock_existing(&self) -> Result<File> {
+        if !self.root.is_dir() {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                "state.recover",
+                format!("{} does not exist", self.root.display()),
+            ));
+        }
+        self.lock()
     }
 
     /// Writes `bytes` to a new temporary file in the root and flushes it to disk.

@@ -129,3 +129,126 @@ const _: () = {
     assert_send_sync::<squad_notes::state::OrphanBranchStore>();
     assert_send_sync::<squad_notes::transport::GitCliTransport>();
 };
+
+/// The state a writer leaves when it dies in the middle of a multi-key batch: the journal is
+/// written, `a` is renamed into place, `b` is still a temporary file and `old` is not deleted
+/// yet. The next reader completes the batch before it reads.
+#[test]
+fn worktree_batch_cut_short_by_a_crash_is_completed_by_the_next_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join(".squad");
+    let store = WorktreeStateStore::new(&root);
+    store
+        .apply(&[
+            StateEdit::write("a.md", "a1\n"),
+            StateEdit::write("notes/b.md", "b1\n"),
+            StateEdit::write("old.md", "old\n"),
+        ])
+        .unwrap();
+    // The crashed batch: a -> a2, notes/b -> b2, delete old.
+    std::fs::write(root.join("a.md"), "a2\n").unwrap();
+    std::fs::write(root.join(".squad-tmp-00000000000000bb"), "b2\n").unwrap();
+    std::fs::write(
+        root.join(".squad-journal"),
+        r#"{"delete":["old.md"],"rename":[[".squad-tmp-00000000000000aa","a.md"],[".squad-tmp-00000000000000bb","notes/b.md"]]}"#,
+    )
+    .unwrap();
+
+    let fresh = WorktreeStateStore::new(&root);
+    assert_eq!(fresh.read("notes/b.md").unwrap().unwrap(), b"b2\n");
+    assert_eq!(fresh.read("a.md").unwrap().unwrap(), b"a2\n");
+    assert_eq!(fresh.read("old.md").unwrap(), None);
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [".squad-lock", "a.md", "notes"],
+        "journal and temporaries gone"
+    );
+
+    // A journal that cannot be parsed is reported by the next writer, which changes nothing.
+    std::fs::write(root.join(".squad-journal"), "{torn").unwrap();
+    let err = fresh.write("c.md", b"c\n").unwrap_err();
+    assert_eq!(err.kind(), squad_notes::ErrorKind::Corrupt, "{err:#}");
+    assert!(err.to_string().contains(".squad-journal"), "{err:#}");
+    assert_eq!(fresh.list("").unwrap(), ["a.md", "notes/b.md"]);
+}
+
+const BATCH_CHILD_ENV: &str = "SQUAD_NOTES_BATCH_CHILD_ROOT";
+
+/// The writer of `worktree_batches_of_killed_writers_are_all_or_nothing`, run as a child process
+/// with `SQUAD_NOTES_BATCH_CHILD_ROOT` set: it applies batches that set three keys to the same
+/// generation until it is killed. Run on its own it applies a few and checks them.
+#[test]
+fn worktree_batch_writer_child() {
+    let root = std::env::var(BATCH_CHILD_ENV).ok();
+    let rounds = if root.is_some() { u64::MAX } else { 5 };
+    let tmp = tempfile::tempdir().unwrap();
+    let store = WorktreeStateStore::new(root.map_or(tmp.path().join(".squad"), Into::into));
+    for n in 0..rounds {
+        let v = format!("{n}\n");
+        store
+            .apply(&[
+                StateEdit::write("a.md", v.clone()),
+                StateEdit::write("b/b.md", v.clone()),
+                StateEdit::write("c.md", v.clone()),
+            ])
+            .unwrap();
+        assert_eq!(store.read("b/b.md").unwrap().unwrap(), v.as_bytes());
+    }
+}
+
+/// Writers killed at varied moments in a loop of three-key batches: every reader afterwards sees
+/// the three keys at one generation, and no journal or temporary file is left once read.
+#[test]
+fn worktree_batches_of_killed_writers_are_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join(".squad");
+    let exe = std::env::current_exe().unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for round in 0..10u64 {
+        let mut child = std::process::Command::new(&exe)
+            .args([
+                "state::worktree_batch_writer_child",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env(BATCH_CHILD_ENV, &root)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(30 + (round * 41) % 100));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let store = WorktreeStateStore::new(&root);
+        let a = store.read("a.md").unwrap();
+        let b = store.read("b/b.md").unwrap();
+        let c = store.read("c.md").unwrap();
+        assert_eq!(a, b, "round {round}");
+        assert_eq!(b, c, "round {round}");
+        seen.insert(a);
+        let leftovers: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with(".squad-") && n != ".squad-lock")
+            .collect();
+        assert!(
+            leftovers.is_empty() || leftovers.iter().all(|n| n.starts_with(".squad-tmp-")),
+            "round {round}: {leftovers:?}"
+        );
+    }
+    assert!(seen.len() > 1, "the writers made progress: {seen:?}");
+    // The next writer sweeps the temporary files of writers killed before their journal.
+    let store = WorktreeStateStore::new(&root);
+    store.write("d.md", b"d\n").unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".squad-lock", "a.md", "b", "c.md", "d.md"]);
+}
