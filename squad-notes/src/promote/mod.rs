@@ -67,17 +67,17 @@ pub struct Progress {
 
 type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
-/// The notes a scan will parse: objects still to read, or notes already read.
+/// The notes a scan will look at: objects still to read, or notes already read and parsed.
 enum Cand {
     Objects(Vec<Oid>),
-    Raw(Vec<(Oid, Vec<u8>)>),
+    Parsed(Vec<(Oid, format::ParsedNote)>),
 }
 
 impl Cand {
     fn len(&self) -> usize {
         match self {
             Cand::Objects(o) => o.len(),
-            Cand::Raw(r) => r.len(),
+            Cand::Parsed(p) => p.len(),
         }
     }
 }
@@ -645,9 +645,9 @@ impl<S: StateStore> Promoter<S> {
                     let repo = self.repo.to_thread_local();
                     self.walk(&repo, branch_tip, None)
                 });
-                let raws: Result<Vec<Vec<(Oid, Vec<u8>)>>> = refs
+                let raws: Result<Vec<Vec<(Oid, format::ParsedNote)>>> = refs
                     .iter()
-                    .map(|(_, notes_tip)| self.notes.read_all(notes_tip))
+                    .map(|(_, notes_tip)| self.notes.read_all_parsed(notes_tip))
                     .collect();
                 let commits = walker.join().map_err(|_| {
                     Error::new(
@@ -670,7 +670,7 @@ impl<S: StateStore> Promoter<S> {
                                 .is_ok_and(|id| commits.contains(&id))
                         })
                         .collect();
-                    (name.clone(), notes_tip.clone(), Cand::Raw(raw))
+                    (name.clone(), notes_tip.clone(), Cand::Parsed(raw))
                 })
                 .collect();
             return Ok((out, n, false));
@@ -794,7 +794,11 @@ impl<S: StateStore> Promoter<S> {
     /// Reads and parses the notes of `objects` at `tip` (several threads for large sets).
     fn read_parsed(&self, tip: &Oid, cand: Cand) -> Result<Vec<(Oid, format::ParsedNote)>> {
         let objects = match cand {
-            Cand::Raw(raw) => return self.parse(raw),
+            Cand::Parsed(parsed) => {
+                let total = parsed.len() as u64;
+                self.report(Stage::ReadNotes, total, Some(total));
+                return Ok(parsed);
+            }
             Cand::Objects(objects) => objects,
         };
         if objects.is_empty() {
