@@ -653,7 +653,8 @@ impl NotesBackend for GixNotes {
             .collect())
     }
 
-    /// One walk of the tree, then every blob straight from the packs (see [`GixNotes::bulk_read`]).
+    /// One walk of the tree (on several threads for large trees), then every blob straight
+    /// from the packs, in pack order, on several threads.
     fn read_all(&self, tip: &Oid) -> Result<Vec<(Oid, Vec<u8>)>> {
         self.bulk_read(tip, <[u8]>::to_vec)
     }
