@@ -102,18 +102,26 @@ fn is_missing(e: &io::Error) -> bool {
     )
 }
 
+/// `Ok(None)` for a path that does not exist (or whose parent is not a directory).
+fn present<T>(result: io::Result<T>) -> io::Result<Option<T>> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if is_missing(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Collects the keys of every file below `dir_path` (whose key is `dir_key`, `""` for the root).
 fn walk(dir_path: &Path, dir_key: &str, out: &mut Vec<String>) -> Result<()> {
-    let entries = match fs::read_dir(dir_path) {
-        Ok(e) => e,
-        Err(e) if is_missing(&e) => return Ok(()),
-        Err(e) => {
-            return Err(io_error(
-                "state.list",
-                format!("cannot list {}", dir_path.display()),
-                e,
-            ));
-        }
+    let Some(entries) = present(fs::read_dir(dir_path)).map_err(|e| {
+        io_error(
+            "state.list",
+            format!("cannot list {}", dir_path.display()),
+            e,
+        )
+    })?
+    else {
+        return Ok(());
     };
     for entry in entries {
         let entry = entry.map_err(|e| {
@@ -269,16 +277,15 @@ impl WorktreeStateStore {
     /// writers' lock.
     fn recover(&self) -> Result<()> {
         let path = self.root.join(JOURNAL_FILE);
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if is_missing(&e) => return Ok(()),
-            Err(e) => {
-                return Err(io_error(
-                    "state.recover",
-                    format!("cannot read {}", path.display()),
-                    e,
-                ));
-            }
+        let Some(bytes) = present(fs::read(&path)).map_err(|e| {
+            io_error(
+                "state.recover",
+                format!("cannot read {}", path.display()),
+                e,
+            )
+        })?
+        else {
+            return Ok(());
         };
         let journal: Journal = serde_json::from_slice(&bytes).map_err(|e| {
             Error::new(
