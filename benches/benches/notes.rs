@@ -8,6 +8,7 @@
 //!
 //! Each group measures ours and the git CLI baseline in the same run:
 //! - `show_one`: one commit's entries (`Notes::show`) vs `git notes show` (one process each).
+//! - `list_all`: every noted commit (`Notes::list`, the tree walk alone) vs `git notes list`.
 //! - `read_all`: every entry, parsed (`Notes::read_all`) vs `git notes list | git cat-file --batch`.
 //! - `write_one`: one appended entry (`Notes::write`) vs `git notes append`.
 //! - `batch_import`: 100k entries in one notes commit (`Notes::write_batch`) vs
@@ -243,6 +244,34 @@ mod show_one {
             let mut cmd = f.git();
             cmd.args(["notes", "--ref=squad/data", "show", c.as_str()]);
             run(cmd)
+        });
+    }
+}
+
+mod list_all {
+    use super::*;
+
+    /// Every noted commit of the namespace (`Notes::list`: the tree walk alone).
+    #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+    fn ours(b: divan::Bencher<'_, '_>, n: usize) {
+        let f = fixture(n);
+        f.reset("refs/notes/squad/data", &f.data_tip);
+        let ns = data();
+        b.bench_local(|| {
+            let all = f.notes.list(&ns).unwrap();
+            assert_eq!(all.len(), n);
+            all
+        });
+    }
+
+    #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+    fn git_cli(b: divan::Bencher<'_, '_>, n: usize) {
+        let f = fixture(n);
+        f.reset("refs/notes/squad/data", &f.data_tip);
+        b.bench_local(|| {
+            let mut cmd = f.git();
+            cmd.args(["-c", "core.pager=cat", "notes", "--ref=squad/data", "list"]);
+            run(cmd).len()
         });
     }
 }
