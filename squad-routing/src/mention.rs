@@ -95,7 +95,7 @@ fn match_at(text: &str, open: usize) -> Option<(Mention<'_>, usize)> {
         .find('\n')
         .map_or(text.len(), |i| label_start + i);
     let mut search = label_start;
-    while let Some(rel) = text[search..line_end].find(LINK) {
+    while let Some(rel) = find_link(&text[search..line_end]) {
         let close = search + rel;
         if close > label_start
             && let Some((kind, id, end)) = parse_target(text, close + LINK.len())
@@ -108,6 +108,21 @@ fn match_at(text: &str, open: usize) -> Option<(Mention<'_>, usize)> {
             return Some((Mention { kind, id, label }, end));
         }
         search = close + 1;
+    }
+    None
+}
+
+/// The offset of the first `](mention://` in `hay` (what `hay.find(LINK)` gives, without setting
+/// up a substring searcher for every candidate `[`: this runs for every comment).
+fn find_link(hay: &str) -> Option<usize> {
+    let bytes = hay.as_bytes();
+    let mut from = 0;
+    while let Some(rel) = bytes[from..].iter().position(|&b| b == b']') {
+        let at = from + rel;
+        if bytes[at..].starts_with(LINK.as_bytes()) {
+            return Some(at);
+        }
+        from = at + 1;
     }
     None
 }

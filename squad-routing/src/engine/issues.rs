@@ -7,7 +7,6 @@ use squad_model::{
 };
 
 use std::borrow::Cow;
-use std::fmt;
 
 use super::{Cx, IdKind, NewTask, bound, online};
 use crate::decision::{Decision, NoopReason, TriggerSource};
@@ -566,17 +565,43 @@ impl Progress {
     }
 }
 
-/// `Stage 1: 3/3 done; Stage 2: 0/4 done (next)`.
-impl fmt::Display for Progress {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Progress {
+    /// Appends `Stage 1: 3/3 done; Stage 2: 0/4 done (next)`.
+    fn push_to(&self, out: &mut String) {
         for (i, (s, d, t)) in self.stages.iter().enumerate() {
             if i > 0 {
-                f.write_str("; ")?;
+                out.push_str("; ");
             }
-            let mark = if *s == self.next { " (next)" } else { "" };
-            write!(f, "Stage {s}: {d}/{t} done{mark}")?;
+            out.push_str("Stage ");
+            push_decimal(out, u64::from(*s));
+            out.push_str(": ");
+            push_decimal(out, *d as u64);
+            out.push('/');
+            push_decimal(out, *t as u64);
+            out.push_str(" done");
+            if *s == self.next {
+                out.push_str(" (next)");
+            }
         }
-        Ok(())
+    }
+}
+
+/// Appends the decimal digits of `n`. The child-done comment is built with `push_str` and this
+/// rather than `format!`: the formatting machinery cost more than the rest of the event.
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        // `n % 10` is below 10, so the cast keeps it.
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
     }
 }
 
@@ -756,11 +781,15 @@ impl<'c> Identifier<'c> {
     }
 }
 
-impl fmt::Display for Identifier<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Identifier<'_> {
+    fn push_to(&self, out: &mut String) {
         match (self.prefix, self.number) {
-            (Some(p), Some(n)) => write!(f, "{p}-{n}"),
-            _ => f.write_str(self.id.as_str()),
+            (Some(p), Some(n)) => {
+                out.push_str(p);
+                out.push('-');
+                push_decimal(out, n);
+            }
+            _ => out.push_str(self.id.as_str()),
         }
     }
 }
@@ -769,35 +798,44 @@ impl fmt::Display for Identifier<'_> {
 /// nothing: the label is the name without `]`, or `assignee` when that leaves nothing.
 struct AssigneeMention<'c>(Option<(MentionKind, &'c str, &'c str)>);
 
-impl fmt::Display for AssigneeMention<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl AssigneeMention<'_> {
+    fn push_to(&self, out: &mut String) {
         let Some((kind, id, name)) = self.0 else {
-            return Ok(());
+            return;
         };
-        f.write_str("[@")?;
-        if name.chars().all(|c| c == ']') {
-            f.write_str("assignee")?;
+        out.push_str("[@");
+        if !name.is_empty() && !name.as_bytes().contains(&b']') {
+            out.push_str(name);
+        } else if name.chars().all(|c| c == ']') {
+            out.push_str("assignee");
         } else {
             for part in name.split(']') {
-                f.write_str(part)?;
+                out.push_str(part);
             }
         }
-        write!(f, "](mention://{}/{id}) ", kind.as_str())
+        out.push_str("](mention://");
+        out.push_str(kind.as_str());
+        out.push('/');
+        out.push_str(id);
+        out.push_str(") ");
     }
 }
 
 /// A title with its mention links defused (`](mention://` becomes `] (mention-stripped://`).
 struct Defused<'c>(&'c str);
 
-impl fmt::Display for Defused<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Defused<'_> {
+    fn push_to(&self, out: &mut String) {
+        // Most titles have no `]` at all: skip the substring search.
+        if !self.0.as_bytes().contains(&b']') {
+            return out.push_str(self.0);
+        }
         for (i, part) in self.0.split("](mention://").enumerate() {
             if i > 0 {
-                f.write_str("] (mention-stripped://")?;
+                out.push_str("] (mention-stripped://");
             }
-            f.write_str(part)?;
+            out.push_str(part);
         }
-        Ok(())
     }
 }
 
@@ -807,21 +845,23 @@ struct Advance<'c> {
     parent_ref: &'c Identifier<'c>,
 }
 
-impl fmt::Display for Advance<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (next, parent_ref) = (self.next, self.parent_ref);
-        if next > 0 {
-            write!(
-                f,
-                " Stage {next} is next: check the layout with `multica issue children {parent_ref}`, \
-                 then move that stage's `backlog` sub-issues to `todo` once their dependencies are met."
-            )
+impl Advance<'_> {
+    fn push_to(&self, out: &mut String) {
+        if self.next > 0 {
+            out.push_str(" Stage ");
+            push_decimal(out, u64::from(self.next));
+            out.push_str(" is next: check the layout with `multica issue children ");
+            self.parent_ref.push_to(out);
+            out.push_str(
+                "`, then move that stage's `backlog` sub-issues to `todo` once their dependencies are met.",
+            );
         } else {
-            write!(
-                f,
+            out.push_str(
                 " Closing this stage does not by itself finish the issue: either mark the parent ready \
-                 with `multica issue status {parent_ref} in_review`, or create the next stage."
-            )
+                 with `multica issue status ",
+            );
+            self.parent_ref.push_to(out);
+            out.push_str(" in_review`, or create the next stage.");
         }
     }
 }
@@ -851,34 +891,55 @@ fn child_done_comment(
     let ident = Identifier::new(cx, child);
     let title = Defused(&child.title);
     let parent_ref = Identifier::new(cx, parent);
+    let mut out = String::with_capacity(480 + child.title.len());
+    prefix.push_to(&mut out);
+    // The child as `[SQ-12](mention://issue/<id>) — "<title>"`.
+    let child_link = |out: &mut String| {
+        out.push('[');
+        ident.push_to(out);
+        out.push_str("](mention://issue/");
+        out.push_str(child.id.as_str());
+        out.push_str(") — \"");
+        title.push_to(out);
+        out.push('"');
+    };
     match closed {
-        None => format!(
-            "{prefix}All sub-issues are complete — the last one, [{ident}](mention://issue/{}) — \"{title}\", just finished. \
-             Carry the parent forward by pulling the sub-issues' results together; \
-             if nothing is left to do, run `multica issue status {parent_ref} in_review`.",
-            child.id
-        ),
+        None => {
+            out.push_str("All sub-issues are complete — the last one, ");
+            child_link(&mut out);
+            out.push_str(
+                ", just finished. Carry the parent forward by pulling the sub-issues' results \
+                 together; if nothing is left to do, run `multica issue status ",
+            );
+            parent_ref.push_to(&mut out);
+            out.push_str(" in_review`.");
+        }
         Some(s) => {
             let summary = Progress::new(children, s);
             let advance = Advance {
                 next: summary.next,
                 parent_ref: &parent_ref,
             };
+            out.push_str("Stage ");
+            push_decimal(&mut out, u64::from(s));
             if batch {
-                format!(
-                    "{prefix}Stage {s} of this issue is complete — its sub-issues just finished together in a batch update, \
-                     most recently [{ident}](mention://issue/{}) — \"{title}\". Stage progress — {summary}.{advance}",
-                    child.id
-                )
+                out.push_str(
+                    " of this issue is complete — its sub-issues just finished together in a \
+                     batch update, most recently ",
+                );
+                child_link(&mut out);
+                out.push_str(". Stage progress — ");
             } else {
-                format!(
-                    "{prefix}Stage {s} of this issue is complete — its last sub-issue [{ident}](mention://issue/{}) — \
-                     \"{title}\" — just finished. Stage progress — {summary}.{advance}",
-                    child.id
-                )
+                out.push_str(" of this issue is complete — its last sub-issue ");
+                child_link(&mut out);
+                out.push_str(" — just finished. Stage progress — ");
             }
+            summary.push_to(&mut out);
+            out.push('.');
+            advance.push_to(&mut out);
         }
     }
+    out
 }
 
 /// The claim response (§5).
