@@ -328,13 +328,16 @@ fn assigned_leader(cx: &mut Cx<'_>, req: &Req<'_>, squad_id: &SquadId, delay: Op
 struct Trigger {
     agent: AgentId,
     leader_of: Option<SquadId>,
-    /// Indexes into the outcomes of the mentions this trigger serves.
-    mentions: Vec<usize>,
+    /// The index into the outcomes of the mention this trigger serves (a later mention of the
+    /// same agent coalesces into it, so there is exactly one).
+    mention: usize,
+    /// The agent's pending task that absorbs the comment, if any.
+    pending: Option<TaskId>,
 }
 
-struct Outcome {
+struct Outcome<'m> {
     kind: &'static str,
-    id: String,
+    id: &'m str,
     outcome: MentionOutcome,
     reason: Option<&'static str>,
 }
@@ -343,7 +346,7 @@ struct Outcome {
 fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
     let dir = cx.dir;
     let ws = &req.issue.workspace_id;
-    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut outcomes: Vec<Outcome<'_>> = Vec::new();
     let mut triggers: Vec<Trigger> = Vec::new();
     for m in mentions {
         let kind = match m.kind {
@@ -354,7 +357,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
         let idx = outcomes.len();
         let blocked = |reason| Outcome {
             kind,
-            id: m.id.to_owned(),
+            id: m.id,
             outcome: MentionOutcome::Blocked,
             reason: Some(reason),
         };
@@ -388,7 +391,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
                 outcomes.push(if active {
                     Outcome {
                         kind,
-                        id: m.id.to_owned(),
+                        id: m.id,
                         outcome: MentionOutcome::Deferred,
                         reason: Some("already_active"),
                     }
@@ -422,7 +425,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
         }
         outcomes.push(Outcome {
             kind,
-            id: m.id.to_owned(),
+            id: m.id,
             outcome: MentionOutcome::Triggered,
             reason: None,
         });
@@ -430,12 +433,10 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             Some(t) => {
                 if t.leader_of.is_none() && squad.is_some() {
                     // The squad trigger upgrades a plain trigger of its leader.
-                    for &i in &t.mentions {
-                        outcomes[i].outcome = MentionOutcome::Coalesced;
-                        outcomes[i].reason = Some("same_agent");
-                    }
+                    outcomes[t.mention].outcome = MentionOutcome::Coalesced;
+                    outcomes[t.mention].reason = Some("same_agent");
                     t.leader_of = squad;
-                    t.mentions = vec![idx];
+                    t.mention = idx;
                 } else {
                     outcomes[idx].outcome = MentionOutcome::Coalesced;
                     outcomes[idx].reason = Some("same_agent");
@@ -444,35 +445,32 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             None => triggers.push(Trigger {
                 agent: agent.id.clone(),
                 leader_of: squad,
-                mentions: vec![idx],
+                mention: idx,
+                pending: None,
             }),
         }
     }
     // A pending task of the executing agent absorbs the comment.
-    let mut absorbed: Vec<Option<TaskId>> = Vec::with_capacity(triggers.len());
-    for t in &triggers {
-        let pending = cx.pending(&req.issue.id, &t.agent);
-        if pending.is_some() {
-            for &i in &t.mentions {
-                outcomes[i].outcome = MentionOutcome::Coalesced;
-                outcomes[i].reason = Some("pending_task");
-            }
+    for t in &mut triggers {
+        t.pending = cx.pending(&req.issue.id, &t.agent);
+        if t.pending.is_some() {
+            outcomes[t.mention].outcome = MentionOutcome::Coalesced;
+            outcomes[t.mention].reason = Some("pending_task");
         }
-        absorbed.push(pending);
     }
     for o in outcomes {
         cx.push(Decision::Mention {
             mention_type: o.kind,
-            mention_id: o.id,
+            mention_id: o.id.to_owned(),
             outcome: o.outcome,
             reason: o.reason,
         });
     }
-    for (t, pending) in triggers.iter().zip(absorbed) {
-        if let Some(task_id) = pending {
+    for t in triggers {
+        if let Some(task_id) = t.pending {
             cx.push(Decision::Coalesce {
                 task_id,
-                agent_id: t.agent.clone(),
+                agent_id: t.agent,
                 comment_id: req.comment_id.clone(),
             });
             continue;

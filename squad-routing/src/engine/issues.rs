@@ -8,7 +8,7 @@ use squad_model::{
 
 use std::borrow::Cow;
 
-use super::{Cx, IdKind, NewTask, bound, online};
+use super::{Cx, IdKind, IssueView, NewTask, bound, online};
 use crate::decision::{Decision, NoopReason, TriggerSource};
 use crate::event::Event;
 use crate::invoke::can_invoke_agent;
@@ -115,6 +115,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 actor,
                 task_id.as_ref(),
                 issue,
+                (issue.status, &issue.assignee),
                 *status,
                 change,
                 *suppress_run,
@@ -135,17 +136,16 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             let mut completed = Vec::new();
             let dir = cx.dir;
             for id in issue_ids {
-                // Only an issue this batch already updated is copied (out of the overlay); the
-                // others are borrowed from the directory.
-                let overlaid: Issue;
-                let issue: &Issue = if let Some(i) = cx.overlaid(id) {
-                    overlaid = i.clone();
-                    &overlaid
+                // An issue this batch already updated builds on its overlay (only a changed
+                // assignee is copied out of it); the others are read from the directory.
+                let (issue, cur_status, cur_assignee) = if let Some(p) = cx.patched(id) {
+                    p
                 } else if let Some(i) = dir.issue(id) {
-                    i
+                    (i, i.status, None)
                 } else {
                     return cx.reject(404, "issue not found");
                 };
+                let cur_assignee = cur_assignee.as_ref().unwrap_or(&issue.assignee);
                 let Some(change) = validated_change(
                     cx,
                     &issue.workspace_id,
@@ -166,6 +166,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                     actor,
                     task_id.as_ref(),
                     issue,
+                    (cur_status, cur_assignee),
                     *status,
                     change,
                     *suppress_run,
@@ -358,33 +359,41 @@ pub(super) fn validate_assignee(
     }
 }
 
-/// Applies one issue update and its run decision. Returns the issue in its new state when the
+/// Applies one issue update and its run decision. `issue` is the stored record and `current`
+/// its status and assignee as this event has left them so far. Returns the issue's id when the
 /// update completed it (non-terminal to terminal), for child-done.
-fn update_one(
-    cx: &mut Cx<'_>,
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the request's fields and the issue's state"
+)]
+fn update_one<'a>(
+    cx: &mut Cx<'a>,
     actor: &Principal,
     task_id: Option<&TaskId>,
-    issue: &Issue,
+    issue: &'a Issue,
+    current: (IssueStatus, &Option<Assignee>),
     status: Option<IssueStatus>,
     change: Change,
     suppress_run: bool,
 ) -> Option<IssueId> {
-    let old_status = issue.status;
+    let (old_status, old_assignee) = current;
     let new_status = status.unwrap_or(old_status);
-    let assignee_changed = change.as_ref().is_some_and(|a| a != &issue.assignee);
+    let assignee_changed = change.as_ref().is_some_and(|a| a != old_assignee);
     let set_assignee = change.is_some();
     // The decision takes the requested assignee; an unchanged one is borrowed from the issue.
     let (requested, next_assignee) = match change {
         Some(a) => (a.clone(), Cow::Owned(a)),
-        None => (None, Cow::Borrowed(&issue.assignee)),
+        None => (None, Cow::Borrowed(old_assignee)),
     };
     let completed = !old_status.is_terminal() && new_status.is_terminal();
     if completed || cx.overlay_all {
-        // Child-done and batch updates read this issue back in its new state.
-        let mut next = issue.clone();
-        next.status = new_status;
-        next.assignee.clone_from(&next_assignee);
-        cx.set_issue(next);
+        // Child-done and batch updates read this issue back in its new state: a field overlay,
+        // which copies the assignee only when it differs from the stored record's.
+        let assignee = match &next_assignee {
+            Cow::Borrowed(a) if std::ptr::eq(*a, &issue.assignee) => None,
+            a => Some(Option::clone(a)),
+        };
+        cx.patch_issue(issue, new_status, assignee);
     }
     cx.push(Decision::UpdateIssue {
         issue_id: issue.id.clone(),
@@ -521,7 +530,7 @@ fn run(
 }
 
 /// `stageBarrierClosed` for a stage `s` (or the implicit stage when `s` is `None`).
-pub(crate) fn barrier_closed(children: &[&Issue], completed_stage: Option<u32>) -> bool {
+pub(crate) fn barrier_closed(children: &[IssueView<'_>], completed_stage: Option<u32>) -> bool {
     let staged = children.iter().any(|c| c.stage.is_some());
     if !staged {
         return children.iter().all(|c| c.status.is_terminal());
@@ -543,7 +552,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(children: &[&Issue], closed: u32) -> Self {
+    fn new(children: &[IssueView<'_>], closed: u32) -> Self {
         let mut stages: Vec<(u32, usize, usize)> = Vec::new();
         for c in children {
             let Some(s) = c.stage else { continue };
@@ -674,7 +683,7 @@ enum Then {
 }
 
 fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
-    let completed: Vec<&Issue> = completed.iter().filter_map(|id| cx.issue(id)).collect();
+    let completed: Vec<IssueView<'_>> = completed.iter().filter_map(|id| cx.issue(id)).collect();
     let Some(&last) = completed.last() else {
         return Wake::Nothing;
     };
@@ -694,7 +703,7 @@ fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
         return Wake::Noop(NoopReason::ParentHumanAssigned);
     }
     let dir = cx.dir;
-    let children: Vec<&Issue> = dir
+    let children: Vec<IssueView<'_>> = dir
         .children(parent_id)
         .iter()
         .filter_map(|c| cx.issue(c))
@@ -703,7 +712,7 @@ fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
     // The stage to report: the implicit one, or the highest completed stage whose barrier is
     // closed in the final state.
     let (closed, child) = if staged {
-        let mut best: Option<(u32, &Issue)> = None;
+        let mut best: Option<(u32, IssueView<'_>)> = None;
         for &c in &completed {
             if let Some(s) = c.stage
                 && barrier_closed(&children, Some(s))
@@ -722,8 +731,8 @@ fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
         return Wake::Noop(NoopReason::StageOpen);
     };
     let content = child_done_comment(cx, parent, child, &children, closed, completed.len() > 1);
-    let originator = cx.provenance_originator(parent);
-    let then = match &parent.assignee {
+    let originator = cx.provenance_originator(parent.issue);
+    let then = match parent.assignee {
         None | Some(Assignee::Member(_)) => Then::Noop(NoopReason::ParentUnassigned),
         Some(Assignee::Agent(aid)) => match dir.agent(aid).filter(|a| bound(a)) {
             None => Then::NoopFor(NoopReason::AgentNotReady, aid.clone()),
@@ -869,13 +878,13 @@ impl Advance<'_> {
 /// The child-done system comment, built in one string.
 fn child_done_comment(
     cx: &Cx<'_>,
-    parent: &Issue,
-    child: &Issue,
-    children: &[&Issue],
+    parent: IssueView<'_>,
+    child: IssueView<'_>,
+    children: &[IssueView<'_>],
     closed: Option<u32>,
     batch: bool,
 ) -> String {
-    let prefix = AssigneeMention(match &parent.assignee {
+    let prefix = AssigneeMention(match parent.assignee {
         Some(Assignee::Agent(a)) => Some((
             MentionKind::Agent,
             a.as_str(),
@@ -888,9 +897,9 @@ fn child_done_comment(
         )),
         _ => None,
     });
-    let ident = Identifier::new(cx, child);
+    let ident = Identifier::new(cx, child.issue);
     let title = Defused(&child.title);
-    let parent_ref = Identifier::new(cx, parent);
+    let parent_ref = Identifier::new(cx, parent.issue);
     let mut out = String::with_capacity(480 + child.title.len());
     prefix.push_to(&mut out);
     // The child as `[SQ-12](mention://issue/<id>) — "<title>"`.

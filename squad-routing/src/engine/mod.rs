@@ -7,8 +7,8 @@ mod squads;
 
 use serde::Serialize;
 use squad_model::{
-    Agent, AgentId, CommentId, Issue, IssueId, Squad, SquadId, Task, TaskId, TaskStatus, Timestamp,
-    UserId, WorkspaceId,
+    Agent, AgentId, Assignee, CommentId, Issue, IssueId, IssueStatus, Squad, SquadId, Task, TaskId,
+    TaskStatus, Timestamp, UserId, WorkspaceId,
 };
 
 use crate::decision::{Decision, NoopReason, TriggerSource};
@@ -155,9 +155,77 @@ pub(crate) struct Cx<'a> {
     /// Tasks cancelled by this event.
     cancelled: Vec<TaskId>,
     /// Issues as this event left them (batch updates read siblings in their final state).
-    issues: Vec<Issue>,
+    issues: Vec<Overlay<'a>>,
     /// Record every updated issue in `issues` (batch updates), not only completed ones.
     pub(crate) overlay_all: bool,
+}
+
+/// An issue as the current event sees it: a record (stored, or created by this event) with this
+/// event's status and assignee changes on top. The other fields are the record's (through
+/// `Deref`); `status` and `assignee` shadow the record's, so read them on the view.
+#[derive(Clone, Copy)]
+pub(crate) struct IssueView<'v> {
+    /// The record (its `status` and `assignee` may be stale: use the view's).
+    pub(crate) issue: &'v Issue,
+    /// The status as this event left it.
+    pub(crate) status: IssueStatus,
+    /// The assignee as this event left it.
+    pub(crate) assignee: &'v Option<Assignee>,
+}
+
+impl<'v> IssueView<'v> {
+    /// A record as stored.
+    pub(crate) fn stored(issue: &'v Issue) -> Self {
+        Self {
+            issue,
+            status: issue.status,
+            assignee: &issue.assignee,
+        }
+    }
+}
+
+impl std::ops::Deref for IssueView<'_> {
+    type Target = Issue;
+    fn deref(&self) -> &Issue {
+        self.issue
+    }
+}
+
+/// One issue this event changed: a field overlay on the stored record (no record is copied), or
+/// a record the event created.
+enum Overlay<'a> {
+    /// A stored issue with a new status and, when `Some`, a new assignee.
+    Patch {
+        base: &'a Issue,
+        status: IssueStatus,
+        assignee: Option<Option<Assignee>>,
+    },
+    /// An issue this event created.
+    New(Issue),
+}
+
+impl Overlay<'_> {
+    fn id(&self) -> &IssueId {
+        match self {
+            Self::Patch { base, .. } => &base.id,
+            Self::New(i) => &i.id,
+        }
+    }
+
+    fn view(&self) -> IssueView<'_> {
+        match self {
+            Self::Patch {
+                base,
+                status,
+                assignee,
+            } => IssueView {
+                issue: base,
+                status: *status,
+                assignee: assignee.as_ref().unwrap_or(&base.assignee),
+            },
+            Self::New(i) => IssueView::stored(i),
+        }
+    }
 }
 
 /// What a new task looks like, before it gets an id.
@@ -219,17 +287,54 @@ impl<'a> Cx<'a> {
     }
 
     /// The issue as this event has left it so far.
-    pub(crate) fn issue(&self, id: &IssueId) -> Option<&Issue> {
-        self.overlaid(id).or_else(|| self.dir.issue(id))
+    pub(crate) fn issue(&self, id: &IssueId) -> Option<IssueView<'_>> {
+        self.overlaid(id)
+            .or_else(|| self.dir.issue(id).map(IssueView::stored))
     }
 
     /// The issue as this event left it, when this event changed it.
-    pub(crate) fn overlaid(&self, id: &IssueId) -> Option<&Issue> {
-        self.issues.iter().rev().find(|i| &i.id == id)
+    pub(crate) fn overlaid(&self, id: &IssueId) -> Option<IssueView<'_>> {
+        self.issues
+            .iter()
+            .rev()
+            .find(|o| o.id() == id)
+            .map(Overlay::view)
     }
 
+    /// The stored record of an issue this event changed, with its current status and (when
+    /// this event changed it) assignee: what an update of an already updated issue builds on.
+    /// `None` when this event did not change a stored issue.
+    pub(crate) fn patched(
+        &self,
+        id: &IssueId,
+    ) -> Option<(&'a Issue, IssueStatus, Option<Option<Assignee>>)> {
+        match self.issues.iter().rev().find(|o| o.id() == id)? {
+            Overlay::Patch {
+                base,
+                status,
+                assignee,
+            } => Some((*base, *status, assignee.clone())),
+            Overlay::New(_) => None,
+        }
+    }
+
+    /// Records a stored issue's new status and (when `Some`) assignee.
+    pub(crate) fn patch_issue(
+        &mut self,
+        base: &'a Issue,
+        status: IssueStatus,
+        assignee: Option<Option<Assignee>>,
+    ) {
+        self.issues.push(Overlay::Patch {
+            base,
+            status,
+            assignee,
+        });
+    }
+
+    /// Records an issue this event created.
     pub(crate) fn set_issue(&mut self, issue: Issue) {
-        self.issues.push(issue);
+        self.issues.push(Overlay::New(issue));
     }
 
     /// The pending task of the agent on the issue, counting this event's enqueues and
