@@ -1,6 +1,7 @@
 //! The [`Directory`] trait (the engine's view of the world) and [`InMemoryDirectory`].
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use foldhash::fast::FixedState;
 use squad_model::{
@@ -59,6 +60,18 @@ pub trait Directory {
     fn squad_members(&self, id: &SquadId) -> &[SquadMember];
     /// An agent (archived ones too).
     fn agent(&self, id: &AgentId) -> Option<&Agent>;
+    /// [`squad`](Self::squad) for an id given as text (a mention's target, a request field):
+    /// `None` when it is not a valid [`SquadId`] or no squad has it. The default parses it and
+    /// calls `squad`; a directory whose index can be searched by `&str` should answer from it
+    /// without building the id.
+    fn squad_by_str(&self, id: &str) -> Option<&Squad> {
+        SquadId::new(id).ok().and_then(|s| self.squad(&s))
+    }
+    /// [`agent`](Self::agent) for an id given as text, like
+    /// [`squad_by_str`](Self::squad_by_str).
+    fn agent_by_str(&self, id: &str) -> Option<&Agent> {
+        AgentId::new(id).ok().and_then(|a| self.agent(&a))
+    }
     /// An issue.
     fn issue(&self, id: &IssueId) -> Option<&Issue>;
     /// An issue's number within its workspace, for identifiers like `SQ-12`.
@@ -130,6 +143,60 @@ pub trait Directory {
 /// that indexing a task allocates nothing.
 type TaskIx = u32;
 
+/// Tasks by handle, in chunks of fixed size: growing never moves (copies) the tasks already
+/// stored, which a single `Vec` of a million tasks would do at every doubling.
+#[derive(Debug, Clone, Default)]
+struct TaskStore {
+    chunks: Vec<Vec<Task>>,
+    len: usize,
+}
+
+impl TaskStore {
+    const CHUNK_BITS: u32 = 12;
+    const CHUNK: usize = 1 << Self::CHUNK_BITS;
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn get(&self, ix: TaskIx) -> Option<&Task> {
+        let ix = ix as usize;
+        self.chunks
+            .get(ix >> Self::CHUNK_BITS)?
+            .get(ix & (Self::CHUNK - 1))
+    }
+
+    fn get_mut(&mut self, ix: TaskIx) -> Option<&mut Task> {
+        let ix = ix as usize;
+        self.chunks
+            .get_mut(ix >> Self::CHUNK_BITS)?
+            .get_mut(ix & (Self::CHUNK - 1))
+    }
+
+    fn push(&mut self, task: Task) {
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < Self::CHUNK => c.push(task),
+            _ => {
+                let mut c = Vec::with_capacity(Self::CHUNK);
+                c.push(task);
+                self.chunks.push(c);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Task> {
+        self.chunks.iter().flatten()
+    }
+}
+
+/// The tasks a comment triggered, the first one inline (most comments trigger one task).
+#[derive(Debug, Clone)]
+struct Triggered {
+    first: TaskIx,
+    rest: Vec<TaskIx>,
+}
+
 #[derive(Debug, Clone)]
 struct AgentSlot {
     agent: AgentId,
@@ -168,10 +235,10 @@ pub struct InMemoryDirectory {
     squad_issues: Map<SquadId, Vec<IssueId>>,
     autopilot_issues: Map<AutopilotId, Vec<IssueId>>,
     /// Tasks by handle (tasks are never removed).
-    tasks: Vec<Task>,
+    tasks: TaskStore,
     task_ix: Map<TaskId, TaskIx>,
     comments: Map<CommentId, Comment>,
-    triggered: Map<CommentId, Vec<TaskIx>>,
+    triggered: Map<CommentId, Triggered>,
     autopilots: Map<AutopilotId, Autopilot>,
     evaluations: Map<TaskId, EvaluationOutcome>,
     seq: u64,
@@ -228,7 +295,7 @@ impl InMemoryDirectory {
     }
 
     fn task_at(&self, ix: TaskIx) -> Option<&Task> {
-        self.tasks.get(ix as usize)
+        self.tasks.get(ix)
     }
 
     fn unindex_squad_issue(&mut self, issue: &Issue) {
@@ -257,6 +324,13 @@ impl Directory for InMemoryDirectory {
         self.members.get(id).map_or(&[], Vec::as_slice)
     }
     fn agent(&self, id: &AgentId) -> Option<&Agent> {
+        self.agents.get(id)
+    }
+    fn squad_by_str(&self, id: &str) -> Option<&Squad> {
+        // Ids hash and compare as their string, so the map answers a `&str` directly.
+        self.squads.get(id)
+    }
+    fn agent_by_str(&self, id: &str) -> Option<&Agent> {
         self.agents.get(id)
     }
     fn issue(&self, id: &IssueId) -> Option<&Issue> {
@@ -301,7 +375,10 @@ impl Directory for InMemoryDirectory {
     }
     fn tasks_triggered_by(&self, comment: &CommentId) -> Vec<&Task> {
         self.triggered.get(comment).map_or_else(Vec::new, |v| {
-            v.iter().filter_map(|&t| self.task_at(t)).collect()
+            std::iter::once(&v.first)
+                .chain(&v.rest)
+                .filter_map(|&t| self.task_at(t))
+                .collect()
         })
     }
     fn autopilot(&self, id: &AutopilotId) -> Option<&Autopilot> {
@@ -455,11 +532,14 @@ impl Directory for InMemoryDirectory {
         }
     }
     fn put_task(&mut self, task: Task) {
-        let (ix, is_new) = match self.task_ix.get(&task.id) {
-            Some(&ix) => (ix, false),
-            None => {
+        // One hash lookup finds or reserves the handle (the engine only puts new tasks, so the
+        // key copy is rarely wasted).
+        let (ix, is_new) = match self.task_ix.entry(task.id.clone()) {
+            Entry::Occupied(o) => (*o.get(), false),
+            Entry::Vacant(v) => {
                 // More than `u32::MAX` tasks do not fit in memory anyway.
                 let ix = TaskIx::try_from(self.tasks.len()).unwrap_or(TaskIx::MAX);
+                v.insert(ix);
                 (ix, true)
             }
         };
@@ -499,15 +579,20 @@ impl Directory for InMemoryDirectory {
         if is_new {
             if let Some(c) = &task.trigger_comment_id {
                 match self.triggered.get_mut(c) {
-                    Some(v) => v.push(ix),
+                    Some(v) => v.rest.push(ix),
                     None => {
-                        self.triggered.insert(c.clone(), vec![ix]);
+                        self.triggered.insert(
+                            c.clone(),
+                            Triggered {
+                                first: ix,
+                                rest: Vec::new(),
+                            },
+                        );
                     }
                 }
             }
-            self.task_ix.insert(task.id.clone(), ix);
             self.tasks.push(task);
-        } else if let Some(slot) = self.tasks.get_mut(ix as usize) {
+        } else if let Some(slot) = self.tasks.get_mut(ix) {
             *slot = task;
         }
     }
@@ -515,7 +600,7 @@ impl Directory for InMemoryDirectory {
         let Some(&ix) = self.task_ix.get(id) else {
             return;
         };
-        let Some(task) = self.tasks.get_mut(ix as usize) else {
+        let Some(task) = self.tasks.get_mut(ix) else {
             return;
         };
         let was_pending = task.status.is_pending();

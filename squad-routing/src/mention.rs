@@ -172,9 +172,12 @@ pub fn format_mention(kind: MentionKind, id: &str, label: &str) -> String {
 /// `true` when the first whitespace-delimited token is `/note` (any case): such comments never
 /// trigger anything.
 pub fn is_note_comment(text: &str) -> bool {
-    text.split_whitespace()
-        .next()
+    // The first token is `/note` when the text (past leading whitespace) starts with those five
+    // ASCII bytes and whitespace or the end follows: no need to find where the token ends.
+    let rest = text.trim_start();
+    rest.get(..5)
         .is_some_and(|t| t.eq_ignore_ascii_case("/note"))
+        && rest[5..].chars().next().is_none_or(char::is_whitespace)
 }
 
 #[cfg(test)]
@@ -219,5 +222,10 @@ mod tests {
         assert!(is_note_comment("  /NOTE remember this"));
         assert!(!is_note_comment("/notes"));
         assert!(!is_note_comment("see /note"));
+        assert!(is_note_comment("/note"));
+        assert!(is_note_comment("\u{3000}/Note\u{2003}x"));
+        assert!(!is_note_comment("/note\u{e9}"));
+        assert!(!is_note_comment("/no"));
+        assert!(!is_note_comment("/not\u{e9}"));
     }
 }

@@ -362,7 +362,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             reason: Some(reason),
         };
         let (agent, squad) = if m.kind == MentionKind::Agent {
-            let Some(agent) = AgentId::new(m.id).ok().and_then(|a| cx.agent_in(&a, ws)) else {
+            let Some(agent) = cx.agent_in_str(m.id, ws) else {
                 outcomes.push(blocked("target_unavailable"));
                 continue;
             };
@@ -373,7 +373,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             (agent, None)
         } else {
             let squad = if is_uuid(m.id) {
-                SquadId::new(m.id).ok().and_then(|s| cx.squad_in(&s, ws))
+                cx.squad_in_str(m.id, ws)
             } else {
                 None
             };

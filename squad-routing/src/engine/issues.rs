@@ -309,13 +309,10 @@ pub(super) fn validate_assignee(
     };
     match ty {
         "squad" => {
-            let squad = SquadId::new(id)
-                .ok()
-                .and_then(|s| cx.squad_in(&s, ws))
-                .ok_or((
-                    400,
-                    "assignee_id does not refer to a squad in this workspace",
-                ))?;
+            let squad = cx.squad_in_str(id, ws).ok_or((
+                400,
+                "assignee_id does not refer to a squad in this workspace",
+            ))?;
             if squad.is_archived() {
                 return Err((400, "cannot assign to an archived squad"));
             }
@@ -330,13 +327,10 @@ pub(super) fn validate_assignee(
             Ok(Some(Assignee::Squad(squad.id.clone())))
         }
         "agent" => {
-            let agent = AgentId::new(id)
-                .ok()
-                .and_then(|a| cx.agent_in(&a, ws))
-                .ok_or((
-                    400,
-                    "assignee_id does not refer to an agent in this workspace",
-                ))?;
+            let agent = cx.agent_in_str(id, ws).ok_or((
+                400,
+                "assignee_id does not refer to an agent in this workspace",
+            ))?;
             if agent.is_archived() {
                 return Err((400, "cannot assign to archived agent"));
             }

@@ -485,6 +485,16 @@ impl<'a> Cx<'a> {
     pub(crate) fn agent_in(&self, id: &AgentId, ws: &WorkspaceId) -> Option<&'a Agent> {
         self.dir.agent(id).filter(|a| &a.workspace_id == ws)
     }
+
+    /// [`squad_in`](Self::squad_in) for an id given as text.
+    pub(crate) fn squad_in_str(&self, id: &str, ws: &WorkspaceId) -> Option<&'a Squad> {
+        self.dir.squad_by_str(id).filter(|s| &s.workspace_id == ws)
+    }
+
+    /// [`agent_in`](Self::agent_in) for an id given as text.
+    pub(crate) fn agent_in_str(&self, id: &str, ws: &WorkspaceId) -> Option<&'a Agent> {
+        self.dir.agent_by_str(id).filter(|a| &a.workspace_id == ws)
+    }
 }
 
 /// Not archived and a runtime bound.
