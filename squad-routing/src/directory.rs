@@ -197,6 +197,31 @@ struct Triggered {
     rest: Vec<TaskIx>,
 }
 
+impl Triggered {
+    fn push(list: &mut Option<Self>, ix: TaskIx) {
+        match list {
+            Some(t) => t.rest.push(ix),
+            None => {
+                *list = Some(Self {
+                    first: ix,
+                    rest: Vec::new(),
+                });
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = TaskIx> + '_ {
+        std::iter::once(self.first).chain(self.rest.iter().copied())
+    }
+}
+
+/// A comment and the tasks it triggered (kept with it: no second map keyed by comment id).
+#[derive(Debug, Clone)]
+struct CommentEntry {
+    comment: Comment,
+    triggered: Option<Triggered>,
+}
+
 #[derive(Debug, Clone)]
 struct AgentSlot {
     agent: AgentId,
@@ -237,8 +262,9 @@ pub struct InMemoryDirectory {
     /// Tasks by handle (tasks are never removed).
     tasks: TaskStore,
     task_ix: Map<TaskId, TaskIx>,
-    comments: Map<CommentId, Comment>,
-    triggered: Map<CommentId, Triggered>,
+    comments: Map<CommentId, CommentEntry>,
+    /// Tasks triggered by comments the directory does not hold (yet).
+    orphan_triggered: Map<CommentId, Option<Triggered>>,
     autopilots: Map<AutopilotId, Autopilot>,
     evaluations: Map<TaskId, EvaluationOutcome>,
     seq: u64,
@@ -371,14 +397,15 @@ impl Directory for InMemoryDirectory {
         })
     }
     fn comment(&self, id: &CommentId) -> Option<&Comment> {
-        self.comments.get(id)
+        self.comments.get(id).map(|e| &e.comment)
     }
     fn tasks_triggered_by(&self, comment: &CommentId) -> Vec<&Task> {
-        self.triggered.get(comment).map_or_else(Vec::new, |v| {
-            std::iter::once(&v.first)
-                .chain(&v.rest)
-                .filter_map(|&t| self.task_at(t))
-                .collect()
+        let list = match self.comments.get(comment) {
+            Some(e) => e.triggered.as_ref(),
+            None => self.orphan_triggered.get(comment).and_then(Option::as_ref),
+        };
+        list.map_or_else(Vec::new, |v| {
+            v.iter().filter_map(|t| self.task_at(t)).collect()
         })
     }
     fn autopilot(&self, id: &AutopilotId) -> Option<&Autopilot> {
@@ -578,16 +605,10 @@ impl Directory for InMemoryDirectory {
         }
         if is_new {
             if let Some(c) = &task.trigger_comment_id {
-                match self.triggered.get_mut(c) {
-                    Some(v) => v.rest.push(ix),
+                match self.comments.get_mut(c) {
+                    Some(e) => Triggered::push(&mut e.triggered, ix),
                     None => {
-                        self.triggered.insert(
-                            c.clone(),
-                            Triggered {
-                                first: ix,
-                                rest: Vec::new(),
-                            },
-                        );
+                        Triggered::push(self.orphan_triggered.entry(c.clone()).or_default(), ix)
                     }
                 }
             }
@@ -630,7 +651,17 @@ impl Directory for InMemoryDirectory {
         }
     }
     fn put_comment(&mut self, comment: Comment) {
-        self.comments.insert(comment.id.clone(), comment);
+        match self.comments.entry(comment.id.clone()) {
+            Entry::Occupied(mut o) => o.get_mut().comment = comment,
+            Entry::Vacant(v) => {
+                let triggered = if self.orphan_triggered.is_empty() {
+                    None
+                } else {
+                    self.orphan_triggered.remove(&comment.id).flatten()
+                };
+                v.insert(CommentEntry { comment, triggered });
+            }
+        }
     }
     fn put_autopilot(&mut self, autopilot: Autopilot) {
         self.autopilots.insert(autopilot.id.clone(), autopilot);

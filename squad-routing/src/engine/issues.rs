@@ -54,7 +54,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 origin: match actor {
                     Principal::Agent(_) => task_id.as_ref().map(|t| squad_model::Origin {
                         kind: "agent_create".to_owned(),
-                        id: Some(t.to_string()),
+                        id: Some(t.as_str().to_owned()),
                     }),
                     _ => None,
                 },
@@ -894,7 +894,8 @@ fn child_done_comment(
     let ident = Identifier::new(cx, child.issue);
     let title = Defused(&child.title);
     let parent_ref = Identifier::new(cx, parent.issue);
-    let mut out = String::with_capacity(480 + child.title.len());
+    // Room for the longest wording with typical ids, so that the string is allocated once.
+    let mut out = String::with_capacity(640 + child.title.len());
     prefix.push_to(&mut out);
     // The child as `[SQ-12](mention://issue/<id>) — "<title>"`.
     let child_link = |out: &mut String| {
