@@ -26,10 +26,11 @@ use squad_routing::{
     Decisions, Directory, Engine, Event, InMemoryDirectory, Replay, TraceLine, apply_drain,
 };
 
-/// mimalloc under divan's allocation profiler. The engine allocates about 13 small strings and
+/// mimalloc under divan's allocation profiler. The engine allocates about 10 small strings and
 /// boxes per event (the ids and texts the decisions carry are `String`s in `squad-model`; the
 /// directory's indexes hold task handles); divan reports the count per sample (`alloc`), a figure
-/// that does not depend on the machine's load. glibc's allocator spends more time on them than
+/// that does not depend on the machine's load. For instruction counts (equally independent of
+/// the load), run `benches/examples/routing_profile.rs` under callgrind. glibc's allocator spends more time on them than
 /// the rules do, and hosts that care about throughput pick a modern allocator.
 #[global_allocator]
 static ALLOC: divan::AllocProfiler<mimalloc::MiMalloc> =

@@ -673,3 +673,126 @@ impl Directory for InMemoryDirectory {
         self.seq = self.seq.max(seq);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use squad_model::{PermissionMode, Timestamp};
+
+    use super::*;
+    use crate::records::Principal;
+
+    fn t0() -> Timestamp {
+        Timestamp::from_unix_seconds(0).expect("valid time")
+    }
+
+    fn task(n: usize, trigger: Option<&str>) -> Task {
+        Task {
+            id: TaskId::new(format!("t{n}")).expect("valid id"),
+            agent_id: AgentId::new("a1").expect("valid id"),
+            issue_id: Some(IssueId::new("i1").expect("valid id")),
+            status: TaskStatus::Queued,
+            is_leader_task: false,
+            squad_id: None,
+            trigger_comment_id: trigger.map(|c| CommentId::new(c).expect("valid id")),
+            originator_user_id: None,
+            head_sha: None,
+            attempt: 1,
+            created_at: t0(),
+        }
+    }
+
+    fn comment(id: &str, content: &str) -> Comment {
+        Comment {
+            id: CommentId::new(id).expect("valid id"),
+            issue_id: IssueId::new("i1").expect("valid id"),
+            author: Principal::System,
+            parent_id: None,
+            content: content.to_owned(),
+            source_task_id: None,
+            created_at: t0(),
+        }
+    }
+
+    fn ids(tasks: Vec<&Task>) -> Vec<&str> {
+        tasks.into_iter().map(|t| t.id.as_str()).collect()
+    }
+
+    #[test]
+    fn triggered_tasks_follow_their_comment_whatever_the_order_of_the_writes() {
+        let mut dir = InMemoryDirectory::new();
+        let c1 = CommentId::new("c1").expect("valid id");
+        // A task whose comment the directory does not hold yet.
+        dir.put_task(task(1, Some("c1")));
+        assert_eq!(ids(dir.tasks_triggered_by(&c1)), ["t1"]);
+        dir.put_comment(comment("c1", "first"));
+        dir.put_task(task(2, Some("c1")));
+        assert_eq!(ids(dir.tasks_triggered_by(&c1)), ["t1", "t2"]);
+        // Replacing the comment keeps its tasks; updating a task does not list it twice.
+        dir.put_comment(comment("c1", "edited"));
+        dir.put_task(task(1, Some("c1")));
+        assert_eq!(ids(dir.tasks_triggered_by(&c1)), ["t1", "t2"]);
+        assert_eq!(dir.comment(&c1).map(|c| c.content.as_str()), Some("edited"));
+        // Other comments triggered nothing.
+        dir.put_comment(comment("c2", "none"));
+        let c2 = CommentId::new("c2").expect("valid id");
+        assert!(dir.tasks_triggered_by(&c2).is_empty());
+    }
+
+    #[test]
+    fn tasks_stay_reachable_across_storage_chunks() {
+        let mut dir = InMemoryDirectory::new();
+        let n = TaskStore::CHUNK * 2 + 3;
+        for i in 0..n {
+            dir.put_task(task(i, None));
+        }
+        assert_eq!(dir.tasks().count(), n);
+        for i in [0, TaskStore::CHUNK - 1, TaskStore::CHUNK, n - 1] {
+            let id = TaskId::new(format!("t{i}")).expect("valid id");
+            assert_eq!(dir.task(&id).map(|t| &t.id), Some(&id));
+        }
+        let last = TaskId::new(format!("t{}", n - 1)).expect("valid id");
+        dir.set_task_status(&last, TaskStatus::Running);
+        assert_eq!(dir.task(&last).map(|t| t.status), Some(TaskStatus::Running));
+    }
+
+    #[test]
+    fn text_lookups_agree_with_the_typed_ones() {
+        let mut dir = InMemoryDirectory::new();
+        let ws = WorkspaceId::new("w1").expect("valid id");
+        let a1 = AgentId::new("a1").expect("valid id");
+        dir.put_agent(Agent {
+            id: a1.clone(),
+            workspace_id: ws.clone(),
+            name: "Ada".into(),
+            owner_id: None,
+            archived_at: None,
+            runtime: None,
+            permission_mode: PermissionMode::Private,
+            invocation_targets: Vec::new(),
+            skills: Vec::new(),
+            created_at: t0(),
+        });
+        let s1 = SquadId::new("s1").expect("valid id");
+        dir.put_squad(Squad {
+            id: s1.clone(),
+            workspace_id: ws,
+            name: "Core".into(),
+            description: String::new(),
+            leader_id: a1.clone(),
+            creator_id: UserId::new("u1").expect("valid id"),
+            instructions: String::new(),
+            avatar_url: None,
+            archived_at: None,
+            archived_by: None,
+            created_at: t0(),
+            updated_at: t0(),
+        });
+        assert_eq!(dir.agent_by_str("a1").map(|a| &a.id), Some(&a1));
+        assert_eq!(dir.squad_by_str("s1").map(|s| &s.id), Some(&s1));
+        // Unknown ids and strings that are no valid id at all find nothing.
+        for bad in ["a2", "", "a 1", "s1\n"] {
+            assert!(dir.agent_by_str(bad).is_none(), "{bad:?}");
+            assert!(dir.squad_by_str(bad).is_none(), "{bad:?}");
+        }
+    }
+}
