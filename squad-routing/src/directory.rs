@@ -324,6 +324,16 @@ impl InMemoryDirectory {
         self.tasks.get(ix)
     }
 
+    /// Lists the issue under the squad (copying the squad id only for the squad's first issue).
+    fn index_squad_issue(&mut self, squad: &SquadId, issue: &IssueId) {
+        match self.squad_issues.get_mut(squad) {
+            Some(v) => v.push(issue.clone()),
+            None => {
+                self.squad_issues.insert(squad.clone(), vec![issue.clone()]);
+            }
+        }
+    }
+
     fn unindex_squad_issue(&mut self, issue: &Issue) {
         if let Some(Assignee::Squad(s)) = &issue.assignee
             && let Some(v) = self.squad_issues.get_mut(s)
@@ -466,7 +476,7 @@ impl Directory for InMemoryDirectory {
                     v.retain(|i| i != &id);
                 }
                 if let Some(s) = new_squad {
-                    self.squad_issues.entry(s).or_default().push(id.clone());
+                    self.index_squad_issue(&s, &id);
                 }
             }
             if parent_changed {
@@ -484,10 +494,7 @@ impl Directory for InMemoryDirectory {
             return;
         }
         if let Some(Assignee::Squad(s)) = &issue.assignee {
-            self.squad_issues
-                .entry(s.clone())
-                .or_default()
-                .push(issue.id.clone());
+            self.index_squad_issue(s, &issue.id);
         }
         if let Some(origin) = &issue.origin
             && origin.kind == "autopilot"
@@ -537,10 +544,8 @@ impl Directory for InMemoryDirectory {
             v.retain(|i| i != id);
         }
         if let Some(Some(Assignee::Squad(s))) = self.issues.get(id).map(|e| &e.issue.assignee) {
-            self.squad_issues
-                .entry(s.clone())
-                .or_default()
-                .push(id.clone());
+            let s = s.clone();
+            self.index_squad_issue(&s, id);
         }
     }
     fn set_issue_number(&mut self, id: &IssueId, number: u64) {

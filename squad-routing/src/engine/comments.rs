@@ -51,14 +51,11 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             );
         }
     }
-    let source_task_id = task_id
-        .as_ref()
-        .filter(|t| {
-            cx.dir
-                .task(t)
-                .is_some_and(|t| t.issue_id.as_ref() == Some(issue_id))
-        })
-        .cloned();
+    // The request's task, looked up once for the source task and the originator.
+    let task = task_id.as_ref().and_then(|t| dir.task(t));
+    let source_task_id = task
+        .filter(|t| t.issue_id.as_ref() == Some(issue_id))
+        .and_then(|_| task_id.clone());
     cx.push(Decision::PostComment {
         comment: Box::new(Comment {
             id: comment_id.clone(),
@@ -74,7 +71,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
     if is_note_comment(content) {
         return cx.noop(NoopReason::NoteComment);
     }
-    let originator = cx.request_originator_ref(author, task_id.as_ref(), Some(issue));
+    let originator = cx.task_originator_ref(author, task, Some(issue));
     let req = Req {
         issue,
         comment_id,

@@ -677,8 +677,9 @@ enum Then {
 }
 
 fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
-    let completed: Vec<IssueView<'_>> = completed.iter().filter_map(|id| cx.issue(id)).collect();
-    let Some(&last) = completed.last() else {
+    // The completed issues are in this event's overlay, so re-reading them is cheap: no list.
+    let completed = || completed.iter().filter_map(|id| cx.issue(id));
+    let Some(last) = completed().next_back() else {
         return Wake::Nothing;
     };
     let Some(parent_id) = &last.parent_issue_id else {
@@ -707,7 +708,7 @@ fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
     // closed in the final state.
     let (closed, child) = if staged {
         let mut best: Option<(u32, IssueView<'_>)> = None;
-        for &c in &completed {
+        for c in completed() {
             if let Some(s) = c.stage
                 && barrier_closed(&children, Some(s))
                 && best.is_none_or(|(b, _)| s >= b)
@@ -724,7 +725,14 @@ fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
     } else {
         return Wake::Noop(NoopReason::StageOpen);
     };
-    let content = child_done_comment(cx, parent, child, &children, closed, completed.len() > 1);
+    let content = child_done_comment(
+        cx,
+        parent,
+        child,
+        &children,
+        closed,
+        completed().nth(1).is_some(),
+    );
     let originator = cx.provenance_originator(parent.issue);
     let then = match parent.assignee {
         None | Some(Assignee::Member(_)) => Then::Noop(NoopReason::ParentUnassigned),

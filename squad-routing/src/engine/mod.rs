@@ -155,7 +155,7 @@ pub(crate) struct Cx<'a> {
     /// Tasks cancelled by this event.
     cancelled: Vec<TaskId>,
     /// Issues as this event left them (batch updates read siblings in their final state).
-    issues: Vec<Overlay<'a>>,
+    issues: Overlays<'a>,
     /// Record every updated issue in `issues` (batch updates), not only completed ones.
     pub(crate) overlay_all: bool,
 }
@@ -188,6 +188,33 @@ impl std::ops::Deref for IssueView<'_> {
     type Target = Issue;
     fn deref(&self) -> &Issue {
         self.issue
+    }
+}
+
+/// The issues this event changed, oldest first; the first is kept inline, as most events change
+/// at most one issue.
+#[derive(Default)]
+struct Overlays<'a> {
+    first: Option<Overlay<'a>>,
+    more: Vec<Overlay<'a>>,
+}
+
+impl<'a> Overlays<'a> {
+    fn push(&mut self, o: Overlay<'a>) {
+        if self.first.is_none() {
+            self.first = Some(o);
+        } else {
+            self.more.push(o);
+        }
+    }
+
+    /// The newest overlay of the issue.
+    fn find(&self, id: &IssueId) -> Option<&Overlay<'a>> {
+        self.more
+            .iter()
+            .rev()
+            .chain(self.first.as_ref())
+            .find(|o| o.id() == id)
     }
 }
 
@@ -248,7 +275,7 @@ impl<'a> Cx<'a> {
             seq: dir.id_seq(),
             out: Vec::new(),
             cancelled: Vec::new(),
-            issues: Vec::new(),
+            issues: Overlays::default(),
             overlay_all: false,
         }
     }
@@ -294,11 +321,7 @@ impl<'a> Cx<'a> {
 
     /// The issue as this event left it, when this event changed it.
     pub(crate) fn overlaid(&self, id: &IssueId) -> Option<IssueView<'_>> {
-        self.issues
-            .iter()
-            .rev()
-            .find(|o| o.id() == id)
-            .map(Overlay::view)
+        self.issues.find(id).map(Overlay::view)
     }
 
     /// The stored record of an issue this event changed, with its current status and (when
@@ -308,7 +331,7 @@ impl<'a> Cx<'a> {
         &self,
         id: &IssueId,
     ) -> Option<(&'a Issue, IssueStatus, Option<Option<Assignee>>)> {
-        match self.issues.iter().rev().find(|o| o.id() == id)? {
+        match self.issues.find(id)? {
             Overlay::Patch {
                 base,
                 status,
@@ -444,12 +467,31 @@ impl<'a> Cx<'a> {
     where
         'a: 'r,
     {
+        match actor {
+            Principal::Agent(_) => {
+                let dir: &'a dyn Directory = self.dir;
+                self.task_originator_ref(actor, task.and_then(|t| dir.task(t)), issue)
+            }
+            _ => self.task_originator_ref(actor, None, issue),
+        }
+    }
+
+    /// [`request_originator_ref`](Self::request_originator_ref) with the request's task already
+    /// looked up (`None` when the request names none or an unknown one).
+    pub(crate) fn task_originator_ref<'r>(
+        &self,
+        actor: &'r Principal,
+        task: Option<&'a Task>,
+        issue: Option<&'r Issue>,
+    ) -> Option<&'r UserId>
+    where
+        'a: 'r,
+    {
         let dir: &'a dyn Directory = self.dir;
         match actor {
             Principal::Member(u) => Some(u),
             Principal::System => None,
             Principal::Agent(_) => task
-                .and_then(|t| dir.task(t))
                 .and_then(|t| t.originator_user_id.as_ref())
                 .or_else(|| {
                     let origin = issue?.origin.as_ref()?;
