@@ -182,14 +182,14 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 return;
             }
             // Child-done runs after every write, grouped by parent.
-            let mut groups: Vec<(IssueId, Vec<IssueId>)> = Vec::new();
+            let mut groups: Vec<(IssueId, Vec<&IssueId>)> = Vec::new();
             for c in &completed {
                 let Some(p) = cx.issue(c).and_then(|i| i.parent_issue_id.clone()) else {
                     continue;
                 };
                 match groups.iter_mut().find(|(q, _)| q == &p) {
-                    Some((_, g)) => g.push(c.clone()),
-                    None => groups.push((p, vec![c.clone()])),
+                    Some((_, g)) => g.push(c),
+                    None => groups.push((p, vec![c])),
                 }
             }
             for (_, group) in groups {
@@ -369,7 +369,7 @@ fn update_one<'a>(
     status: Option<IssueStatus>,
     change: Change,
     suppress_run: bool,
-) -> Option<IssueId> {
+) -> Option<&'a IssueId> {
     let (old_status, old_assignee) = current;
     let new_status = status.unwrap_or(old_status);
     let assignee_changed = change.as_ref().is_some_and(|a| a != old_assignee);
@@ -442,7 +442,7 @@ fn update_one<'a>(
             }
         }
     }
-    completed.then(|| issue.id.clone())
+    completed.then_some(&issue.id)
 }
 
 /// The run decision (§3.2) and the enqueue (§3.3). `gate_actor` is `Some` on the update path,
@@ -609,7 +609,7 @@ fn push_decimal(out: &mut String, mut n: u64) {
 }
 
 /// Child-done (§7) for the children of one parent that this event completed (in order).
-fn wake_parent(cx: &mut Cx<'_>, completed: &[IssueId]) {
+fn wake_parent(cx: &mut Cx<'_>, completed: &[&IssueId]) {
     let (parent, content, originator, then) = match plan_wake(cx, completed) {
         Wake::Nothing => return,
         Wake::Noop(reason) => return cx.noop(reason),
@@ -639,9 +639,9 @@ fn wake_parent(cx: &mut Cx<'_>, completed: &[IssueId]) {
         Then::NoopFor(reason, agent) => cx.noop_for(reason, &agent),
         Then::Enqueue { agent, squad } => {
             cx.enqueue(NewTask {
-                agent: &agent,
+                agent,
                 issue: Some(&parent),
-                leader_of: squad.as_ref(),
+                leader_of: squad,
                 trigger: Some(&comment_id),
                 originator,
                 source: TriggerSource::ChildDone,
@@ -652,7 +652,7 @@ fn wake_parent(cx: &mut Cx<'_>, completed: &[IssueId]) {
 }
 
 /// What child-done decides, worked out by reading only (no issue record is copied).
-enum Wake {
+enum Wake<'a> {
     /// No completed child with a parent.
     Nothing,
     /// No comment: the parent is missing, closed, parked, human-assigned, or the stage is open.
@@ -662,21 +662,22 @@ enum Wake {
         parent: IssueId,
         content: String,
         originator: Option<UserId>,
-        then: Then,
+        then: Then<'a>,
     },
 }
 
-/// What follows the child-done comment.
-enum Then {
+/// What follows the child-done comment (the agent and squad to wake are borrowed from the
+/// directory).
+enum Then<'a> {
     Noop(NoopReason),
     NoopFor(NoopReason, AgentId),
     Enqueue {
-        agent: AgentId,
-        squad: Option<SquadId>,
+        agent: &'a AgentId,
+        squad: Option<&'a SquadId>,
     },
 }
 
-fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
+fn plan_wake<'a>(cx: &Cx<'a>, completed: &[&IssueId]) -> Wake<'a> {
     // The completed issues are in this event's overlay, so re-reading them is cheap: no list.
     let completed = || completed.iter().filter_map(|id| cx.issue(id));
     let Some(last) = completed().next_back() else {
@@ -742,7 +743,7 @@ fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
                 Then::NoopFor(NoopReason::PendingTask, agent.id.clone())
             }
             Some(agent) => Then::Enqueue {
-                agent: agent.id.clone(),
+                agent: &agent.id,
                 squad: None,
             },
         },
@@ -756,8 +757,8 @@ fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
                         Then::NoopFor(NoopReason::PendingTask, leader.id.clone())
                     }
                     Some(leader) => Then::Enqueue {
-                        agent: leader.id.clone(),
-                        squad: Some(squad.id.clone()),
+                        agent: &leader.id,
+                        squad: Some(&squad.id),
                     },
                 },
             }
@@ -989,7 +990,7 @@ fn claim(cx: &mut Cx<'_>, task_id: &TaskId) {
         return cx.push(plain);
     };
     let owns =
-        issue.is_some_and(|i| i.assignee.as_ref() == Some(&Assignee::Squad(squad.id.clone())));
+        issue.is_some_and(|i| matches!(i.assignee, Some(Assignee::Squad(s)) if s == &squad.id));
     cx.push(Decision::Claim {
         task_id: task_id.clone(),
         is_leader_task: true,
