@@ -1,9 +1,10 @@
 //! The [`Directory`] trait (the engine's view of the world) and [`InMemoryDirectory`].
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
+use std::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
+use hashbrown::HashTable;
 use squad_model::{
     Agent, AgentId, Assignee, Autopilot, AutopilotId, CommentId, Issue, IssueId, IssueStatus,
     MemberRef, Squad, SquadId, SquadMember, Task, TaskId, TaskStatus, UserId, WorkspaceId,
@@ -143,15 +144,24 @@ pub trait Directory {
 /// that indexing a task allocates nothing.
 type TaskIx = u32;
 
-/// Tasks by handle, in chunks of fixed size: growing never moves (copies) the tasks already
+/// Records by handle, in chunks of fixed size: growing never moves (copies) the records already
 /// stored, which a single `Vec` of a million tasks would do at every doubling.
-#[derive(Debug, Clone, Default)]
-struct TaskStore {
-    chunks: Vec<Vec<Task>>,
+#[derive(Debug, Clone)]
+struct Chunked<T> {
+    chunks: Vec<Vec<T>>,
     len: usize,
 }
 
-impl TaskStore {
+impl<T> Default for Chunked<T> {
+    fn default() -> Self {
+        Self {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Chunked<T> {
     const CHUNK_BITS: u32 = 12;
     const CHUNK: usize = 1 << Self::CHUNK_BITS;
 
@@ -159,34 +169,63 @@ impl TaskStore {
         self.len
     }
 
-    fn get(&self, ix: TaskIx) -> Option<&Task> {
+    /// The handle the next record gets. More than `u32::MAX` records do not fit in memory anyway.
+    fn next_handle(&self) -> u32 {
+        u32::try_from(self.len).unwrap_or(u32::MAX)
+    }
+
+    fn get(&self, ix: u32) -> Option<&T> {
         let ix = ix as usize;
         self.chunks
             .get(ix >> Self::CHUNK_BITS)?
             .get(ix & (Self::CHUNK - 1))
     }
 
-    fn get_mut(&mut self, ix: TaskIx) -> Option<&mut Task> {
+    fn get_mut(&mut self, ix: u32) -> Option<&mut T> {
         let ix = ix as usize;
         self.chunks
             .get_mut(ix >> Self::CHUNK_BITS)?
             .get_mut(ix & (Self::CHUNK - 1))
     }
 
-    fn push(&mut self, task: Task) {
+    fn push(&mut self, record: T) {
         match self.chunks.last_mut() {
-            Some(c) if c.len() < Self::CHUNK => c.push(task),
+            Some(c) if c.len() < Self::CHUNK => c.push(record),
             _ => {
                 let mut c = Vec::with_capacity(Self::CHUNK);
-                c.push(task);
+                c.push(record);
                 self.chunks.push(c);
             }
         }
         self.len += 1;
     }
 
-    fn iter(&self) -> impl Iterator<Item = &Task> {
+    fn iter(&self) -> impl Iterator<Item = &T> {
         self.chunks.iter().flatten()
+    }
+}
+
+/// An index from ids to handles that stores no id: the table holds (hash, handle) pairs and the
+/// id is read from the record the handle points to. Indexing copies no key, and growing the
+/// table hashes no id again (the stored hashes move with the entries).
+#[derive(Debug, Clone, Default)]
+struct Handles(HashTable<(u64, u32)>);
+
+impl Handles {
+    fn hash(id: &str) -> u64 {
+        FixedState::default().hash_one(id)
+    }
+
+    /// The handle whose record `is` the one looked for, among those with this hash.
+    fn find(&self, hash: u64, is: impl Fn(u32) -> bool) -> Option<u32> {
+        self.0
+            .find(hash, |&(h, ix)| h == hash && is(ix))
+            .map(|&(_, ix)| ix)
+    }
+
+    /// Indexes a handle whose id is not indexed yet.
+    fn insert(&mut self, hash: u64, ix: u32) {
+        self.0.insert_unique(hash, (hash, ix), |&(h, _)| h);
     }
 }
 
@@ -259,10 +298,12 @@ pub struct InMemoryDirectory {
     issues: Map<IssueId, IssueEntry>,
     squad_issues: Map<SquadId, Vec<IssueId>>,
     autopilot_issues: Map<AutopilotId, Vec<IssueId>>,
-    /// Tasks by handle (tasks are never removed).
-    tasks: TaskStore,
-    task_ix: Map<TaskId, TaskIx>,
-    comments: Map<CommentId, CommentEntry>,
+    /// Tasks by handle (tasks are never removed), indexed by id in `task_ix`.
+    tasks: Chunked<Task>,
+    task_ix: Handles,
+    /// Comments by handle (comments are never removed), indexed by id in `comment_ix`.
+    comments: Chunked<CommentEntry>,
+    comment_ix: Handles,
     /// Tasks triggered by comments the directory does not hold (yet).
     orphan_triggered: Map<CommentId, Option<Triggered>>,
     autopilots: Map<AutopilotId, Autopilot>,
@@ -318,6 +359,18 @@ impl InMemoryDirectory {
             self.tasks.len(),
             self.comments.len(),
         )
+    }
+
+    fn task_handle(&self, id: &TaskId) -> Option<TaskIx> {
+        self.task_ix.find(Handles::hash(id.as_str()), |ix| {
+            self.tasks.get(ix).is_some_and(|t| &t.id == id)
+        })
+    }
+
+    fn comment_handle(&self, id: &CommentId) -> Option<u32> {
+        self.comment_ix.find(Handles::hash(id.as_str()), |ix| {
+            self.comments.get(ix).is_some_and(|e| &e.comment.id == id)
+        })
     }
 
     fn task_at(&self, ix: TaskIx) -> Option<&Task> {
@@ -389,7 +442,7 @@ impl Directory for InMemoryDirectory {
             .map_or(&[], Vec::as_slice)
     }
     fn task(&self, id: &TaskId) -> Option<&Task> {
-        self.task_at(*self.task_ix.get(id)?)
+        self.task_at(self.task_handle(id)?)
     }
     fn pending_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task> {
         let e = self.issues.get(issue)?;
@@ -407,10 +460,15 @@ impl Directory for InMemoryDirectory {
         })
     }
     fn comment(&self, id: &CommentId) -> Option<&Comment> {
-        self.comments.get(id).map(|e| &e.comment)
+        self.comments
+            .get(self.comment_handle(id)?)
+            .map(|e| &e.comment)
     }
     fn tasks_triggered_by(&self, comment: &CommentId) -> Vec<&Task> {
-        let list = match self.comments.get(comment) {
+        let list = match self
+            .comment_handle(comment)
+            .and_then(|ix| self.comments.get(ix))
+        {
             Some(e) => e.triggered.as_ref(),
             None => self.orphan_triggered.get(comment).and_then(Option::as_ref),
         };
@@ -564,14 +622,15 @@ impl Directory for InMemoryDirectory {
         }
     }
     fn put_task(&mut self, task: Task) {
-        // One hash lookup finds or reserves the handle (the engine only puts new tasks, so the
-        // key copy is rarely wasted).
-        let (ix, is_new) = match self.task_ix.entry(task.id.clone()) {
-            Entry::Occupied(o) => (*o.get(), false),
-            Entry::Vacant(v) => {
-                // More than `u32::MAX` tasks do not fit in memory anyway.
-                let ix = TaskIx::try_from(self.tasks.len()).unwrap_or(TaskIx::MAX);
-                v.insert(ix);
+        let hash = Handles::hash(task.id.as_str());
+        let found = self.task_ix.find(hash, |ix| {
+            self.tasks.get(ix).is_some_and(|t| t.id == task.id)
+        });
+        let (ix, is_new) = match found {
+            Some(ix) => (ix, false),
+            None => {
+                let ix = self.tasks.next_handle();
+                self.task_ix.insert(hash, ix);
                 (ix, true)
             }
         };
@@ -610,7 +669,10 @@ impl Directory for InMemoryDirectory {
         }
         if is_new {
             if let Some(c) = &task.trigger_comment_id {
-                match self.comments.get_mut(c) {
+                match self
+                    .comment_handle(c)
+                    .and_then(|cix| self.comments.get_mut(cix))
+                {
                     Some(e) => Triggered::push(&mut e.triggered, ix),
                     None => {
                         Triggered::push(self.orphan_triggered.entry(c.clone()).or_default(), ix)
@@ -623,7 +685,7 @@ impl Directory for InMemoryDirectory {
         }
     }
     fn set_task_status(&mut self, id: &TaskId, status: TaskStatus) {
-        let Some(&ix) = self.task_ix.get(id) else {
+        let Some(ix) = self.task_handle(id) else {
             return;
         };
         let Some(task) = self.tasks.get_mut(ix) else {
@@ -656,17 +718,23 @@ impl Directory for InMemoryDirectory {
         }
     }
     fn put_comment(&mut self, comment: Comment) {
-        match self.comments.entry(comment.id.clone()) {
-            Entry::Occupied(mut o) => o.get_mut().comment = comment,
-            Entry::Vacant(v) => {
-                let triggered = if self.orphan_triggered.is_empty() {
-                    None
-                } else {
-                    self.orphan_triggered.remove(&comment.id).flatten()
-                };
-                v.insert(CommentEntry { comment, triggered });
-            }
+        let hash = Handles::hash(comment.id.as_str());
+        let found = self.comment_ix.find(hash, |ix| {
+            self.comments
+                .get(ix)
+                .is_some_and(|e| e.comment.id == comment.id)
+        });
+        if let Some(e) = found.and_then(|ix| self.comments.get_mut(ix)) {
+            e.comment = comment;
+            return;
         }
+        let triggered = if self.orphan_triggered.is_empty() {
+            None
+        } else {
+            self.orphan_triggered.remove(&comment.id).flatten()
+        };
+        self.comment_ix.insert(hash, self.comments.next_handle());
+        self.comments.push(CommentEntry { comment, triggered });
     }
     fn put_autopilot(&mut self, autopilot: Autopilot) {
         self.autopilots.insert(autopilot.id.clone(), autopilot);
@@ -746,12 +814,13 @@ mod tests {
     #[test]
     fn tasks_stay_reachable_across_storage_chunks() {
         let mut dir = InMemoryDirectory::new();
-        let n = TaskStore::CHUNK * 2 + 3;
+        let chunk = Chunked::<Task>::CHUNK;
+        let n = chunk * 2 + 3;
         for i in 0..n {
             dir.put_task(task(i, None));
         }
         assert_eq!(dir.tasks().count(), n);
-        for i in [0, TaskStore::CHUNK - 1, TaskStore::CHUNK, n - 1] {
+        for i in [0, chunk - 1, chunk, n - 1] {
             let id = TaskId::new(format!("t{i}")).expect("valid id");
             assert_eq!(dir.task(&id).map(|t| &t.id), Some(&id));
         }
