@@ -192,7 +192,13 @@ impl<T> Chunked<T> {
         match self.chunks.last_mut() {
             Some(c) if c.len() < Self::CHUNK => c.push(record),
             _ => {
-                let mut c = Vec::with_capacity(Self::CHUNK);
+                // The first chunk grows as usual, so that a small directory stays small; the
+                // next ones are allocated whole.
+                let mut c = if self.chunks.is_empty() {
+                    Vec::new()
+                } else {
+                    Vec::with_capacity(Self::CHUNK)
+                };
                 c.push(record);
                 self.chunks.push(c);
             }
@@ -226,6 +232,77 @@ impl Handles {
     /// Indexes a handle whose id is not indexed yet.
     fn insert(&mut self, hash: u64, ix: u32) {
         self.0.insert_unique(hash, (hash, ix), |&(h, _)| h);
+    }
+}
+
+/// Issues by handle, found by id through [`Handles`]; a deleted issue's handle is reused.
+#[derive(Debug, Clone, Default)]
+struct IssueTable {
+    entries: Chunked<Option<IssueEntry>>,
+    ix: Handles,
+    free: Vec<u32>,
+    len: usize,
+}
+
+impl IssueTable {
+    fn handle(&self, id: &IssueId) -> Option<u32> {
+        self.ix.find(
+            Handles::hash(id.as_str()),
+            |ix| matches!(self.entries.get(ix), Some(Some(e)) if &e.issue.id == id),
+        )
+    }
+
+    fn get(&self, id: &IssueId) -> Option<&IssueEntry> {
+        self.entries.get(self.handle(id)?)?.as_ref()
+    }
+
+    fn get_mut(&mut self, id: &IssueId) -> Option<&mut IssueEntry> {
+        let ix = self.handle(id)?;
+        self.entries.get_mut(ix)?.as_mut()
+    }
+
+    /// Adds an entry whose id the table does not hold.
+    fn insert_new(&mut self, entry: IssueEntry) {
+        let hash = Handles::hash(entry.issue.id.as_str());
+        let ix = match self.free.pop() {
+            Some(ix) => {
+                if let Some(slot) = self.entries.get_mut(ix) {
+                    *slot = Some(entry);
+                }
+                ix
+            }
+            None => {
+                let ix = self.entries.next_handle();
+                self.entries.push(Some(entry));
+                ix
+            }
+        };
+        self.ix.insert(hash, ix);
+        self.len += 1;
+    }
+
+    fn remove(&mut self, id: &IssueId) -> Option<IssueEntry> {
+        let hash = Handles::hash(id.as_str());
+        let entries = &self.entries;
+        let found = self
+            .ix
+            .0
+            .find_entry(hash, |&(h, ix)| {
+                h == hash && matches!(entries.get(ix), Some(Some(e)) if &e.issue.id == id)
+            })
+            .ok()?;
+        let ((_, ix), _) = found.remove();
+        self.free.push(ix);
+        self.len -= 1;
+        self.entries.get_mut(ix)?.take()
+    }
+
+    fn values(&self) -> impl Iterator<Item = &IssueEntry> {
+        self.entries.iter().flatten()
+    }
+
+    fn len(&self) -> usize {
+        self.len
     }
 }
 
@@ -295,7 +372,7 @@ pub struct InMemoryDirectory {
     squads: Map<SquadId, Squad>,
     members: Map<SquadId, Vec<SquadMember>>,
     agents: Map<AgentId, Agent>,
-    issues: Map<IssueId, IssueEntry>,
+    issues: IssueTable,
     squad_issues: Map<SquadId, Vec<IssueId>>,
     autopilot_issues: Map<AutopilotId, Vec<IssueId>>,
     /// Tasks by handle (tasks are never removed), indexed by id in `task_ix`.
@@ -568,16 +645,13 @@ impl Directory for InMemoryDirectory {
         {
             pe.children.push(issue.id.clone());
         }
-        self.issues.insert(
-            issue.id.clone(),
-            IssueEntry {
-                issue,
-                number: None,
-                children: Vec::new(),
-                slots: Vec::new(),
-                active: Vec::new(),
-            },
-        );
+        self.issues.insert_new(IssueEntry {
+            issue,
+            number: None,
+            children: Vec::new(),
+            slots: Vec::new(),
+            active: Vec::new(),
+        });
     }
     fn update_issue(
         &mut self,
@@ -827,6 +901,49 @@ mod tests {
         let last = TaskId::new(format!("t{}", n - 1)).expect("valid id");
         dir.set_task_status(&last, TaskStatus::Running);
         assert_eq!(dir.task(&last).map(|t| t.status), Some(TaskStatus::Running));
+    }
+
+    fn issue(id: &str, parent: Option<&str>) -> Issue {
+        Issue {
+            id: IssueId::new(id).expect("valid id"),
+            workspace_id: WorkspaceId::new("w1").expect("valid id"),
+            title: format!("Issue {id}"),
+            status: IssueStatus::Todo,
+            assignee: None,
+            parent_issue_id: parent.map(|p| IssueId::new(p).expect("valid id")),
+            stage: None,
+            origin: None,
+            creator: None,
+            created_at: t0(),
+        }
+    }
+
+    #[test]
+    fn deleted_issues_are_gone_and_their_slot_serves_the_next_issue() {
+        let mut dir = InMemoryDirectory::new();
+        let id = |s: &str| IssueId::new(s).expect("valid id");
+        dir.put_issue(issue("p", None));
+        dir.put_issue(issue("a", Some("p")));
+        dir.put_issue(issue("b", Some("p")));
+        dir.delete_issue(&id("a"));
+        assert!(dir.issue(&id("a")).is_none());
+        assert_eq!(dir.children(&id("p")), [id("b")]);
+        dir.put_issue(issue("c", Some("p")));
+        assert_eq!(dir.issue(&id("c")).map(|i| &i.id), Some(&id("c")));
+        assert!(dir.issue(&id("a")).is_none());
+        assert_eq!(dir.counts().2, 3);
+        let mut all: Vec<&str> = dir.issues().map(|i| i.id.as_str()).collect();
+        all.sort_unstable();
+        assert_eq!(all, ["b", "c", "p"]);
+        // Deleting an unknown issue changes nothing; a deleted issue can come back.
+        dir.delete_issue(&id("zz"));
+        dir.put_issue(issue("a", None));
+        assert_eq!(dir.counts().2, 4);
+        dir.update_issue(&id("a"), Some(IssueStatus::Done), None);
+        assert_eq!(
+            dir.issue(&id("a")).map(|i| i.status),
+            Some(IssueStatus::Done)
+        );
     }
 
     #[test]
