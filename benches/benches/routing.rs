@@ -11,6 +11,16 @@
 //! makes the next large allocation consolidate them, which is not the engine's cost). Use the OS
 //! timer and one thread: `DIVAN_THREADS=1 cargo bench -p squad-bench --bench routing -- --timer os`.
 //!
+//! Figures (a shared 2-core machine with a load of 0.8 to 3.4 from other builds, so wall-clock
+//! figures are noisy; this build and the build before the allocation/lookup pass run back to
+//! back, six rounds): median 1.03 to 1.11 M events/s at 1k squads, 0.94 to 1.11 M at 10k (five
+//! rounds of six at 1.0 M or more) and 0.73 to 1.14 M at 100k (four of six), against 0.70 to
+//! 0.79 M, 0.49 to 0.76 M and 0.58 to 0.73 M before (about 1.4 times faster; the old build's
+//! 100k samples that grow its largest hash tables took up to 1 s, now at most 0.15 s).
+//! Deterministic figures: 8.5 allocations per event (was 11.6); 3,820, 3,900 and 3,880
+//! instructions per event at 1k, 10k and 100k squads (was 5,080, 5,220 and 5,130; callgrind on
+//! `benches/examples/routing_profile.rs`). Memory: about 580 bytes per issue (was 720).
+//!
 //! Memory per issue: `issue_memory` inserts `ISSUES` issues (ids, titles, assignees, the
 //! squad index) into a directory; divan's allocation profiler reports the bytes allocated, grown
 //! and freed per iteration, and (alloc + grow - dealloc) / `ISSUES` is the memory per issue,
@@ -26,10 +36,11 @@ use squad_routing::{
     Decisions, Directory, Engine, Event, InMemoryDirectory, Replay, TraceLine, apply_drain,
 };
 
-/// mimalloc under divan's allocation profiler. The engine allocates about 13 small strings and
+/// mimalloc under divan's allocation profiler. The engine allocates about 8.5 small strings and
 /// boxes per event (the ids and texts the decisions carry are `String`s in `squad-model`; the
 /// directory's indexes hold task handles); divan reports the count per sample (`alloc`), a figure
-/// that does not depend on the machine's load. glibc's allocator spends more time on them than
+/// that does not depend on the machine's load. For instruction counts (equally independent of
+/// the load), run `benches/examples/routing_profile.rs` under callgrind. glibc's allocator spends more time on them than
 /// the rules do, and hosts that care about throughput pick a modern allocator.
 #[global_allocator]
 static ALLOC: divan::AllocProfiler<mimalloc::MiMalloc> =

@@ -1,8 +1,10 @@
 //! The [`Directory`] trait (the engine's view of the world) and [`InMemoryDirectory`].
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
+use hashbrown::HashTable;
 use squad_model::{
     Agent, AgentId, Assignee, Autopilot, AutopilotId, CommentId, Issue, IssueId, IssueStatus,
     MemberRef, Squad, SquadId, SquadMember, Task, TaskId, TaskStatus, UserId, WorkspaceId,
@@ -59,6 +61,18 @@ pub trait Directory {
     fn squad_members(&self, id: &SquadId) -> &[SquadMember];
     /// An agent (archived ones too).
     fn agent(&self, id: &AgentId) -> Option<&Agent>;
+    /// [`squad`](Self::squad) for an id given as text (a mention's target, a request field):
+    /// `None` when it is not a valid [`SquadId`] or no squad has it. The default parses it and
+    /// calls `squad`; a directory whose index can be searched by `&str` should answer from it
+    /// without building the id.
+    fn squad_by_str(&self, id: &str) -> Option<&Squad> {
+        SquadId::new(id).ok().and_then(|s| self.squad(&s))
+    }
+    /// [`agent`](Self::agent) for an id given as text, like
+    /// [`squad_by_str`](Self::squad_by_str).
+    fn agent_by_str(&self, id: &str) -> Option<&Agent> {
+        AgentId::new(id).ok().and_then(|a| self.agent(&a))
+    }
     /// An issue.
     fn issue(&self, id: &IssueId) -> Option<&Issue>;
     /// An issue's number within its workspace, for identifiers like `SQ-12`.
@@ -130,6 +144,200 @@ pub trait Directory {
 /// that indexing a task allocates nothing.
 type TaskIx = u32;
 
+/// Records by handle, in chunks of fixed size: growing never moves (copies) the records already
+/// stored, which a single `Vec` of a million tasks would do at every doubling.
+#[derive(Debug, Clone)]
+struct Chunked<T> {
+    chunks: Vec<Vec<T>>,
+    len: usize,
+}
+
+impl<T> Default for Chunked<T> {
+    fn default() -> Self {
+        Self {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Chunked<T> {
+    const CHUNK_BITS: u32 = 12;
+    const CHUNK: usize = 1 << Self::CHUNK_BITS;
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The handle the next record gets. More than `u32::MAX` records do not fit in memory anyway.
+    fn next_handle(&self) -> u32 {
+        u32::try_from(self.len).unwrap_or(u32::MAX)
+    }
+
+    fn get(&self, ix: u32) -> Option<&T> {
+        let ix = ix as usize;
+        self.chunks
+            .get(ix >> Self::CHUNK_BITS)?
+            .get(ix & (Self::CHUNK - 1))
+    }
+
+    fn get_mut(&mut self, ix: u32) -> Option<&mut T> {
+        let ix = ix as usize;
+        self.chunks
+            .get_mut(ix >> Self::CHUNK_BITS)?
+            .get_mut(ix & (Self::CHUNK - 1))
+    }
+
+    fn push(&mut self, record: T) {
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < Self::CHUNK => c.push(record),
+            _ => {
+                // The first chunk grows as usual, so that a small directory stays small; the
+                // next ones are allocated whole.
+                let mut c = if self.chunks.is_empty() {
+                    Vec::new()
+                } else {
+                    Vec::with_capacity(Self::CHUNK)
+                };
+                c.push(record);
+                self.chunks.push(c);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.chunks.iter().flatten()
+    }
+}
+
+/// An index from ids to handles that stores no id: the table holds (hash, handle) pairs and the
+/// id is read from the record the handle points to. Indexing copies no key, and growing the
+/// table hashes no id again (the stored hashes move with the entries).
+#[derive(Debug, Clone, Default)]
+struct Handles(HashTable<(u64, u32)>);
+
+impl Handles {
+    fn hash(id: &str) -> u64 {
+        FixedState::default().hash_one(id)
+    }
+
+    /// The handle whose record `is` the one looked for, among those with this hash.
+    fn find(&self, hash: u64, is: impl Fn(u32) -> bool) -> Option<u32> {
+        self.0
+            .find(hash, |&(h, ix)| h == hash && is(ix))
+            .map(|&(_, ix)| ix)
+    }
+
+    /// Indexes a handle whose id is not indexed yet.
+    fn insert(&mut self, hash: u64, ix: u32) {
+        self.0.insert_unique(hash, (hash, ix), |&(h, _)| h);
+    }
+}
+
+/// Issues by handle, found by id through [`Handles`]; a deleted issue's handle is reused.
+#[derive(Debug, Clone, Default)]
+struct IssueTable {
+    entries: Chunked<Option<IssueEntry>>,
+    ix: Handles,
+    free: Vec<u32>,
+    len: usize,
+}
+
+impl IssueTable {
+    fn handle(&self, id: &IssueId) -> Option<u32> {
+        self.ix.find(
+            Handles::hash(id.as_str()),
+            |ix| matches!(self.entries.get(ix), Some(Some(e)) if &e.issue.id == id),
+        )
+    }
+
+    fn get(&self, id: &IssueId) -> Option<&IssueEntry> {
+        self.entries.get(self.handle(id)?)?.as_ref()
+    }
+
+    fn get_mut(&mut self, id: &IssueId) -> Option<&mut IssueEntry> {
+        let ix = self.handle(id)?;
+        self.entries.get_mut(ix)?.as_mut()
+    }
+
+    /// Adds an entry whose id the table does not hold.
+    fn insert_new(&mut self, entry: IssueEntry) {
+        let hash = Handles::hash(entry.issue.id.as_str());
+        let ix = match self.free.pop() {
+            Some(ix) => {
+                if let Some(slot) = self.entries.get_mut(ix) {
+                    *slot = Some(entry);
+                }
+                ix
+            }
+            None => {
+                let ix = self.entries.next_handle();
+                self.entries.push(Some(entry));
+                ix
+            }
+        };
+        self.ix.insert(hash, ix);
+        self.len += 1;
+    }
+
+    fn remove(&mut self, id: &IssueId) -> Option<IssueEntry> {
+        let hash = Handles::hash(id.as_str());
+        let entries = &self.entries;
+        let found = self
+            .ix
+            .0
+            .find_entry(hash, |&(h, ix)| {
+                h == hash && matches!(entries.get(ix), Some(Some(e)) if &e.issue.id == id)
+            })
+            .ok()?;
+        let ((_, ix), _) = found.remove();
+        self.free.push(ix);
+        self.len -= 1;
+        self.entries.get_mut(ix)?.take()
+    }
+
+    fn values(&self) -> impl Iterator<Item = &IssueEntry> {
+        self.entries.iter().flatten()
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// The tasks a comment triggered, the first one inline (most comments trigger one task).
+#[derive(Debug, Clone)]
+struct Triggered {
+    first: TaskIx,
+    rest: Vec<TaskIx>,
+}
+
+impl Triggered {
+    fn push(list: &mut Option<Self>, ix: TaskIx) {
+        match list {
+            Some(t) => t.rest.push(ix),
+            None => {
+                *list = Some(Self {
+                    first: ix,
+                    rest: Vec::new(),
+                });
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = TaskIx> + '_ {
+        std::iter::once(self.first).chain(self.rest.iter().copied())
+    }
+}
+
+/// A comment and the tasks it triggered (kept with it: no second map keyed by comment id).
+#[derive(Debug, Clone)]
+struct CommentEntry {
+    comment: Comment,
+    triggered: Option<Triggered>,
+}
+
 #[derive(Debug, Clone)]
 struct AgentSlot {
     agent: AgentId,
@@ -164,14 +372,17 @@ pub struct InMemoryDirectory {
     squads: Map<SquadId, Squad>,
     members: Map<SquadId, Vec<SquadMember>>,
     agents: Map<AgentId, Agent>,
-    issues: Map<IssueId, IssueEntry>,
+    issues: IssueTable,
     squad_issues: Map<SquadId, Vec<IssueId>>,
     autopilot_issues: Map<AutopilotId, Vec<IssueId>>,
-    /// Tasks by handle (tasks are never removed).
-    tasks: Vec<Task>,
-    task_ix: Map<TaskId, TaskIx>,
-    comments: Map<CommentId, Comment>,
-    triggered: Map<CommentId, Vec<TaskIx>>,
+    /// Tasks by handle (tasks are never removed), indexed by id in `task_ix`.
+    tasks: Chunked<Task>,
+    task_ix: Handles,
+    /// Comments by handle (comments are never removed), indexed by id in `comment_ix`.
+    comments: Chunked<CommentEntry>,
+    comment_ix: Handles,
+    /// Tasks triggered by comments the directory does not hold (yet).
+    orphan_triggered: Map<CommentId, Option<Triggered>>,
     autopilots: Map<AutopilotId, Autopilot>,
     evaluations: Map<TaskId, EvaluationOutcome>,
     seq: u64,
@@ -227,8 +438,30 @@ impl InMemoryDirectory {
         )
     }
 
+    fn task_handle(&self, id: &TaskId) -> Option<TaskIx> {
+        self.task_ix.find(Handles::hash(id.as_str()), |ix| {
+            self.tasks.get(ix).is_some_and(|t| &t.id == id)
+        })
+    }
+
+    fn comment_handle(&self, id: &CommentId) -> Option<u32> {
+        self.comment_ix.find(Handles::hash(id.as_str()), |ix| {
+            self.comments.get(ix).is_some_and(|e| &e.comment.id == id)
+        })
+    }
+
     fn task_at(&self, ix: TaskIx) -> Option<&Task> {
-        self.tasks.get(ix as usize)
+        self.tasks.get(ix)
+    }
+
+    /// Lists the issue under the squad (copying the squad id only for the squad's first issue).
+    fn index_squad_issue(&mut self, squad: &SquadId, issue: &IssueId) {
+        match self.squad_issues.get_mut(squad) {
+            Some(v) => v.push(issue.clone()),
+            None => {
+                self.squad_issues.insert(squad.clone(), vec![issue.clone()]);
+            }
+        }
     }
 
     fn unindex_squad_issue(&mut self, issue: &Issue) {
@@ -259,6 +492,13 @@ impl Directory for InMemoryDirectory {
     fn agent(&self, id: &AgentId) -> Option<&Agent> {
         self.agents.get(id)
     }
+    fn squad_by_str(&self, id: &str) -> Option<&Squad> {
+        // Ids hash and compare as their string, so the map answers a `&str` directly.
+        self.squads.get(id)
+    }
+    fn agent_by_str(&self, id: &str) -> Option<&Agent> {
+        self.agents.get(id)
+    }
     fn issue(&self, id: &IssueId) -> Option<&Issue> {
         self.issues.get(id).map(|e| &e.issue)
     }
@@ -279,7 +519,7 @@ impl Directory for InMemoryDirectory {
             .map_or(&[], Vec::as_slice)
     }
     fn task(&self, id: &TaskId) -> Option<&Task> {
-        self.task_at(*self.task_ix.get(id)?)
+        self.task_at(self.task_handle(id)?)
     }
     fn pending_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task> {
         let e = self.issues.get(issue)?;
@@ -297,11 +537,20 @@ impl Directory for InMemoryDirectory {
         })
     }
     fn comment(&self, id: &CommentId) -> Option<&Comment> {
-        self.comments.get(id)
+        self.comments
+            .get(self.comment_handle(id)?)
+            .map(|e| &e.comment)
     }
     fn tasks_triggered_by(&self, comment: &CommentId) -> Vec<&Task> {
-        self.triggered.get(comment).map_or_else(Vec::new, |v| {
-            v.iter().filter_map(|&t| self.task_at(t)).collect()
+        let list = match self
+            .comment_handle(comment)
+            .and_then(|ix| self.comments.get(ix))
+        {
+            Some(e) => e.triggered.as_ref(),
+            None => self.orphan_triggered.get(comment).and_then(Option::as_ref),
+        };
+        list.map_or_else(Vec::new, |v| {
+            v.iter().filter_map(|t| self.task_at(t)).collect()
         })
     }
     fn autopilot(&self, id: &AutopilotId) -> Option<&Autopilot> {
@@ -362,7 +611,7 @@ impl Directory for InMemoryDirectory {
                     v.retain(|i| i != &id);
                 }
                 if let Some(s) = new_squad {
-                    self.squad_issues.entry(s).or_default().push(id.clone());
+                    self.index_squad_issue(&s, &id);
                 }
             }
             if parent_changed {
@@ -380,10 +629,7 @@ impl Directory for InMemoryDirectory {
             return;
         }
         if let Some(Assignee::Squad(s)) = &issue.assignee {
-            self.squad_issues
-                .entry(s.clone())
-                .or_default()
-                .push(issue.id.clone());
+            self.index_squad_issue(s, &issue.id);
         }
         if let Some(origin) = &issue.origin
             && origin.kind == "autopilot"
@@ -399,16 +645,13 @@ impl Directory for InMemoryDirectory {
         {
             pe.children.push(issue.id.clone());
         }
-        self.issues.insert(
-            issue.id.clone(),
-            IssueEntry {
-                issue,
-                number: None,
-                children: Vec::new(),
-                slots: Vec::new(),
-                active: Vec::new(),
-            },
-        );
+        self.issues.insert_new(IssueEntry {
+            issue,
+            number: None,
+            children: Vec::new(),
+            slots: Vec::new(),
+            active: Vec::new(),
+        });
     }
     fn update_issue(
         &mut self,
@@ -433,10 +676,8 @@ impl Directory for InMemoryDirectory {
             v.retain(|i| i != id);
         }
         if let Some(Some(Assignee::Squad(s))) = self.issues.get(id).map(|e| &e.issue.assignee) {
-            self.squad_issues
-                .entry(s.clone())
-                .or_default()
-                .push(id.clone());
+            let s = s.clone();
+            self.index_squad_issue(&s, id);
         }
     }
     fn set_issue_number(&mut self, id: &IssueId, number: u64) {
@@ -455,11 +696,15 @@ impl Directory for InMemoryDirectory {
         }
     }
     fn put_task(&mut self, task: Task) {
-        let (ix, is_new) = match self.task_ix.get(&task.id) {
-            Some(&ix) => (ix, false),
+        let hash = Handles::hash(task.id.as_str());
+        let found = self.task_ix.find(hash, |ix| {
+            self.tasks.get(ix).is_some_and(|t| t.id == task.id)
+        });
+        let (ix, is_new) = match found {
+            Some(ix) => (ix, false),
             None => {
-                // More than `u32::MAX` tasks do not fit in memory anyway.
-                let ix = TaskIx::try_from(self.tasks.len()).unwrap_or(TaskIx::MAX);
+                let ix = self.tasks.next_handle();
+                self.task_ix.insert(hash, ix);
                 (ix, true)
             }
         };
@@ -498,24 +743,26 @@ impl Directory for InMemoryDirectory {
         }
         if is_new {
             if let Some(c) = &task.trigger_comment_id {
-                match self.triggered.get_mut(c) {
-                    Some(v) => v.push(ix),
+                match self
+                    .comment_handle(c)
+                    .and_then(|cix| self.comments.get_mut(cix))
+                {
+                    Some(e) => Triggered::push(&mut e.triggered, ix),
                     None => {
-                        self.triggered.insert(c.clone(), vec![ix]);
+                        Triggered::push(self.orphan_triggered.entry(c.clone()).or_default(), ix)
                     }
                 }
             }
-            self.task_ix.insert(task.id.clone(), ix);
             self.tasks.push(task);
-        } else if let Some(slot) = self.tasks.get_mut(ix as usize) {
+        } else if let Some(slot) = self.tasks.get_mut(ix) {
             *slot = task;
         }
     }
     fn set_task_status(&mut self, id: &TaskId, status: TaskStatus) {
-        let Some(&ix) = self.task_ix.get(id) else {
+        let Some(ix) = self.task_handle(id) else {
             return;
         };
-        let Some(task) = self.tasks.get_mut(ix as usize) else {
+        let Some(task) = self.tasks.get_mut(ix) else {
             return;
         };
         let was_pending = task.status.is_pending();
@@ -545,7 +792,23 @@ impl Directory for InMemoryDirectory {
         }
     }
     fn put_comment(&mut self, comment: Comment) {
-        self.comments.insert(comment.id.clone(), comment);
+        let hash = Handles::hash(comment.id.as_str());
+        let found = self.comment_ix.find(hash, |ix| {
+            self.comments
+                .get(ix)
+                .is_some_and(|e| e.comment.id == comment.id)
+        });
+        if let Some(e) = found.and_then(|ix| self.comments.get_mut(ix)) {
+            e.comment = comment;
+            return;
+        }
+        let triggered = if self.orphan_triggered.is_empty() {
+            None
+        } else {
+            self.orphan_triggered.remove(&comment.id).flatten()
+        };
+        self.comment_ix.insert(hash, self.comments.next_handle());
+        self.comments.push(CommentEntry { comment, triggered });
     }
     fn put_autopilot(&mut self, autopilot: Autopilot) {
         self.autopilots.insert(autopilot.id.clone(), autopilot);
@@ -555,5 +818,172 @@ impl Directory for InMemoryDirectory {
     }
     fn advance_id_seq(&mut self, seq: u64) {
         self.seq = self.seq.max(seq);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use squad_model::{PermissionMode, Timestamp};
+
+    use super::*;
+    use crate::records::Principal;
+
+    fn t0() -> Timestamp {
+        Timestamp::from_unix_seconds(0).expect("valid time")
+    }
+
+    fn task(n: usize, trigger: Option<&str>) -> Task {
+        Task {
+            id: TaskId::new(format!("t{n}")).expect("valid id"),
+            agent_id: AgentId::new("a1").expect("valid id"),
+            issue_id: Some(IssueId::new("i1").expect("valid id")),
+            status: TaskStatus::Queued,
+            is_leader_task: false,
+            squad_id: None,
+            trigger_comment_id: trigger.map(|c| CommentId::new(c).expect("valid id")),
+            originator_user_id: None,
+            head_sha: None,
+            attempt: 1,
+            created_at: t0(),
+        }
+    }
+
+    fn comment(id: &str, content: &str) -> Comment {
+        Comment {
+            id: CommentId::new(id).expect("valid id"),
+            issue_id: IssueId::new("i1").expect("valid id"),
+            author: Principal::System,
+            parent_id: None,
+            content: content.to_owned(),
+            source_task_id: None,
+            created_at: t0(),
+        }
+    }
+
+    fn ids(tasks: Vec<&Task>) -> Vec<&str> {
+        tasks.into_iter().map(|t| t.id.as_str()).collect()
+    }
+
+    #[test]
+    fn triggered_tasks_follow_their_comment_whatever_the_order_of_the_writes() {
+        let mut dir = InMemoryDirectory::new();
+        let c1 = CommentId::new("c1").expect("valid id");
+        // A task whose comment the directory does not hold yet.
+        dir.put_task(task(1, Some("c1")));
+        assert_eq!(ids(dir.tasks_triggered_by(&c1)), ["t1"]);
+        dir.put_comment(comment("c1", "first"));
+        dir.put_task(task(2, Some("c1")));
+        assert_eq!(ids(dir.tasks_triggered_by(&c1)), ["t1", "t2"]);
+        // Replacing the comment keeps its tasks; updating a task does not list it twice.
+        dir.put_comment(comment("c1", "edited"));
+        dir.put_task(task(1, Some("c1")));
+        assert_eq!(ids(dir.tasks_triggered_by(&c1)), ["t1", "t2"]);
+        assert_eq!(dir.comment(&c1).map(|c| c.content.as_str()), Some("edited"));
+        // Other comments triggered nothing.
+        dir.put_comment(comment("c2", "none"));
+        let c2 = CommentId::new("c2").expect("valid id");
+        assert!(dir.tasks_triggered_by(&c2).is_empty());
+    }
+
+    #[test]
+    fn tasks_stay_reachable_across_storage_chunks() {
+        let mut dir = InMemoryDirectory::new();
+        let chunk = Chunked::<Task>::CHUNK;
+        let n = chunk * 2 + 3;
+        for i in 0..n {
+            dir.put_task(task(i, None));
+        }
+        assert_eq!(dir.tasks().count(), n);
+        for i in [0, chunk - 1, chunk, n - 1] {
+            let id = TaskId::new(format!("t{i}")).expect("valid id");
+            assert_eq!(dir.task(&id).map(|t| &t.id), Some(&id));
+        }
+        let last = TaskId::new(format!("t{}", n - 1)).expect("valid id");
+        dir.set_task_status(&last, TaskStatus::Running);
+        assert_eq!(dir.task(&last).map(|t| t.status), Some(TaskStatus::Running));
+    }
+
+    fn issue(id: &str, parent: Option<&str>) -> Issue {
+        Issue {
+            id: IssueId::new(id).expect("valid id"),
+            workspace_id: WorkspaceId::new("w1").expect("valid id"),
+            title: format!("Issue {id}"),
+            status: IssueStatus::Todo,
+            assignee: None,
+            parent_issue_id: parent.map(|p| IssueId::new(p).expect("valid id")),
+            stage: None,
+            origin: None,
+            creator: None,
+            created_at: t0(),
+        }
+    }
+
+    #[test]
+    fn deleted_issues_are_gone_and_their_slot_serves_the_next_issue() {
+        let mut dir = InMemoryDirectory::new();
+        let id = |s: &str| IssueId::new(s).expect("valid id");
+        dir.put_issue(issue("p", None));
+        dir.put_issue(issue("a", Some("p")));
+        dir.put_issue(issue("b", Some("p")));
+        dir.delete_issue(&id("a"));
+        assert!(dir.issue(&id("a")).is_none());
+        assert_eq!(dir.children(&id("p")), [id("b")]);
+        dir.put_issue(issue("c", Some("p")));
+        assert_eq!(dir.issue(&id("c")).map(|i| &i.id), Some(&id("c")));
+        assert!(dir.issue(&id("a")).is_none());
+        assert_eq!(dir.counts().2, 3);
+        let mut all: Vec<&str> = dir.issues().map(|i| i.id.as_str()).collect();
+        all.sort_unstable();
+        assert_eq!(all, ["b", "c", "p"]);
+        // Deleting an unknown issue changes nothing; a deleted issue can come back.
+        dir.delete_issue(&id("zz"));
+        dir.put_issue(issue("a", None));
+        assert_eq!(dir.counts().2, 4);
+        dir.update_issue(&id("a"), Some(IssueStatus::Done), None);
+        assert_eq!(
+            dir.issue(&id("a")).map(|i| i.status),
+            Some(IssueStatus::Done)
+        );
+    }
+
+    #[test]
+    fn text_lookups_agree_with_the_typed_ones() {
+        let mut dir = InMemoryDirectory::new();
+        let ws = WorkspaceId::new("w1").expect("valid id");
+        let a1 = AgentId::new("a1").expect("valid id");
+        dir.put_agent(Agent {
+            id: a1.clone(),
+            workspace_id: ws.clone(),
+            name: "Ada".into(),
+            owner_id: None,
+            archived_at: None,
+            runtime: None,
+            permission_mode: PermissionMode::Private,
+            invocation_targets: Vec::new(),
+            skills: Vec::new(),
+            created_at: t0(),
+        });
+        let s1 = SquadId::new("s1").expect("valid id");
+        dir.put_squad(Squad {
+            id: s1.clone(),
+            workspace_id: ws,
+            name: "Core".into(),
+            description: String::new(),
+            leader_id: a1.clone(),
+            creator_id: UserId::new("u1").expect("valid id"),
+            instructions: String::new(),
+            avatar_url: None,
+            archived_at: None,
+            archived_by: None,
+            created_at: t0(),
+            updated_at: t0(),
+        });
+        assert_eq!(dir.agent_by_str("a1").map(|a| &a.id), Some(&a1));
+        assert_eq!(dir.squad_by_str("s1").map(|s| &s.id), Some(&s1));
+        // Unknown ids and strings that are no valid id at all find nothing.
+        for bad in ["a2", "", "a 1", "s1\n"] {
+            assert!(dir.agent_by_str(bad).is_none(), "{bad:?}");
+            assert!(dir.squad_by_str(bad).is_none(), "{bad:?}");
+        }
     }
 }

@@ -95,7 +95,7 @@ fn match_at(text: &str, open: usize) -> Option<(Mention<'_>, usize)> {
         .find('\n')
         .map_or(text.len(), |i| label_start + i);
     let mut search = label_start;
-    while let Some(rel) = text[search..line_end].find(LINK) {
+    while let Some(rel) = find_link(&text[search..line_end]) {
         let close = search + rel;
         if close > label_start
             && let Some((kind, id, end)) = parse_target(text, close + LINK.len())
@@ -108,6 +108,21 @@ fn match_at(text: &str, open: usize) -> Option<(Mention<'_>, usize)> {
             return Some((Mention { kind, id, label }, end));
         }
         search = close + 1;
+    }
+    None
+}
+
+/// The offset of the first `](mention://` in `hay` (what `hay.find(LINK)` gives, without setting
+/// up a substring searcher for every candidate `[`: this runs for every comment).
+fn find_link(hay: &str) -> Option<usize> {
+    let bytes = hay.as_bytes();
+    let mut from = 0;
+    while let Some(rel) = bytes[from..].iter().position(|&b| b == b']') {
+        let at = from + rel;
+        if bytes[at..].starts_with(LINK.as_bytes()) {
+            return Some(at);
+        }
+        from = at + 1;
     }
     None
 }
@@ -157,9 +172,12 @@ pub fn format_mention(kind: MentionKind, id: &str, label: &str) -> String {
 /// `true` when the first whitespace-delimited token is `/note` (any case): such comments never
 /// trigger anything.
 pub fn is_note_comment(text: &str) -> bool {
-    text.split_whitespace()
-        .next()
+    // The first token is `/note` when the text (past leading whitespace) starts with those five
+    // ASCII bytes and whitespace or the end follows: no need to find where the token ends.
+    let rest = text.trim_start();
+    rest.get(..5)
         .is_some_and(|t| t.eq_ignore_ascii_case("/note"))
+        && rest[5..].chars().next().is_none_or(char::is_whitespace)
 }
 
 #[cfg(test)]
@@ -204,5 +222,10 @@ mod tests {
         assert!(is_note_comment("  /NOTE remember this"));
         assert!(!is_note_comment("/notes"));
         assert!(!is_note_comment("see /note"));
+        assert!(is_note_comment("/note"));
+        assert!(is_note_comment("\u{3000}/Note\u{2003}x"));
+        assert!(!is_note_comment("/note\u{e9}"));
+        assert!(!is_note_comment("/no"));
+        assert!(!is_note_comment("/not\u{e9}"));
     }
 }

@@ -268,7 +268,7 @@ fn trigger_autopilot(
                 stage: None,
                 origin: Some(Origin {
                     kind: "autopilot".to_owned(),
-                    id: Some(ap.id.to_string()),
+                    id: Some(ap.id.as_str().to_owned()),
                 }),
                 creator: Some(Actor::Agent(agent.id.clone())),
                 created_at: cx.at,

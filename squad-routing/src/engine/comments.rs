@@ -51,14 +51,11 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             );
         }
     }
-    let source_task_id = task_id
-        .as_ref()
-        .filter(|t| {
-            cx.dir
-                .task(t)
-                .is_some_and(|t| t.issue_id.as_ref() == Some(issue_id))
-        })
-        .cloned();
+    // The request's task, looked up once for the source task and the originator.
+    let task = task_id.as_ref().and_then(|t| dir.task(t));
+    let source_task_id = task
+        .filter(|t| t.issue_id.as_ref() == Some(issue_id))
+        .and_then(|_| task_id.clone());
     cx.push(Decision::PostComment {
         comment: Box::new(Comment {
             id: comment_id.clone(),
@@ -74,7 +71,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
     if is_note_comment(content) {
         return cx.noop(NoopReason::NoteComment);
     }
-    let originator = cx.request_originator_ref(author, task_id.as_ref(), Some(issue));
+    let originator = cx.task_originator_ref(author, task, Some(issue));
     let req = Req {
         issue,
         comment_id,
@@ -328,13 +325,16 @@ fn assigned_leader(cx: &mut Cx<'_>, req: &Req<'_>, squad_id: &SquadId, delay: Op
 struct Trigger {
     agent: AgentId,
     leader_of: Option<SquadId>,
-    /// Indexes into the outcomes of the mentions this trigger serves.
-    mentions: Vec<usize>,
+    /// The index into the outcomes of the mention this trigger serves (a later mention of the
+    /// same agent coalesces into it, so there is exactly one).
+    mention: usize,
+    /// The agent's pending task that absorbs the comment, if any.
+    pending: Option<TaskId>,
 }
 
-struct Outcome {
+struct Outcome<'m> {
     kind: &'static str,
-    id: String,
+    id: &'m str,
     outcome: MentionOutcome,
     reason: Option<&'static str>,
 }
@@ -343,7 +343,7 @@ struct Outcome {
 fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
     let dir = cx.dir;
     let ws = &req.issue.workspace_id;
-    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut outcomes: Vec<Outcome<'_>> = Vec::new();
     let mut triggers: Vec<Trigger> = Vec::new();
     for m in mentions {
         let kind = match m.kind {
@@ -354,12 +354,12 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
         let idx = outcomes.len();
         let blocked = |reason| Outcome {
             kind,
-            id: m.id.to_owned(),
+            id: m.id,
             outcome: MentionOutcome::Blocked,
             reason: Some(reason),
         };
         let (agent, squad) = if m.kind == MentionKind::Agent {
-            let Some(agent) = AgentId::new(m.id).ok().and_then(|a| cx.agent_in(&a, ws)) else {
+            let Some(agent) = cx.agent_in_str(m.id, ws) else {
                 outcomes.push(blocked("target_unavailable"));
                 continue;
             };
@@ -370,7 +370,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             (agent, None)
         } else {
             let squad = if is_uuid(m.id) {
-                SquadId::new(m.id).ok().and_then(|s| cx.squad_in(&s, ws))
+                cx.squad_in_str(m.id, ws)
             } else {
                 None
             };
@@ -388,7 +388,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
                 outcomes.push(if active {
                     Outcome {
                         kind,
-                        id: m.id.to_owned(),
+                        id: m.id,
                         outcome: MentionOutcome::Deferred,
                         reason: Some("already_active"),
                     }
@@ -422,7 +422,7 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
         }
         outcomes.push(Outcome {
             kind,
-            id: m.id.to_owned(),
+            id: m.id,
             outcome: MentionOutcome::Triggered,
             reason: None,
         });
@@ -430,12 +430,10 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             Some(t) => {
                 if t.leader_of.is_none() && squad.is_some() {
                     // The squad trigger upgrades a plain trigger of its leader.
-                    for &i in &t.mentions {
-                        outcomes[i].outcome = MentionOutcome::Coalesced;
-                        outcomes[i].reason = Some("same_agent");
-                    }
+                    outcomes[t.mention].outcome = MentionOutcome::Coalesced;
+                    outcomes[t.mention].reason = Some("same_agent");
                     t.leader_of = squad;
-                    t.mentions = vec![idx];
+                    t.mention = idx;
                 } else {
                     outcomes[idx].outcome = MentionOutcome::Coalesced;
                     outcomes[idx].reason = Some("same_agent");
@@ -444,35 +442,32 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             None => triggers.push(Trigger {
                 agent: agent.id.clone(),
                 leader_of: squad,
-                mentions: vec![idx],
+                mention: idx,
+                pending: None,
             }),
         }
     }
     // A pending task of the executing agent absorbs the comment.
-    let mut absorbed: Vec<Option<TaskId>> = Vec::with_capacity(triggers.len());
-    for t in &triggers {
-        let pending = cx.pending(&req.issue.id, &t.agent);
-        if pending.is_some() {
-            for &i in &t.mentions {
-                outcomes[i].outcome = MentionOutcome::Coalesced;
-                outcomes[i].reason = Some("pending_task");
-            }
+    for t in &mut triggers {
+        t.pending = cx.pending(&req.issue.id, &t.agent);
+        if t.pending.is_some() {
+            outcomes[t.mention].outcome = MentionOutcome::Coalesced;
+            outcomes[t.mention].reason = Some("pending_task");
         }
-        absorbed.push(pending);
     }
     for o in outcomes {
         cx.push(Decision::Mention {
             mention_type: o.kind,
-            mention_id: o.id,
+            mention_id: o.id.to_owned(),
             outcome: o.outcome,
             reason: o.reason,
         });
     }
-    for (t, pending) in triggers.iter().zip(absorbed) {
-        if let Some(task_id) = pending {
+    for t in triggers {
+        if let Some(task_id) = t.pending {
             cx.push(Decision::Coalesce {
                 task_id,
-                agent_id: t.agent.clone(),
+                agent_id: t.agent,
                 comment_id: req.comment_id.clone(),
             });
             continue;

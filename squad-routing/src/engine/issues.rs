@@ -7,9 +7,8 @@ use squad_model::{
 };
 
 use std::borrow::Cow;
-use std::fmt;
 
-use super::{Cx, IdKind, NewTask, bound, online};
+use super::{Cx, IdKind, IssueView, NewTask, bound, online};
 use crate::decision::{Decision, NoopReason, TriggerSource};
 use crate::event::Event;
 use crate::invoke::can_invoke_agent;
@@ -55,7 +54,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 origin: match actor {
                     Principal::Agent(_) => task_id.as_ref().map(|t| squad_model::Origin {
                         kind: "agent_create".to_owned(),
-                        id: Some(t.to_string()),
+                        id: Some(t.as_str().to_owned()),
                     }),
                     _ => None,
                 },
@@ -116,6 +115,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 actor,
                 task_id.as_ref(),
                 issue,
+                (issue.status, &issue.assignee),
                 *status,
                 change,
                 *suppress_run,
@@ -136,17 +136,16 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
             let mut completed = Vec::new();
             let dir = cx.dir;
             for id in issue_ids {
-                // Only an issue this batch already updated is copied (out of the overlay); the
-                // others are borrowed from the directory.
-                let overlaid: Issue;
-                let issue: &Issue = if let Some(i) = cx.overlaid(id) {
-                    overlaid = i.clone();
-                    &overlaid
+                // An issue this batch already updated builds on its overlay (only a changed
+                // assignee is copied out of it); the others are read from the directory.
+                let (issue, cur_status, cur_assignee) = if let Some(p) = cx.patched(id) {
+                    p
                 } else if let Some(i) = dir.issue(id) {
-                    i
+                    (i, i.status, None)
                 } else {
                     return cx.reject(404, "issue not found");
                 };
+                let cur_assignee = cur_assignee.as_ref().unwrap_or(&issue.assignee);
                 let Some(change) = validated_change(
                     cx,
                     &issue.workspace_id,
@@ -167,6 +166,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                     actor,
                     task_id.as_ref(),
                     issue,
+                    (cur_status, cur_assignee),
                     *status,
                     change,
                     *suppress_run,
@@ -182,14 +182,14 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
                 return;
             }
             // Child-done runs after every write, grouped by parent.
-            let mut groups: Vec<(IssueId, Vec<IssueId>)> = Vec::new();
+            let mut groups: Vec<(IssueId, Vec<&IssueId>)> = Vec::new();
             for c in &completed {
                 let Some(p) = cx.issue(c).and_then(|i| i.parent_issue_id.clone()) else {
                     continue;
                 };
                 match groups.iter_mut().find(|(q, _)| q == &p) {
-                    Some((_, g)) => g.push(c.clone()),
-                    None => groups.push((p, vec![c.clone()])),
+                    Some((_, g)) => g.push(c),
+                    None => groups.push((p, vec![c])),
                 }
             }
             for (_, group) in groups {
@@ -309,13 +309,10 @@ pub(super) fn validate_assignee(
     };
     match ty {
         "squad" => {
-            let squad = SquadId::new(id)
-                .ok()
-                .and_then(|s| cx.squad_in(&s, ws))
-                .ok_or((
-                    400,
-                    "assignee_id does not refer to a squad in this workspace",
-                ))?;
+            let squad = cx.squad_in_str(id, ws).ok_or((
+                400,
+                "assignee_id does not refer to a squad in this workspace",
+            ))?;
             if squad.is_archived() {
                 return Err((400, "cannot assign to an archived squad"));
             }
@@ -330,13 +327,10 @@ pub(super) fn validate_assignee(
             Ok(Some(Assignee::Squad(squad.id.clone())))
         }
         "agent" => {
-            let agent = AgentId::new(id)
-                .ok()
-                .and_then(|a| cx.agent_in(&a, ws))
-                .ok_or((
-                    400,
-                    "assignee_id does not refer to an agent in this workspace",
-                ))?;
+            let agent = cx.agent_in_str(id, ws).ok_or((
+                400,
+                "assignee_id does not refer to an agent in this workspace",
+            ))?;
             if agent.is_archived() {
                 return Err((400, "cannot assign to archived agent"));
             }
@@ -359,33 +353,41 @@ pub(super) fn validate_assignee(
     }
 }
 
-/// Applies one issue update and its run decision. Returns the issue in its new state when the
+/// Applies one issue update and its run decision. `issue` is the stored record and `current`
+/// its status and assignee as this event has left them so far. Returns the issue's id when the
 /// update completed it (non-terminal to terminal), for child-done.
-fn update_one(
-    cx: &mut Cx<'_>,
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the request's fields and the issue's state"
+)]
+fn update_one<'a>(
+    cx: &mut Cx<'a>,
     actor: &Principal,
     task_id: Option<&TaskId>,
-    issue: &Issue,
+    issue: &'a Issue,
+    current: (IssueStatus, &Option<Assignee>),
     status: Option<IssueStatus>,
     change: Change,
     suppress_run: bool,
-) -> Option<IssueId> {
-    let old_status = issue.status;
+) -> Option<&'a IssueId> {
+    let (old_status, old_assignee) = current;
     let new_status = status.unwrap_or(old_status);
-    let assignee_changed = change.as_ref().is_some_and(|a| a != &issue.assignee);
+    let assignee_changed = change.as_ref().is_some_and(|a| a != old_assignee);
     let set_assignee = change.is_some();
     // The decision takes the requested assignee; an unchanged one is borrowed from the issue.
     let (requested, next_assignee) = match change {
         Some(a) => (a.clone(), Cow::Owned(a)),
-        None => (None, Cow::Borrowed(&issue.assignee)),
+        None => (None, Cow::Borrowed(old_assignee)),
     };
     let completed = !old_status.is_terminal() && new_status.is_terminal();
     if completed || cx.overlay_all {
-        // Child-done and batch updates read this issue back in its new state.
-        let mut next = issue.clone();
-        next.status = new_status;
-        next.assignee.clone_from(&next_assignee);
-        cx.set_issue(next);
+        // Child-done and batch updates read this issue back in its new state: a field overlay,
+        // which copies the assignee only when it differs from the stored record's.
+        let assignee = match &next_assignee {
+            Cow::Borrowed(a) if std::ptr::eq(*a, &issue.assignee) => None,
+            a => Some(Option::clone(a)),
+        };
+        cx.patch_issue(issue, new_status, assignee);
     }
     cx.push(Decision::UpdateIssue {
         issue_id: issue.id.clone(),
@@ -440,7 +442,7 @@ fn update_one(
             }
         }
     }
-    completed.then(|| issue.id.clone())
+    completed.then_some(&issue.id)
 }
 
 /// The run decision (§3.2) and the enqueue (§3.3). `gate_actor` is `Some` on the update path,
@@ -522,7 +524,7 @@ fn run(
 }
 
 /// `stageBarrierClosed` for a stage `s` (or the implicit stage when `s` is `None`).
-pub(crate) fn barrier_closed(children: &[&Issue], completed_stage: Option<u32>) -> bool {
+pub(crate) fn barrier_closed(children: &[IssueView<'_>], completed_stage: Option<u32>) -> bool {
     let staged = children.iter().any(|c| c.stage.is_some());
     if !staged {
         return children.iter().all(|c| c.status.is_terminal());
@@ -544,7 +546,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(children: &[&Issue], closed: u32) -> Self {
+    fn new(children: &[IssueView<'_>], closed: u32) -> Self {
         let mut stages: Vec<(u32, usize, usize)> = Vec::new();
         for c in children {
             let Some(s) = c.stage else { continue };
@@ -566,22 +568,48 @@ impl Progress {
     }
 }
 
-/// `Stage 1: 3/3 done; Stage 2: 0/4 done (next)`.
-impl fmt::Display for Progress {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Progress {
+    /// Appends `Stage 1: 3/3 done; Stage 2: 0/4 done (next)`.
+    fn push_to(&self, out: &mut String) {
         for (i, (s, d, t)) in self.stages.iter().enumerate() {
             if i > 0 {
-                f.write_str("; ")?;
+                out.push_str("; ");
             }
-            let mark = if *s == self.next { " (next)" } else { "" };
-            write!(f, "Stage {s}: {d}/{t} done{mark}")?;
+            out.push_str("Stage ");
+            push_decimal(out, u64::from(*s));
+            out.push_str(": ");
+            push_decimal(out, *d as u64);
+            out.push('/');
+            push_decimal(out, *t as u64);
+            out.push_str(" done");
+            if *s == self.next {
+                out.push_str(" (next)");
+            }
         }
-        Ok(())
+    }
+}
+
+/// Appends the decimal digits of `n`. The child-done comment is built with `push_str` and this
+/// rather than `format!`: the formatting machinery cost more than the rest of the event.
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        // `n % 10` is below 10, so the cast keeps it.
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
     }
 }
 
 /// Child-done (§7) for the children of one parent that this event completed (in order).
-fn wake_parent(cx: &mut Cx<'_>, completed: &[IssueId]) {
+fn wake_parent(cx: &mut Cx<'_>, completed: &[&IssueId]) {
     let (parent, content, originator, then) = match plan_wake(cx, completed) {
         Wake::Nothing => return,
         Wake::Noop(reason) => return cx.noop(reason),
@@ -611,9 +639,9 @@ fn wake_parent(cx: &mut Cx<'_>, completed: &[IssueId]) {
         Then::NoopFor(reason, agent) => cx.noop_for(reason, &agent),
         Then::Enqueue { agent, squad } => {
             cx.enqueue(NewTask {
-                agent: &agent,
+                agent,
                 issue: Some(&parent),
-                leader_of: squad.as_ref(),
+                leader_of: squad,
                 trigger: Some(&comment_id),
                 originator,
                 source: TriggerSource::ChildDone,
@@ -624,7 +652,7 @@ fn wake_parent(cx: &mut Cx<'_>, completed: &[IssueId]) {
 }
 
 /// What child-done decides, worked out by reading only (no issue record is copied).
-enum Wake {
+enum Wake<'a> {
     /// No completed child with a parent.
     Nothing,
     /// No comment: the parent is missing, closed, parked, human-assigned, or the stage is open.
@@ -634,23 +662,25 @@ enum Wake {
         parent: IssueId,
         content: String,
         originator: Option<UserId>,
-        then: Then,
+        then: Then<'a>,
     },
 }
 
-/// What follows the child-done comment.
-enum Then {
+/// What follows the child-done comment (the agent and squad to wake are borrowed from the
+/// directory).
+enum Then<'a> {
     Noop(NoopReason),
     NoopFor(NoopReason, AgentId),
     Enqueue {
-        agent: AgentId,
-        squad: Option<SquadId>,
+        agent: &'a AgentId,
+        squad: Option<&'a SquadId>,
     },
 }
 
-fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
-    let completed: Vec<&Issue> = completed.iter().filter_map(|id| cx.issue(id)).collect();
-    let Some(&last) = completed.last() else {
+fn plan_wake<'a>(cx: &Cx<'a>, completed: &[&IssueId]) -> Wake<'a> {
+    // The completed issues are in this event's overlay, so re-reading them is cheap: no list.
+    let completed = || completed.iter().filter_map(|id| cx.issue(id));
+    let Some(last) = completed().next_back() else {
         return Wake::Nothing;
     };
     let Some(parent_id) = &last.parent_issue_id else {
@@ -669,7 +699,7 @@ fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
         return Wake::Noop(NoopReason::ParentHumanAssigned);
     }
     let dir = cx.dir;
-    let children: Vec<&Issue> = dir
+    let children: Vec<IssueView<'_>> = dir
         .children(parent_id)
         .iter()
         .filter_map(|c| cx.issue(c))
@@ -678,8 +708,8 @@ fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
     // The stage to report: the implicit one, or the highest completed stage whose barrier is
     // closed in the final state.
     let (closed, child) = if staged {
-        let mut best: Option<(u32, &Issue)> = None;
-        for &c in &completed {
+        let mut best: Option<(u32, IssueView<'_>)> = None;
+        for c in completed() {
             if let Some(s) = c.stage
                 && barrier_closed(&children, Some(s))
                 && best.is_none_or(|(b, _)| s >= b)
@@ -696,9 +726,16 @@ fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
     } else {
         return Wake::Noop(NoopReason::StageOpen);
     };
-    let content = child_done_comment(cx, parent, child, &children, closed, completed.len() > 1);
-    let originator = cx.provenance_originator(parent);
-    let then = match &parent.assignee {
+    let content = child_done_comment(
+        cx,
+        parent,
+        child,
+        &children,
+        closed,
+        completed().nth(1).is_some(),
+    );
+    let originator = cx.provenance_originator(parent.issue);
+    let then = match parent.assignee {
         None | Some(Assignee::Member(_)) => Then::Noop(NoopReason::ParentUnassigned),
         Some(Assignee::Agent(aid)) => match dir.agent(aid).filter(|a| bound(a)) {
             None => Then::NoopFor(NoopReason::AgentNotReady, aid.clone()),
@@ -706,7 +743,7 @@ fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
                 Then::NoopFor(NoopReason::PendingTask, agent.id.clone())
             }
             Some(agent) => Then::Enqueue {
-                agent: agent.id.clone(),
+                agent: &agent.id,
                 squad: None,
             },
         },
@@ -720,8 +757,8 @@ fn plan_wake(cx: &Cx<'_>, completed: &[IssueId]) -> Wake {
                         Then::NoopFor(NoopReason::PendingTask, leader.id.clone())
                     }
                     Some(leader) => Then::Enqueue {
-                        agent: leader.id.clone(),
-                        squad: Some(squad.id.clone()),
+                        agent: &leader.id,
+                        squad: Some(&squad.id),
                     },
                 },
             }
@@ -756,11 +793,15 @@ impl<'c> Identifier<'c> {
     }
 }
 
-impl fmt::Display for Identifier<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Identifier<'_> {
+    fn push_to(&self, out: &mut String) {
         match (self.prefix, self.number) {
-            (Some(p), Some(n)) => write!(f, "{p}-{n}"),
-            _ => f.write_str(self.id.as_str()),
+            (Some(p), Some(n)) => {
+                out.push_str(p);
+                out.push('-');
+                push_decimal(out, n);
+            }
+            _ => out.push_str(self.id.as_str()),
         }
     }
 }
@@ -769,35 +810,44 @@ impl fmt::Display for Identifier<'_> {
 /// nothing: the label is the name without `]`, or `assignee` when that leaves nothing.
 struct AssigneeMention<'c>(Option<(MentionKind, &'c str, &'c str)>);
 
-impl fmt::Display for AssigneeMention<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl AssigneeMention<'_> {
+    fn push_to(&self, out: &mut String) {
         let Some((kind, id, name)) = self.0 else {
-            return Ok(());
+            return;
         };
-        f.write_str("[@")?;
-        if name.chars().all(|c| c == ']') {
-            f.write_str("assignee")?;
+        out.push_str("[@");
+        if !name.is_empty() && !name.as_bytes().contains(&b']') {
+            out.push_str(name);
+        } else if name.chars().all(|c| c == ']') {
+            out.push_str("assignee");
         } else {
             for part in name.split(']') {
-                f.write_str(part)?;
+                out.push_str(part);
             }
         }
-        write!(f, "](mention://{}/{id}) ", kind.as_str())
+        out.push_str("](mention://");
+        out.push_str(kind.as_str());
+        out.push('/');
+        out.push_str(id);
+        out.push_str(") ");
     }
 }
 
 /// A title with its mention links defused (`](mention://` becomes `] (mention-stripped://`).
 struct Defused<'c>(&'c str);
 
-impl fmt::Display for Defused<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Defused<'_> {
+    fn push_to(&self, out: &mut String) {
+        // Most titles have no `]` at all: skip the substring search.
+        if !self.0.as_bytes().contains(&b']') {
+            return out.push_str(self.0);
+        }
         for (i, part) in self.0.split("](mention://").enumerate() {
             if i > 0 {
-                f.write_str("] (mention-stripped://")?;
+                out.push_str("] (mention-stripped://");
             }
-            f.write_str(part)?;
+            out.push_str(part);
         }
-        Ok(())
     }
 }
 
@@ -807,21 +857,23 @@ struct Advance<'c> {
     parent_ref: &'c Identifier<'c>,
 }
 
-impl fmt::Display for Advance<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (next, parent_ref) = (self.next, self.parent_ref);
-        if next > 0 {
-            write!(
-                f,
-                " Stage {next} is next: check the layout with `multica issue children {parent_ref}`, \
-                 then move that stage's `backlog` sub-issues to `todo` once their dependencies are met."
-            )
+impl Advance<'_> {
+    fn push_to(&self, out: &mut String) {
+        if self.next > 0 {
+            out.push_str(" Stage ");
+            push_decimal(out, u64::from(self.next));
+            out.push_str(" is next: check the layout with `multica issue children ");
+            self.parent_ref.push_to(out);
+            out.push_str(
+                "`, then move that stage's `backlog` sub-issues to `todo` once their dependencies are met.",
+            );
         } else {
-            write!(
-                f,
+            out.push_str(
                 " Closing this stage does not by itself finish the issue: either mark the parent ready \
-                 with `multica issue status {parent_ref} in_review`, or create the next stage."
-            )
+                 with `multica issue status ",
+            );
+            self.parent_ref.push_to(out);
+            out.push_str(" in_review`, or create the next stage.");
         }
     }
 }
@@ -829,13 +881,13 @@ impl fmt::Display for Advance<'_> {
 /// The child-done system comment, built in one string.
 fn child_done_comment(
     cx: &Cx<'_>,
-    parent: &Issue,
-    child: &Issue,
-    children: &[&Issue],
+    parent: IssueView<'_>,
+    child: IssueView<'_>,
+    children: &[IssueView<'_>],
     closed: Option<u32>,
     batch: bool,
 ) -> String {
-    let prefix = AssigneeMention(match &parent.assignee {
+    let prefix = AssigneeMention(match parent.assignee {
         Some(Assignee::Agent(a)) => Some((
             MentionKind::Agent,
             a.as_str(),
@@ -848,37 +900,59 @@ fn child_done_comment(
         )),
         _ => None,
     });
-    let ident = Identifier::new(cx, child);
+    let ident = Identifier::new(cx, child.issue);
     let title = Defused(&child.title);
-    let parent_ref = Identifier::new(cx, parent);
+    let parent_ref = Identifier::new(cx, parent.issue);
+    // Room for the longest wording with typical ids, so that the string is allocated once.
+    let mut out = String::with_capacity(640 + child.title.len());
+    prefix.push_to(&mut out);
+    // The child as `[SQ-12](mention://issue/<id>) — "<title>"`.
+    let child_link = |out: &mut String| {
+        out.push('[');
+        ident.push_to(out);
+        out.push_str("](mention://issue/");
+        out.push_str(child.id.as_str());
+        out.push_str(") — \"");
+        title.push_to(out);
+        out.push('"');
+    };
     match closed {
-        None => format!(
-            "{prefix}All sub-issues are complete — the last one, [{ident}](mention://issue/{}) — \"{title}\", just finished. \
-             Carry the parent forward by pulling the sub-issues' results together; \
-             if nothing is left to do, run `multica issue status {parent_ref} in_review`.",
-            child.id
-        ),
+        None => {
+            out.push_str("All sub-issues are complete — the last one, ");
+            child_link(&mut out);
+            out.push_str(
+                ", just finished. Carry the parent forward by pulling the sub-issues' results \
+                 together; if nothing is left to do, run `multica issue status ",
+            );
+            parent_ref.push_to(&mut out);
+            out.push_str(" in_review`.");
+        }
         Some(s) => {
             let summary = Progress::new(children, s);
             let advance = Advance {
                 next: summary.next,
                 parent_ref: &parent_ref,
             };
+            out.push_str("Stage ");
+            push_decimal(&mut out, u64::from(s));
             if batch {
-                format!(
-                    "{prefix}Stage {s} of this issue is complete — its sub-issues just finished together in a batch update, \
-                     most recently [{ident}](mention://issue/{}) — \"{title}\". Stage progress — {summary}.{advance}",
-                    child.id
-                )
+                out.push_str(
+                    " of this issue is complete — its sub-issues just finished together in a \
+                     batch update, most recently ",
+                );
+                child_link(&mut out);
+                out.push_str(". Stage progress — ");
             } else {
-                format!(
-                    "{prefix}Stage {s} of this issue is complete — its last sub-issue [{ident}](mention://issue/{}) — \
-                     \"{title}\" — just finished. Stage progress — {summary}.{advance}",
-                    child.id
-                )
+                out.push_str(" of this issue is complete — its last sub-issue ");
+                child_link(&mut out);
+                out.push_str(" — just finished. Stage progress — ");
             }
+            summary.push_to(&mut out);
+            out.push('.');
+            advance.push_to(&mut out);
         }
     }
+    out
 }
 
 /// The claim response (§5).
@@ -916,7 +990,7 @@ fn claim(cx: &mut Cx<'_>, task_id: &TaskId) {
         return cx.push(plain);
     };
     let owns =
-        issue.is_some_and(|i| i.assignee.as_ref() == Some(&Assignee::Squad(squad.id.clone())));
+        issue.is_some_and(|i| matches!(i.assignee, Some(Assignee::Squad(s)) if s == &squad.id));
     cx.push(Decision::Claim {
         task_id: task_id.clone(),
         is_leader_task: true,

@@ -7,8 +7,8 @@ mod squads;
 
 use serde::Serialize;
 use squad_model::{
-    Agent, AgentId, CommentId, Issue, IssueId, Squad, SquadId, Task, TaskId, TaskStatus, Timestamp,
-    UserId, WorkspaceId,
+    Agent, AgentId, Assignee, CommentId, Issue, IssueId, IssueStatus, Squad, SquadId, Task, TaskId,
+    TaskStatus, Timestamp, UserId, WorkspaceId,
 };
 
 use crate::decision::{Decision, NoopReason, TriggerSource};
@@ -155,9 +155,104 @@ pub(crate) struct Cx<'a> {
     /// Tasks cancelled by this event.
     cancelled: Vec<TaskId>,
     /// Issues as this event left them (batch updates read siblings in their final state).
-    issues: Vec<Issue>,
+    issues: Overlays<'a>,
     /// Record every updated issue in `issues` (batch updates), not only completed ones.
     pub(crate) overlay_all: bool,
+}
+
+/// An issue as the current event sees it: a record (stored, or created by this event) with this
+/// event's status and assignee changes on top. The other fields are the record's (through
+/// `Deref`); `status` and `assignee` shadow the record's, so read them on the view.
+#[derive(Clone, Copy)]
+pub(crate) struct IssueView<'v> {
+    /// The record (its `status` and `assignee` may be stale: use the view's).
+    pub(crate) issue: &'v Issue,
+    /// The status as this event left it.
+    pub(crate) status: IssueStatus,
+    /// The assignee as this event left it.
+    pub(crate) assignee: &'v Option<Assignee>,
+}
+
+impl<'v> IssueView<'v> {
+    /// A record as stored.
+    pub(crate) fn stored(issue: &'v Issue) -> Self {
+        Self {
+            issue,
+            status: issue.status,
+            assignee: &issue.assignee,
+        }
+    }
+}
+
+impl std::ops::Deref for IssueView<'_> {
+    type Target = Issue;
+    fn deref(&self) -> &Issue {
+        self.issue
+    }
+}
+
+/// The issues this event changed, oldest first; the first is kept inline, as most events change
+/// at most one issue.
+#[derive(Default)]
+struct Overlays<'a> {
+    first: Option<Overlay<'a>>,
+    more: Vec<Overlay<'a>>,
+}
+
+impl<'a> Overlays<'a> {
+    fn push(&mut self, o: Overlay<'a>) {
+        if self.first.is_none() {
+            self.first = Some(o);
+        } else {
+            self.more.push(o);
+        }
+    }
+
+    /// The newest overlay of the issue.
+    fn find(&self, id: &IssueId) -> Option<&Overlay<'a>> {
+        self.more
+            .iter()
+            .rev()
+            .chain(self.first.as_ref())
+            .find(|o| o.id() == id)
+    }
+}
+
+/// One issue this event changed: a field overlay on the stored record (no record is copied), or
+/// a record the event created.
+enum Overlay<'a> {
+    /// A stored issue with a new status and, when `Some`, a new assignee.
+    Patch {
+        base: &'a Issue,
+        status: IssueStatus,
+        assignee: Option<Option<Assignee>>,
+    },
+    /// An issue this event created.
+    New(Issue),
+}
+
+impl Overlay<'_> {
+    fn id(&self) -> &IssueId {
+        match self {
+            Self::Patch { base, .. } => &base.id,
+            Self::New(i) => &i.id,
+        }
+    }
+
+    fn view(&self) -> IssueView<'_> {
+        match self {
+            Self::Patch {
+                base,
+                status,
+                assignee,
+            } => IssueView {
+                issue: base,
+                status: *status,
+                assignee: assignee.as_ref().unwrap_or(&base.assignee),
+            },
+            Self::New(i) => IssueView::stored(i),
+        }
+    }
 }
 
 /// What a new task looks like, before it gets an id.
@@ -180,7 +275,7 @@ impl<'a> Cx<'a> {
             seq: dir.id_seq(),
             out: Vec::new(),
             cancelled: Vec::new(),
-            issues: Vec::new(),
+            issues: Overlays::default(),
             overlay_all: false,
         }
     }
@@ -219,17 +314,50 @@ impl<'a> Cx<'a> {
     }
 
     /// The issue as this event has left it so far.
-    pub(crate) fn issue(&self, id: &IssueId) -> Option<&Issue> {
-        self.overlaid(id).or_else(|| self.dir.issue(id))
+    pub(crate) fn issue(&self, id: &IssueId) -> Option<IssueView<'_>> {
+        self.overlaid(id)
+            .or_else(|| self.dir.issue(id).map(IssueView::stored))
     }
 
     /// The issue as this event left it, when this event changed it.
-    pub(crate) fn overlaid(&self, id: &IssueId) -> Option<&Issue> {
-        self.issues.iter().rev().find(|i| &i.id == id)
+    pub(crate) fn overlaid(&self, id: &IssueId) -> Option<IssueView<'_>> {
+        self.issues.find(id).map(Overlay::view)
     }
 
+    /// The stored record of an issue this event changed, with its current status and (when
+    /// this event changed it) assignee: what an update of an already updated issue builds on.
+    /// `None` when this event did not change a stored issue.
+    pub(crate) fn patched(
+        &self,
+        id: &IssueId,
+    ) -> Option<(&'a Issue, IssueStatus, Option<Option<Assignee>>)> {
+        match self.issues.find(id)? {
+            Overlay::Patch {
+                base,
+                status,
+                assignee,
+            } => Some((*base, *status, assignee.clone())),
+            Overlay::New(_) => None,
+        }
+    }
+
+    /// Records a stored issue's new status and (when `Some`) assignee.
+    pub(crate) fn patch_issue(
+        &mut self,
+        base: &'a Issue,
+        status: IssueStatus,
+        assignee: Option<Option<Assignee>>,
+    ) {
+        self.issues.push(Overlay::Patch {
+            base,
+            status,
+            assignee,
+        });
+    }
+
+    /// Records an issue this event created.
     pub(crate) fn set_issue(&mut self, issue: Issue) {
-        self.issues.push(issue);
+        self.issues.push(Overlay::New(issue));
     }
 
     /// The pending task of the agent on the issue, counting this event's enqueues and
@@ -339,12 +467,31 @@ impl<'a> Cx<'a> {
     where
         'a: 'r,
     {
+        match actor {
+            Principal::Agent(_) => {
+                let dir: &'a dyn Directory = self.dir;
+                self.task_originator_ref(actor, task.and_then(|t| dir.task(t)), issue)
+            }
+            _ => self.task_originator_ref(actor, None, issue),
+        }
+    }
+
+    /// [`request_originator_ref`](Self::request_originator_ref) with the request's task already
+    /// looked up (`None` when the request names none or an unknown one).
+    pub(crate) fn task_originator_ref<'r>(
+        &self,
+        actor: &'r Principal,
+        task: Option<&'a Task>,
+        issue: Option<&'r Issue>,
+    ) -> Option<&'r UserId>
+    where
+        'a: 'r,
+    {
         let dir: &'a dyn Directory = self.dir;
         match actor {
             Principal::Member(u) => Some(u),
             Principal::System => None,
             Principal::Agent(_) => task
-                .and_then(|t| dir.task(t))
                 .and_then(|t| t.originator_user_id.as_ref())
                 .or_else(|| {
                     let origin = issue?.origin.as_ref()?;
@@ -379,6 +526,16 @@ impl<'a> Cx<'a> {
     /// The agent, when it belongs to the workspace.
     pub(crate) fn agent_in(&self, id: &AgentId, ws: &WorkspaceId) -> Option<&'a Agent> {
         self.dir.agent(id).filter(|a| &a.workspace_id == ws)
+    }
+
+    /// [`squad_in`](Self::squad_in) for an id given as text.
+    pub(crate) fn squad_in_str(&self, id: &str, ws: &WorkspaceId) -> Option<&'a Squad> {
+        self.dir.squad_by_str(id).filter(|s| &s.workspace_id == ws)
+    }
+
+    /// [`agent_in`](Self::agent_in) for an id given as text.
+    pub(crate) fn agent_in_str(&self, id: &str, ws: &WorkspaceId) -> Option<&'a Agent> {
+        self.dir.agent_by_str(id).filter(|a| &a.workspace_id == ws)
     }
 }
 
