@@ -103,6 +103,17 @@ impl<'de> Deserialize<'de> for EntryId {
     }
 }
 
+/// `true` when `value` holds no whitespace and no control character. ASCII is checked byte by
+/// byte (ids are nearly always ASCII); other text char by char.
+fn is_opaque_id(value: &str) -> bool {
+    if value.is_ascii() {
+        // ASCII whitespace and control characters are exactly the bytes up to 0x20, and 0x7f.
+        value.bytes().all(|b| b > b' ' && b != 0x7f)
+    } else {
+        !value.chars().any(|c| c.is_whitespace() || c.is_control())
+    }
+}
+
 macro_rules! opaque_id {
     ($(#[$doc:meta])* $name:ident, $what:literal) => {
         $(#[$doc])*
@@ -123,7 +134,7 @@ macro_rules! opaque_id {
                 if value.is_empty() {
                     return Err(Error::InvalidId { what: $what, value, reason: "must not be empty" });
                 }
-                if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                if !is_opaque_id(&value) {
                     return Err(Error::InvalidId {
                         what: $what,
                         value,

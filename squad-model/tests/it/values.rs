@@ -75,3 +75,18 @@ fn opaque_ids_refuse_empty_and_whitespace() {
     );
     assert!(SquadId::new("a\nb").is_err());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// Opaque ids accept exactly the non-empty strings without whitespace or control
+    /// characters, whatever the mix of ASCII and other text.
+    #[test]
+    fn opaque_ids_refuse_exactly_whitespace_and_control_characters(
+        s in "(\\PC|\\s|[\\x00-\\x1f\\x7f-\\u{9f}\\u{85}\\u{a0}\\u{2028}]){0,12}"
+    ) {
+        let expected = !s.is_empty() && !s.chars().any(|c| c.is_whitespace() || c.is_control());
+        proptest::prop_assert_eq!(squad_model::TaskId::new(s.clone()).is_ok(), expected, "{:?}", s);
+        proptest::prop_assert_eq!(squad_model::IssueId::new(s.clone()).is_ok(), expected, "{:?}", s);
+    }
+}
