@@ -11,15 +11,15 @@
 //! makes the next large allocation consolidate them, which is not the engine's cost). Use the OS
 //! timer and one thread: `DIVAN_THREADS=1 cargo bench -p squad-bench --bench routing -- --timer os`.
 //!
-//! Figures (a shared 2-core machine with a load of 0.8 to 3.4 from other builds, so wall-clock
-//! figures are noisy; this build and the build before the allocation/lookup pass run back to
-//! back, six rounds): median 1.03 to 1.11 M events/s at 1k squads, 0.94 to 1.11 M at 10k (five
-//! rounds of six at 1.0 M or more) and 0.73 to 1.14 M at 100k (four of six), against 0.70 to
-//! 0.79 M, 0.49 to 0.76 M and 0.58 to 0.73 M before (about 1.4 times faster; the old build's
-//! 100k samples that grow its largest hash tables took up to 1 s, now at most 0.15 s).
-//! Deterministic figures: 8.5 allocations per event (was 11.6); 3,820, 3,900 and 3,880
-//! instructions per event at 1k, 10k and 100k squads (was 5,080, 5,220 and 5,130; callgrind on
-//! `benches/examples/routing_profile.rs`). Memory: about 580 bytes per issue (was 720).
+//! Figures (2-core machine, quiet, medians of 10 samples of 50k events, two runs): 1.45 to 1.52 M
+//! events/s at 1k squads, 1.53 to 1.63 M at 10k and 1.51 to 1.69 M at 100k (flat: the larger
+//! sizes are no slower). Wall-clock figures on this machine vary by about 10% between runs.
+//! Deterministic figures: 3.5 allocations per event; 3,160, 3,180 and 3,170 instructions per
+//! event at 1k, 10k and 100k squads (callgrind on `benches/examples/routing_profile.rs`).
+//! Memory: about 430 bytes per issue. History: 11.6 allocations, 5,100 instructions, 720 bytes
+//! and 0.70 to 0.77 M events/s before the directory's chunked storage and id tables; 8.5
+//! allocations, 3,800 instructions and 580 bytes after them; the rest came from ids that share
+//! their text (`Arc<str>` in `squad-model`), so a clone copies no bytes.
 //!
 //! Memory per issue: `issue_memory` inserts `ISSUES` issues (ids, titles, assignees, the
 //! squad index) into a directory; divan's allocation profiler reports the bytes allocated, grown
@@ -36,12 +36,12 @@ use squad_routing::{
     Decisions, Directory, Engine, Event, InMemoryDirectory, Replay, TraceLine, apply_drain,
 };
 
-/// mimalloc under divan's allocation profiler. The engine allocates about 8.5 small strings and
-/// boxes per event (the ids and texts the decisions carry are `String`s in `squad-model`; the
-/// directory's indexes hold task handles); divan reports the count per sample (`alloc`), a figure
-/// that does not depend on the machine's load. For instruction counts (equally independent of
-/// the load), run `benches/examples/routing_profile.rs` under callgrind. glibc's allocator spends more time on them than
-/// the rules do, and hosts that care about throughput pick a modern allocator.
+/// mimalloc under divan's allocation profiler. The engine allocates about 3.5 small strings and
+/// records per event (new ids, comment texts, the directory's records); divan reports the count
+/// per sample (`alloc`), a figure that does not depend on the machine's load. For instruction
+/// counts (equally independent of the load), run `benches/examples/routing_profile.rs` under
+/// callgrind. glibc's allocator spends more time on them than the rules do, and hosts that care
+/// about throughput pick a modern allocator.
 #[global_allocator]
 static ALLOC: divan::AllocProfiler<mimalloc::MiMalloc> =
     divan::AllocProfiler::new(mimalloc::MiMalloc);

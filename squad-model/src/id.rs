@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -119,9 +120,10 @@ macro_rules! opaque_id {
         $(#[$doc])*
         ///
         /// Opaque: any non-empty string without whitespace or control characters
-        /// (multica uses UUIDs). Compared and hashed as its string.
+        /// (multica uses UUIDs). Compared and hashed as its string. Shared, immutable text:
+        /// a clone copies no bytes.
         #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub struct $name(String);
+        pub struct $name(Arc<str>);
 
         impl $name {
             /// Checks and wraps `value`.
@@ -129,19 +131,23 @@ macro_rules! opaque_id {
             /// # Errors
             ///
             /// [`Error::InvalidId`] when it is empty or holds whitespace or control characters.
-            pub fn new(value: impl Into<String>) -> Result<Self> {
-                let value = value.into();
-                if value.is_empty() {
-                    return Err(Error::InvalidId { what: $what, value, reason: "must not be empty" });
-                }
-                if !is_opaque_id(&value) {
+            pub fn new(value: impl AsRef<str> + Into<String>) -> Result<Self> {
+                let text = value.as_ref();
+                if text.is_empty() {
                     return Err(Error::InvalidId {
                         what: $what,
-                        value,
+                        value: value.into(),
+                        reason: "must not be empty",
+                    });
+                }
+                if !is_opaque_id(text) {
+                    return Err(Error::InvalidId {
+                        what: $what,
+                        value: value.into(),
                         reason: "must not contain whitespace or control characters",
                     });
                 }
-                Ok(Self(value))
+                Ok(Self(Arc::from(text)))
             }
 
             /// The id as a string slice.
@@ -189,7 +195,7 @@ macro_rules! opaque_id {
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
+                let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
                 Self::new(s).map_err(serde::de::Error::custom)
             }
         }
