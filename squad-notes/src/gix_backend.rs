@@ -487,8 +487,11 @@ fn walk_notes(
     let subtrees = top.entries.iter().filter(|e| e.mode.is_tree()).count();
     let mut walked = match parallel.filter(|_| subtrees >= PARALLEL_WALK_MIN) {
         Some(notes) => parallel::map_chunks(&top.entries, 2, "notes.list", |run| {
+            // A fresh handle without an object cache: a full walk reads each tree once, so a
+            // cache would only cost copies (and make repeated walks look faster than a cold one).
             let mut part = Vec::new();
-            walk_entries(&notes.local(), run, &mut state(), &mut part).map(|()| part)
+            let repo = notes.repo.to_thread_local();
+            walk_entries(&repo, run, &mut state(), &mut part).map(|()| part)
         })?,
         None => {
             let mut walked = Vec::new();
