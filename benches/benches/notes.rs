@@ -17,10 +17,12 @@
 //!
 //! Measured 2026-11-30 on a quiet 2-core machine, medians (100k notes; 10k in brackets):
 //! `show_one` 43 µs vs 2.9 ms; `write_one` 0.95 ms vs 3.1 ms; `batch_import` 1.36 s vs 2.39 s;
-//! `list_all` 50 ms vs 121 ms (1.3 ms vs 9.9 ms); `read_all` 128 ms vs 202 ms, 0.64x
-//! (9.9 ms vs 24.4 ms, 0.41x), over 20 samples; `parse_one` 0.55 µs vs 0.93 µs. At 100k most of
+//! `list_all` 43 ms vs 120 ms (2.6 ms vs 9.1 ms); `read_all` 157 ms vs 194 ms, 0.81x
+//! (11.3 ms vs 23.3 ms, 0.49x), over 20 samples; `parse_one` 0.55 µs vs 0.93 µs. At 100k most of
 //! `read_all` is inflating the 65,792 trees of the 2/2/36 fanout and the 100k blobs (zlib-rs,
-//! on both cores), then the typed parse.
+//! on both cores), then the typed parse. Full walks use fresh handles without an object cache,
+//! so every sample reads every tree (with the pooled handles' caches, repeated walks looked up
+//! to a third faster than a cold one).
 #![allow(missing_docs, reason = "divan bench functions")]
 #![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
