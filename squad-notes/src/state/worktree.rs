@@ -192,11 +192,12 @@ impl StateStore for WorktreeStateStore {
         // Stage every new value in the root first, then delete, then rename the values in: a
         // failure before the first delete changes nothing, and deletes come first so that a
         // directory emptied by the batch can become a value (and the reverse).
-        let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+        // (temporary file, key) of every value to rename into place.
+        let mut staged: Vec<(PathBuf, String)> = Vec::new();
         for (key, value) in &plan {
             if let Some(bytes) = value {
                 match self.stage(key, bytes) {
-                    Ok(tmp) => staged.push((tmp, self.path_of(key))),
+                    Ok(tmp) => staged.push((tmp, key.clone())),
                     Err(e) => {
                         for (tmp, _) in &staged {
                             let _ = fs::remove_file(tmp);
@@ -238,18 +239,15 @@ impl WorktreeStateStore {
     fn write_journal(
         &self,
         plan: &super::plan::Plan,
-        staged: &[(PathBuf, PathBuf)],
+        staged: &[(PathBuf, String)],
     ) -> Result<PathBuf> {
-        let mut rename = Vec::with_capacity(staged.len());
-        let mut keys = plan.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| k);
-        for (tmp, _) in staged {
-            let name = tmp
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default()
-                .to_owned();
-            rename.push((name, keys.next().cloned().unwrap_or_default()));
-        }
+        let rename = staged
+            .iter()
+            .map(|(tmp, key)| {
+                let name = tmp.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                (name.to_owned(), key.clone())
+            })
+            .collect();
         let journal = Journal {
             delete: plan
                 .iter()
@@ -295,20 +293,21 @@ impl WorktreeStateStore {
             )
             .with_source(e)
         })?;
-        let mut plan: super::plan::Plan = journal.delete.into_iter().map(|k| (k, None)).collect();
-        let mut staged = Vec::new();
-        for (tmp, key) in journal.rename {
-            validate_key(&key)?;
-            let tmp = self.root.join(&tmp);
-            // A temporary file that is gone was renamed into place before the crash.
-            if tmp.exists() {
-                staged.push((tmp, self.path_of(&key)));
-            }
-            plan.insert(key, Some(Vec::new()));
-        }
-        for key in plan.keys() {
+        for key in journal
+            .delete
+            .iter()
+            .chain(journal.rename.iter().map(|(_, k)| k))
+        {
             validate_key(key)?;
         }
+        let plan: super::plan::Plan = journal.delete.into_iter().map(|k| (k, None)).collect();
+        let staged: Vec<(PathBuf, String)> = journal
+            .rename
+            .into_iter()
+            .map(|(tmp, key)| (self.root.join(tmp), key))
+            // A temporary file that is gone was renamed into place before the crash.
+            .filter(|(tmp, _)| tmp.exists())
+            .collect();
         self.commit(&plan, &staged)?;
         fs::remove_file(&path).map_err(|e| {
             io_error(
@@ -351,7 +350,7 @@ impl WorktreeStateStore {
 
 impl WorktreeStateStore {
     /// Deletes the keys the plan removes, then renames the staged values into place.
-    fn commit(&self, plan: &super::plan::Plan, staged: &[(PathBuf, PathBuf)]) -> Result<()> {
+    fn commit(&self, plan: &super::plan::Plan, staged: &[(PathBuf, String)]) -> Result<()> {
         for (key, value) in plan {
             if value.is_none() {
                 let path = self.path_of(key);
@@ -365,13 +364,14 @@ impl WorktreeStateStore {
                 self.prune(&path);
             }
         }
-        for (tmp, target) in staged {
+        for (tmp, key) in staged {
+            let target = self.path_of(key);
             if let Some(dir) = target.parent() {
                 fs::create_dir_all(dir).map_err(|e| {
                     io_error("state.apply", format!("cannot create {}", dir.display()), e)
                 })?;
             }
-            fs::rename(tmp, target).map_err(|e| {
+            fs::rename(tmp, &target).map_err(|e| {
                 io_error(
                     "state.apply",
                     format!("cannot replace {}", target.display()),
