@@ -27,13 +27,13 @@
 #![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use squad_model::{AgentName, NoteEntry, NoteType};
+use squad_bench::{FixtureRepo, decision_entry, run, run_stdin};
+use squad_model::{AgentName, NoteEntry};
 use squad_notes::{GixNotes, Notes, Oid};
 
 fn main() {
@@ -44,118 +44,31 @@ const SIZES: [usize; 2] = [10_000, 100_000];
 const FIXTURE_VERSION: &str = "v2";
 
 struct Fixture {
-    dir: PathBuf,
-    home: PathBuf,
+    repo: FixtureRepo,
     commits: Vec<Oid>,
     data_tip: String,
     native_tip: String,
     notes: Notes<GixNotes>,
 }
 
-fn git(f_dir: &Path, home: &Path) -> Command {
-    let mut c = squad_bench::git(f_dir);
-    c.env("HOME", home);
-    c
-}
-
-fn run(mut c: Command) -> String {
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{c:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn run_stdin(mut c: Command, input: &[u8]) {
-    let mut child = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    assert!(child.wait().unwrap().success(), "{c:?}");
-}
-
-pub fn entry_line(agent: &AgentName, i: usize) -> NoteEntry {
-    let mut e = NoteEntry::new(agent.clone(), NoteType::Decision);
-    e.decision = Some(format!("Use JWT RS256 for auth middleware, step {i}"));
-    e.reasoning = Some("Existing pattern in codebase: auth.go:47-89.".into());
-    e.alternatives_considered = Some(vec!["HS256".into(), "session tokens".into()]);
-    e.confidence = Some(squad_model::Confidence::High);
-    e.promote_to_permanent = Some(true);
-    e
-}
-
+/// The notes history, plus one note in `refs/notes/squad/native` for the `copy --stdin`
+/// baseline, repacked into one pack.
 fn build(dir: &Path, home: &Path, n: usize) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::create_dir_all(home).unwrap();
-    run({
-        let mut c = git(dir, home);
-        c.args(["init", "-q", "-b", "main"]);
-        c
-    });
-    for (k, v) in [
-        ("user.name", "Bench"),
-        ("user.email", "bench@test.invalid"),
-        ("gc.auto", "0"),
-        ("maintenance.auto", "false"),
-        ("core.hooksPath", "/dev/null"),
-    ] {
-        run({
-            let mut c = git(dir, home);
-            c.args(["config", k, v]);
-            c
-        });
-    }
-    let data = AgentName::new("data").unwrap();
-    let mut s = String::with_capacity(n * 400);
-    for i in 1..=n {
-        s.push_str(&format!(
-            "commit refs/heads/main\nmark :{i}\ncommitter Bench <bench@test.invalid> {} +0000\ndata 0\n\n",
-            1_700_000_000 + i
-        ));
-    }
-    for i in 1..=n {
-        let line = entry_line(&data, i).to_line();
-        s.push_str(&format!(
-            "blob\nmark :{}\ndata {}\n{line}\n",
-            n + i,
-            line.len()
-        ));
-    }
-    s.push_str("commit refs/notes/squad/data\ncommitter Bench <bench@test.invalid> 1700000000 +0000\ndata 8\nfixture\n");
-    for i in 1..=n {
-        s.push_str(&format!("N :{} :{i}\n", n + i));
-    }
-    s.push('\n');
-    run_stdin(
-        {
-            let mut c = git(dir, home);
-            c.args(["fast-import", "--quiet"]);
-            c
-        },
-        s.as_bytes(),
-    );
-    run({
-        let mut c = git(dir, home);
-        c.args([
-            "notes",
-            "--ref=squad/native",
-            "add",
-            "-m",
-            &entry_line(&data, 0).to_line(),
-            "main~0",
-        ]);
-        c
-    });
-    run({
-        let mut c = git(dir, home);
-        c.args(["repack", "-adq"]);
-        c
-    });
-    std::fs::write(dir.join("fixture-version"), FIXTURE_VERSION).unwrap();
+    squad_bench::build_notes_history(dir, home, n, &[]);
+    let data = data();
+    let mut c = squad_bench::git_with_home(dir, home);
+    c.args([
+        "notes",
+        "--ref=squad/native",
+        "add",
+        "-m",
+        &decision_entry(&data, 0).to_line(),
+        "main~0",
+    ]);
+    run(c);
+    let mut c = squad_bench::git_with_home(dir, home);
+    c.args(["repack", "-adq"]);
+    run(c);
 }
 
 fn fixture(n: usize) -> &'static Fixture {
@@ -170,40 +83,20 @@ fn fixture_named(n: usize, suffix: &'static str) -> &'static Fixture {
     let map = FIXTURES.get_or_init(|| Mutex::new(HashMap::new()));
     let mut map = map.lock().unwrap();
     map.entry((n, suffix)).or_insert_with(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/squad-bench-fixtures");
-        let dir = root.join(format!("notes-{n}{suffix}"));
-        let home = root.join("home");
-        let fresh = std::fs::read_to_string(dir.join("fixture-version"))
-            .ok()
-            .as_deref()
-            == Some(FIXTURE_VERSION);
-        if !fresh {
-            let _ = std::fs::remove_dir_all(&dir);
-            build(&dir, &home, n);
-        }
-        let commits = run({
-            let mut c = git(&dir, &home);
-            c.args(["rev-list", "--reverse", "main"]);
-            c
-        })
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-        let rev = |r: &str| {
-            run({
-                let mut c = git(&dir, &home);
-                c.args(["rev-parse", r]);
-                c
-            })
-            .trim()
-            .to_owned()
-        };
+        let repo = FixtureRepo::cached(&format!("notes-{n}{suffix}"), FIXTURE_VERSION, |d, h| {
+            build(d, h, n);
+        });
+        let commits = repo
+            .run(&["rev-list", "--reverse", "main"])
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        let rev = |r: &str| repo.run(&["rev-parse", r]).trim().to_owned();
         let data_tip = rev("refs/notes/squad/data");
         let native_tip = rev("refs/notes/squad/native");
-        let notes = Notes::new(GixNotes::open(&dir).unwrap());
+        let notes = Notes::new(GixNotes::open(&repo.dir).unwrap());
         Box::leak(Box::new(Fixture {
-            dir,
-            home,
+            repo,
             commits,
             data_tip,
             native_tip,
@@ -214,7 +107,7 @@ fn fixture_named(n: usize, suffix: &'static str) -> &'static Fixture {
 
 impl Fixture {
     fn git(&self) -> Command {
-        git(&self.dir, &self.home)
+        self.repo.git()
     }
 
     fn next_commit(&self) -> Oid {
@@ -224,9 +117,7 @@ impl Fixture {
     }
 
     fn reset(&self, r: &str, tip: &str) {
-        let mut c = self.git();
-        c.args(["update-ref", r, tip]);
-        run(c);
+        self.repo.run(&["update-ref", r, tip]);
     }
 }
 
@@ -347,7 +238,7 @@ mod write_one {
         let f = fixture(n);
         f.reset("refs/notes/squad/data", &f.data_tip);
         let ns = data();
-        b.with_inputs(|| (f.next_commit(), entry_line(&ns, 1)))
+        b.with_inputs(|| (f.next_commit(), decision_entry(&ns, 1)))
             .bench_local_refs(|(c, e)| f.notes.write(&ns, c, e).unwrap());
         f.reset("refs/notes/squad/data", &f.data_tip);
     }
@@ -357,7 +248,7 @@ mod write_one {
         let f = fixture(n);
         f.reset("refs/notes/squad/data", &f.data_tip);
         let ns = data();
-        b.with_inputs(|| (f.next_commit(), entry_line(&ns, 1).to_line()))
+        b.with_inputs(|| (f.next_commit(), decision_entry(&ns, 1).to_line()))
             .bench_local_refs(|(c, line)| {
                 let mut cmd = f.git();
                 cmd.args([
@@ -393,7 +284,7 @@ mod batch_import {
                 .commits
                 .iter()
                 .enumerate()
-                .map(|(i, c)| (c.clone(), entry_line(&ns, i)))
+                .map(|(i, c)| (c.clone(), decision_entry(&ns, i)))
                 .collect();
             (ns, batch)
         })
@@ -434,7 +325,7 @@ mod parse_one {
     use super::*;
 
     fn blob() -> Vec<u8> {
-        entry_line(&data(), 12_345).to_line().into_bytes()
+        decision_entry(&data(), 12_345).to_line().into_bytes()
     }
 
     #[divan::bench]
