@@ -30,6 +30,19 @@ impl NoteEdit {
     }
 }
 
+/// The one rule every `update` shares: an update without edits is
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput).
+pub(crate) fn require_edits(edits: &[NoteEdit]) -> Result<()> {
+    if edits.is_empty() {
+        return Err(crate::Error::new(
+            crate::ErrorKind::InvalidInput,
+            "notes.update",
+            "an update needs at least one edit",
+        ));
+    }
+    Ok(())
+}
+
 /// A held advisory write lock (see [`NotesBackend::lock_writes`]); released when dropped.
 pub struct WriteLock {
     held: Option<Box<dyn std::any::Any + Send>>,

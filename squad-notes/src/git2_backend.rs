@@ -513,13 +513,7 @@ impl NotesBackend for Git2Notes {
         edits: &[NoteEdit],
         message: &str,
     ) -> Result<Oid> {
-        if edits.is_empty() {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                "notes.update",
-                "an update needs at least one edit",
-            ));
-        }
+        crate::backend::require_edits(edits)?;
         self.commit_and_swap("notes.update", notes_ref, expected, None, edits, message)
     }
 

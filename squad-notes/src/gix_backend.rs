@@ -138,21 +138,7 @@ impl GixNotes {
     /// [`ErrorKind::NotFound`] naming `rev` when it does not resolve to a commit in this repository.
     pub fn resolve_commit(&self, rev: &str) -> Result<Oid> {
         let repo = self.repo.to_thread_local();
-        let not_found = || {
-            Error::new(
-                ErrorKind::NotFound,
-                "notes.resolve",
-                format!("commit {rev:?} not found"),
-            )
-        };
-        let id = repo
-            .rev_parse_single(rev.as_bytes().as_bstr())
-            .map_err(|e| not_found().with_source(e))?;
-        let object = id.object().map_err(|e| not_found().with_source(e))?;
-        let commit = object
-            .peel_to_commit()
-            .map_err(|e| not_found().with_source(e))?;
-        Oid::new(&commit.id.to_string())
+        peel_commit(&repo, rev, "notes.resolve").map(|id| from_gix(&id))
     }
 
     /// Writes the blobs of `edits` (on several threads for large batches) and pairs each
@@ -311,6 +297,24 @@ pub(crate) fn to_gix(repo: &gix::Repository, oid: &Oid) -> Result<gix::ObjectId>
         ));
     }
     Ok(id)
+}
+
+/// The commit `rev` names (any revision syntax, peeled to a commit); a
+/// [`ErrorKind::NotFound`] of `op` naming `rev` otherwise.
+pub(crate) fn peel_commit(
+    repo: &gix::Repository,
+    rev: &str,
+    op: &'static str,
+) -> Result<gix::ObjectId> {
+    let not_found = || Error::new(ErrorKind::NotFound, op, format!("commit {rev:?} not found"));
+    let id = repo
+        .rev_parse_single(rev.as_bytes().as_bstr())
+        .map_err(|e| not_found().with_source(e))?;
+    let object = id.object().map_err(|e| not_found().with_source(e))?;
+    let commit = object
+        .peel_to_commit()
+        .map_err(|e| not_found().with_source(e))?;
+    Ok(commit.id)
 }
 
 pub(crate) fn from_gix(id: &gix::oid) -> Oid {
@@ -675,13 +679,7 @@ impl NotesBackend for GixNotes {
         edits: &[NoteEdit],
         message: &str,
     ) -> Result<Oid> {
-        if edits.is_empty() {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                "notes.update",
-                "an update needs at least one edit",
-            ));
-        }
+        crate::backend::require_edits(edits)?;
         self.commit_and_swap(notes_ref, expected, None, edits, message)
     }
 

@@ -159,13 +159,7 @@ impl NotesBackend for InMemoryNotes {
         edits: &[NoteEdit],
         _message: &str,
     ) -> Result<Oid> {
-        if edits.is_empty() {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                "notes.update",
-                "an update needs at least one edit",
-            ));
-        }
+        crate::backend::require_edits(edits)?;
         let mut inner = self.lock();
         inner.moved("notes.update", notes_ref, expected)?;
         let mut tree: BTreeMap<Oid, Vec<u8>> = match expected {

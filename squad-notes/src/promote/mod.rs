@@ -897,21 +897,7 @@ fn resolve_ref(repo: &gix::Repository, name: &str) -> Result<String> {
 }
 
 fn peel_commit(repo: &gix::Repository, rev: &str) -> Result<ObjectId> {
-    let not_found = || {
-        Error::new(
-            ErrorKind::NotFound,
-            "promote.resolve",
-            format!("commit {rev:?} not found"),
-        )
-    };
-    let id = repo
-        .rev_parse_single(rev.as_bytes().as_bstr())
-        .map_err(|e| not_found().with_source(e))?;
-    let object = id.object().map_err(|e| not_found().with_source(e))?;
-    let commit = object
-        .peel_to_commit()
-        .map_err(|e| not_found().with_source(e))?;
-    Ok(commit.id)
+    crate::gix_backend::peel_commit(repo, rev, "promote.resolve")
 }
 
 /// Every `refs/notes/squad/*` ref with its tip, sorted by name.
