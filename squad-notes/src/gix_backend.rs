@@ -193,38 +193,38 @@ impl GixNotes {
             }
         };
         let packs = gix_bulk::Packs::open(&repo);
-        // (location, index in `walked`); blobs outside the packs sort last.
-        let indices: Vec<usize> = (0..walked.len()).collect();
-        let mut order: Vec<(Option<gix_bulk::Location>, usize)> =
-            parallel::map_chunks(&indices, PARALLEL_MIN, "notes.read", |part| {
-                Ok(part
-                    .iter()
-                    .map(|&i| (packs.locate(&walked[i].1), i))
-                    .collect())
+        let located: Vec<Option<gix_bulk::Location>> =
+            parallel::map_chunks(&walked, PARALLEL_MIN, "notes.read", |part| {
+                Ok(part.iter().map(|w| packs.locate(&w.1)).collect())
             })?;
-        order.sort_unstable_by_key(|(at, _)| at.map_or((usize::MAX, 0), |l| l));
-        let packed = order.partition_point(|(at, _)| at.is_some());
-        let (in_packs, loose) = order.split_at(packed);
-        let loaded = parallel::map_chunks(in_packs, PARALLEL_MIN, "notes.read", |run| {
-            // Each run of the pack order gets its own decoder, whose decoded blobs are the
-            // delta bases of the ones after them.
-            let repo = self.local();
-            let mut decoder = gix_bulk::Decoder::new(&packs, &repo, run.len());
-            let mut slots = Vec::with_capacity(run.len());
-            for &(at, i) in run {
-                if let Some(at) = at {
-                    let range = decoder.decode(&walked[i].1, at)?;
-                    slots.push((i, slot(i, decoder.bytes(range))));
+        // (blob id, location) of the packed blobs, with their index in `walked`; the others
+        // are read through the object database.
+        let mut in_packs = Vec::with_capacity(walked.len());
+        let mut at_walked = Vec::with_capacity(walked.len());
+        let mut loose = Vec::new();
+        for (i, at) in located.into_iter().enumerate() {
+            match at {
+                Some(at) => {
+                    in_packs.push((walked[i].1, at));
+                    at_walked.push(i);
                 }
+                None => loose.push(i),
             }
-            Ok(slots)
+        }
+        let wanted = gix_bulk::Wanted {
+            objects: &in_packs,
+            kind: gix::object::Kind::Blob,
+            what: "note entry",
+        };
+        let loaded = gix_bulk::decode_all(&packs, &self.repo, &wanted, |w, bytes| {
+            slot(at_walked[w], bytes)
         })?;
         let mut slots: Vec<Option<Slot<T>>> =
             std::iter::repeat_with(|| None).take(walked.len()).collect();
-        for (i, s) in loaded {
-            slots[i] = Some(s);
+        for (w, s) in loaded {
+            slots[at_walked[w]] = Some(s);
         }
-        for &(_, i) in loose {
+        for i in loose {
             slots[i] = Some(slot(i, &load_blob(&repo, walked[i].1)?));
         }
         let mut slots = slots.into_iter();

@@ -1,28 +1,35 @@
-//! Bulk reads of note blobs straight from the repository's pack files.
+//! Bulk reads of many objects straight from the repository's pack files.
 //!
-//! Reading every note of a large namespace through the object database costs one index lookup
-//! over every pack, one delta-base cache insertion (a copy) and a growing buffer per blob. Here
-//! the blobs are located once, sorted by pack and offset, and decoded in that order with the
-//! blobs decoded so far as delta bases: git writes the base of an `OFS_DELTA` before the delta,
-//! and packed note blobs are mostly deltas of each other, so almost every blob costs one inflate
-//! and one delta application. Blobs that are not in a pack of the repository itself (loose
-//! objects, alternates) are read through the object database as before.
+//! Reading every note of a large namespace through the object database costs one lookup over
+//! every pack index, one delta chain walk (or a cache lookup and copy) and a fresh buffer per
+//! object. Here the objects are located once and planned as delta trees: each wanted entry's
+//! chain of bases is read from the entry headers alone (no inflating), bases that are not wanted
+//! themselves are added to the plan, and every tree is then decoded depth first from its
+//! undeltified root, each child from the bytes of its parent. So every entry of the plan is
+//! inflated once, a delta is applied once, and a thread holds only the bytes of the current
+//! chain (one buffer per depth, reused), whatever the pack's delta layout. Whole delta trees are
+//! spread over threads, so no thread needs a base another one decoded.
+//!
+//! Objects that are not in a pack of the repository itself (loose objects, alternates) are read
+//! by the caller through the object database. A delta whose base is outside its pack (git does
+//! not write such local packs, but they are valid) is resolved through the object database.
 
-use std::collections::HashMap;
-use std::ops::Range;
+use std::cell::OnceCell;
 use std::path::PathBuf;
 
 use gix::odb::pack;
 use gix::odb::pack::data::decode::entry::ResolvedBase;
+use gix::odb::pack::data::entry::Header;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::parallel;
 
 /// The packs of a repository's own object directory, each with its index.
 pub(crate) struct Packs {
     bundles: Vec<pack::Bundle>,
 }
 
-/// Where a blob is: (bundle number, pack offset of its entry).
+/// Where an object is: (bundle number, pack offset of its entry).
 pub(crate) type Location = (usize, u64);
 
 impl Packs {
@@ -56,56 +63,389 @@ impl Packs {
     }
 }
 
-/// Decodes blobs of [`Packs`] in pack order into one growing buffer, using each decoded blob as
-/// a possible delta base for the ones after it.
-pub(crate) struct Decoder<'p> {
-    packs: &'p Packs,
-    repo: &'p gix::Repository,
-    inflate: gix::zlib::Inflate,
-    buf: Vec<u8>,
-    /// (pack id, data offset) of every blob decoded so far -> where it is in `arena`.
-    seen: HashMap<(u32, u64), Range<usize>>,
-    arena: Vec<u8>,
+/// No base: an undeltified entry (a root of a delta tree).
+const ROOT: u32 = u32::MAX;
+/// The base is outside the entry's pack (a `REF_DELTA` to another object): a root decoded with
+/// the object database's help.
+const EXTERNAL: u32 = u32::MAX - 1;
+/// The end of a list of wanted indices.
+const NONE: u32 = u32::MAX;
+
+/// Where the base of an entry is.
+enum Base {
+    /// An undeltified entry.
+    None,
+    /// At this offset of the entry's own pack.
+    InPack(u64),
+    /// Outside the entry's pack.
+    External,
 }
 
-impl<'p> Decoder<'p> {
-    /// A decoder over `packs`, sized for about `blobs` blobs; `repo` resolves the rare base that
-    /// is referred to by id and lives outside the pack.
-    pub(crate) fn new(packs: &'p Packs, repo: &'p gix::Repository, blobs: usize) -> Self {
-        Self {
-            packs,
-            repo,
-            inflate: gix::zlib::Inflate::default(),
-            buf: Vec::with_capacity(4096),
-            seen: HashMap::with_capacity(blobs),
-            arena: Vec::with_capacity(blobs.saturating_mul(256)),
+/// The header of the entry at `offset` of bundle `n`, and where its base is.
+fn header(packs: &Packs, n: usize, offset: u64) -> Result<(pack::data::Entry, Base)> {
+    let bundle = packs
+        .bundles
+        .get(n)
+        .ok_or_else(|| Error::new(ErrorKind::Backend, "notes.read", "a pack vanished"))?;
+    let entry = bundle
+        .pack
+        .entry(offset)
+        .map_err(corrupt_at(bundle, offset))?;
+    let base = match &entry.header {
+        Header::OfsDelta { base_distance } => Base::InPack(
+            entry
+                .checked_base_pack_offset(*base_distance)
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Corrupt,
+                        "notes.read",
+                        format!(
+                            "pack entry at offset {offset} of {} points before the pack",
+                            bundle.pack.path().display()
+                        ),
+                    )
+                })?,
+        ),
+        Header::RefDelta { base_id } => match bundle.index.lookup(base_id) {
+            Some(i) => Base::InPack(bundle.index.pack_offset_at_index(i)),
+            None => Base::External,
+        },
+        _ => Base::None,
+    };
+    Ok((entry, base))
+}
+
+/// One pack entry of the plan.
+struct Node {
+    bundle: u32,
+    entry: pack::data::Entry,
+    /// Index of the base's node, [`ROOT`] or [`EXTERNAL`].
+    base: u32,
+    /// The first index of `wanted` that is this entry, or [`NONE`] for a base that is not
+    /// wanted itself.
+    first_want: u32,
+}
+
+/// What the caller asked for, for messages.
+pub(crate) struct Wanted<'a> {
+    /// Every wanted object: its id and location.
+    pub(crate) objects: &'a [(gix::ObjectId, Location)],
+    /// The kind every wanted object must have.
+    pub(crate) kind: gix::object::Kind,
+    /// What a wanted object is, in messages ("note entry", "notes tree").
+    pub(crate) what: &'static str,
+}
+
+/// Decodes every object of `wanted` and maps its bytes with `map(index in wanted, bytes)` on
+/// the thread that decoded it. The results come in no particular order, one per wanted index
+/// (the same location wanted twice is decoded once and mapped twice).
+///
+/// # Errors
+///
+/// `Corrupt` when an entry cannot be read or decoded, has the wrong kind, or when the pack's
+/// deltas form a cycle (every wanted index is checked to have been decoded).
+pub(crate) fn decode_all<T: Send>(
+    packs: &Packs,
+    repo: &gix::ThreadSafeRepository,
+    wanted: &Wanted<'_>,
+    map: impl Fn(usize, &[u8]) -> T + Sync,
+) -> Result<Vec<(usize, T)>> {
+    let plan = Plan::new(packs, wanted)?;
+    let groups = plan.groups(parallel::threads());
+    let results = parallel::map_chunks(&groups, 2, "notes.read", |mine| {
+        let mut out = Vec::new();
+        for roots in mine {
+            plan.decode_roots(roots, repo, wanted, &map, &mut out)?;
         }
+        Ok(out)
+    })?;
+    if results.len() != plan.wanted_count {
+        return Err(Error::new(
+            ErrorKind::Corrupt,
+            "notes.read",
+            "the deltas of a pack form a cycle",
+        ));
+    }
+    Ok(results)
+}
+
+/// The delta trees of the wanted entries, sorted by pack position.
+struct Plan<'p> {
+    packs: &'p Packs,
+    /// Sorted by (bundle, pack offset).
+    nodes: Vec<Node>,
+    /// The next wanted index at the same location, per wanted index.
+    next_want: Vec<u32>,
+    /// `children[child_start[i]..child_start[i + 1]]` are the deltas based on node `i`, in
+    /// pack order.
+    child_start: Vec<u32>,
+    children: Vec<u32>,
+    /// The roots in pack order, with the size of their trees.
+    roots: Vec<(u32, u32)>,
+    wanted_count: usize,
+}
+
+fn corrupt_at(bundle: &pack::Bundle, offset: u64) -> impl Fn(gix::Error) -> Error + '_ {
+    move |e| {
+        Error::new(
+            ErrorKind::Corrupt,
+            "notes.read",
+            format!(
+                "pack entry at offset {offset} of {} cannot be read",
+                bundle.pack.path().display()
+            ),
+        )
+        .with_source(e)
+    }
+}
+
+impl<'p> Plan<'p> {
+    /// Reads the headers of the wanted entries and of all their bases.
+    fn new(packs: &'p Packs, wanted: &Wanted<'_>) -> Result<Self> {
+        let objects = wanted.objects;
+        // The wanted indices in pack order; the same location wanted twice is one node, whose
+        // wanted indices are linked through `next_want`.
+        let mut order: Vec<u32> = (0..u32::try_from(objects.len()).unwrap_or(u32::MAX)).collect();
+        order.sort_unstable_by_key(|&w| objects[w as usize].1);
+        let mut next_want = vec![NONE; objects.len()];
+        let mut heads: Vec<(Location, u32)> = Vec::with_capacity(objects.len());
+        let mut last = NONE;
+        for &w in &order {
+            let at = objects[w as usize].1;
+            if heads.last().is_some_and(|h| h.0 == at) {
+                next_want[last as usize] = w;
+            } else {
+                heads.push((at, w));
+            }
+            last = w;
+        }
+        drop(order);
+        let mut locations: Vec<Location> = heads.iter().map(|h| h.0).collect();
+        // Bases that are not wanted themselves are added in further rounds (rare: in a notes
+        // pack the bases of note blobs are note blobs).
+        let (nodes, bases) = loop {
+            let headers =
+                parallel::map_chunks(&locations, parallel::PARALLEL_MIN, "notes.read", |part| {
+                    part.iter()
+                        .map(|&(n, offset)| header(packs, n, offset))
+                        .collect()
+                })?;
+            let mut missing = Vec::new();
+            let mut bases = Vec::with_capacity(headers.len());
+            for (i, (_, base)) in headers.iter().enumerate() {
+                bases.push(match base {
+                    Base::InPack(b) => {
+                        let at = (locations[i].0, *b);
+                        // Most bases are the entry just before.
+                        if i > 0 && locations[i - 1] == at {
+                            (i - 1) as u32
+                        } else if let Ok(j) = locations.binary_search(&at) {
+                            u32::try_from(j).unwrap_or(ROOT)
+                        } else {
+                            missing.push(at);
+                            ROOT
+                        }
+                    }
+                    Base::External => EXTERNAL,
+                    Base::None => ROOT,
+                });
+            }
+            if missing.is_empty() {
+                break (headers, bases);
+            }
+            locations.extend(missing);
+            locations.sort_unstable();
+            locations.dedup();
+        };
+        let mut heads = heads.into_iter().peekable();
+        let nodes: Vec<Node> = nodes
+            .into_iter()
+            .zip(bases)
+            .zip(&locations)
+            .map(|(((entry, _), base), at)| {
+                let first_want = heads.next_if(|h| h.0 == *at).map_or(NONE, |h| h.1);
+                Node {
+                    bundle: u32::try_from(at.0).unwrap_or(u32::MAX),
+                    entry,
+                    base,
+                    first_want,
+                }
+            })
+            .collect();
+        // Children lists (counting sort by base; nodes are in pack order already).
+        let mut child_start = vec![0u32; nodes.len() + 1];
+        for node in &nodes {
+            if node.base < EXTERNAL {
+                child_start[node.base as usize + 1] += 1;
+            }
+        }
+        for i in 0..nodes.len() {
+            child_start[i + 1] += child_start[i];
+        }
+        let mut fill = child_start.clone();
+        let mut children = vec![0u32; child_start[nodes.len()] as usize];
+        let mut roots = Vec::new();
+        for (i, node) in nodes.iter().enumerate() {
+            let i = u32::try_from(i).unwrap_or(u32::MAX);
+            if node.base < EXTERNAL {
+                let slot = &mut fill[node.base as usize];
+                children[*slot as usize] = i;
+                *slot += 1;
+            } else {
+                roots.push((i, 0));
+            }
+        }
+        let mut plan = Self {
+            packs,
+            nodes,
+            next_want,
+            child_start,
+            children,
+            roots,
+            wanted_count: wanted.objects.len(),
+        };
+        // Tree sizes, to balance the threads.
+        let mut stack = Vec::new();
+        for r in 0..plan.roots.len() {
+            let mut size = 0u32;
+            stack.push(plan.roots[r].0);
+            while let Some(i) = stack.pop() {
+                size += 1;
+                stack.extend_from_slice(plan.kids(i));
+            }
+            plan.roots[r].1 = size;
+        }
+        Ok(plan)
     }
 
-    /// Decodes the blob `id` at `at`; its bytes are [`Decoder::bytes`] of the returned range.
-    /// Blobs should come in ascending pack order for deltas to find their bases decoded already.
-    pub(crate) fn decode(&mut self, id: &gix::oid, at: Location) -> Result<Range<usize>> {
-        let corrupt = |e: Option<gix::Error>| {
-            let err = Error::new(
-                ErrorKind::Corrupt,
-                "notes.read",
-                format!("note blob {id} cannot be read"),
-            );
-            match e {
-                Some(e) => err.with_source(e),
-                None => err,
-            }
-        };
-        let (n, offset) = at;
-        let bundle = self.packs.bundles.get(n).ok_or_else(|| corrupt(None))?;
-        let data = &bundle.pack;
-        let entry = data.entry(offset).map_err(|e| corrupt(Some(e)))?;
-        let key = (data.id, entry.data_offset);
-        if let Some(range) = self.seen.get(&key) {
-            // The same blob noted on several objects: decoded once.
-            return Ok(range.clone());
+    fn kids(&self, i: u32) -> &[u32] {
+        let i = i as usize;
+        let (start, end) = (
+            self.child_start[i] as usize,
+            self.child_start[i + 1] as usize,
+        );
+        self.children.get(start..end).unwrap_or_default()
+    }
+
+    /// The roots cut into at most `threads` contiguous runs of about equal work.
+    fn groups(&self, threads: usize) -> Vec<&[(u32, u32)]> {
+        let total: usize = self.roots.iter().map(|r| r.1 as usize).sum();
+        if threads < 2 || total < parallel::PARALLEL_MIN {
+            return vec![&self.roots[..]];
         }
-        let repo = self.repo;
+        let share = total.div_ceil(threads);
+        let mut groups = Vec::with_capacity(threads);
+        let (mut start, mut acc) = (0, 0);
+        for (i, r) in self.roots.iter().enumerate() {
+            acc += r.1 as usize;
+            if acc >= share && groups.len() + 1 < threads {
+                groups.push(&self.roots[start..=i]);
+                (start, acc) = (i + 1, 0);
+            }
+        }
+        groups.push(&self.roots[start..]);
+        groups
+    }
+
+    /// Decodes the trees of `roots` depth first, mapping every wanted entry into `out`.
+    fn decode_roots<T>(
+        &self,
+        roots: &[(u32, u32)],
+        repo: &gix::ThreadSafeRepository,
+        wanted: &Wanted<'_>,
+        map: &impl Fn(usize, &[u8]) -> T,
+        out: &mut Vec<(usize, T)>,
+    ) -> Result<()> {
+        let local: OnceCell<gix::Repository> = OnceCell::new();
+        let mut inflate = gix::zlib::Inflate::default();
+        // One buffer per depth: the bytes of the current chain; the kind of each.
+        let mut bufs: Vec<Vec<u8>> = Vec::new();
+        let mut kinds: Vec<gix::object::Kind> = Vec::new();
+        // (node, position in its children list)
+        let mut stack: Vec<(u32, usize)> = Vec::new();
+        for &(root, _) in roots {
+            stack.push((root, 0));
+            let mut fresh = true;
+            while let Some(&(node, next)) = stack.last() {
+                if fresh {
+                    let depth = stack.len() - 1;
+                    if bufs.len() <= depth {
+                        bufs.push(Vec::new());
+                        kinds.push(gix::object::Kind::Blob);
+                    }
+                    let parent = depth
+                        .checked_sub(1)
+                        .map(|d| (self.nodes[stack[d].0 as usize].entry.data_offset, kinds[d]));
+                    let (done, rest) = bufs.split_at_mut(depth);
+                    let parent = parent.zip(done.last().map(Vec::as_slice));
+                    kinds[depth] =
+                        self.decode_node(node, parent, &mut rest[0], &mut inflate, repo, &local)?;
+                    self.emit(node, kinds[depth], &rest[0], wanted, map, out)?;
+                    fresh = false;
+                } else if let Some(&child) = self.kids(node).get(next) {
+                    if let Some(top) = stack.last_mut() {
+                        top.1 += 1;
+                    }
+                    stack.push((child, 0));
+                    fresh = true;
+                } else {
+                    stack.pop();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Maps `bytes` for every wanted index at `node`, checking the kind.
+    fn emit<T>(
+        &self,
+        node: u32,
+        kind: gix::object::Kind,
+        bytes: &[u8],
+        wanted: &Wanted<'_>,
+        map: &impl Fn(usize, &[u8]) -> T,
+        out: &mut Vec<(usize, T)>,
+    ) -> Result<()> {
+        let mut w = self.nodes[node as usize].first_want;
+        while w != NONE {
+            let i = w as usize;
+            if kind != wanted.kind {
+                let id = wanted
+                    .objects
+                    .get(i)
+                    .map(|o| o.0.to_string())
+                    .unwrap_or_default();
+                return Err(Error::new(
+                    ErrorKind::Corrupt,
+                    "notes.read",
+                    format!("{} {id} is a {kind}, not a {}", wanted.what, wanted.kind),
+                ));
+            }
+            out.push((i, map(i, bytes)));
+            w = self.next_want[i];
+        }
+        Ok(())
+    }
+
+    /// Decodes one entry into `out`: from the pack alone (a root), through the object database
+    /// (an external base), or by applying its delta to `parent` (the base's data offset, kind
+    /// and bytes).
+    fn decode_node(
+        &self,
+        node: u32,
+        parent: Option<((u64, gix::object::Kind), &[u8])>,
+        out: &mut Vec<u8>,
+        inflate: &mut gix::zlib::Inflate,
+        repo: &gix::ThreadSafeRepository,
+        local: &OnceCell<gix::Repository>,
+    ) -> Result<gix::object::Kind> {
+        let node = &self.nodes[node as usize];
+        let bundle = self
+            .packs
+            .bundles
+            .get(node.bundle as usize)
+            .ok_or_else(|| Error::new(ErrorKind::Backend, "notes.read", "a pack vanished"))?;
+        let data = &bundle.pack;
         let index = &bundle.index;
         let resolve = |base: &gix::oid, out: &mut Vec<u8>| {
             if let Some(i) = index.lookup(base) {
@@ -113,7 +453,7 @@ impl<'p> Decoder<'p> {
                     .entry(index.pack_offset_at_index(i))
                     .map(|e| Some(ResolvedBase::InPack(e)));
             }
-            // A base by id outside this pack (not written by git for local packs; handled anyway).
+            let repo = local.get_or_init(|| repo.to_thread_local());
             Ok(repo.find_object(base).ok().map(|object| {
                 out.clear();
                 out.extend_from_slice(&object.data);
@@ -123,46 +463,24 @@ impl<'p> Decoder<'p> {
                 }
             }))
         };
-        let mut bases = Bases {
-            seen: &self.seen,
-            arena: &self.arena,
+        let mut base = Parent {
+            pack_id: data.id,
+            parent,
         };
         let outcome = data
-            .decode_entry(
-                entry,
-                &mut self.buf,
-                &mut self.inflate,
-                &resolve,
-                &mut bases,
-            )
-            .map_err(|e| corrupt(Some(e)))?;
-        if outcome.kind != gix::object::Kind::Blob {
-            return Err(Error::new(
-                ErrorKind::Corrupt,
-                "notes.read",
-                format!("note entry {id} is a {}, not a blob", outcome.kind),
-            ));
-        }
-        let start = self.arena.len();
-        self.arena.extend_from_slice(&self.buf);
-        let range = start..self.arena.len();
-        self.seen.insert(key, range.clone());
-        Ok(range)
-    }
-
-    /// The bytes of a blob decoded by [`Decoder::decode`].
-    pub(crate) fn bytes(&self, range: Range<usize>) -> &[u8] {
-        self.arena.get(range).unwrap_or_default()
+            .decode_entry(node.entry.clone(), out, inflate, &resolve, &mut base)
+            .map_err(corrupt_at(bundle, node.entry.pack_offset()))?;
+        Ok(outcome.kind)
     }
 }
 
-/// The delta-base cache of a [`Decoder`]: the blobs it decoded, by pack position.
-struct Bases<'a> {
-    seen: &'a HashMap<(u32, u64), Range<usize>>,
-    arena: &'a [u8],
+/// The delta-base "cache" of one decode: the parent entry, decoded just before.
+struct Parent<'a> {
+    pack_id: u32,
+    parent: Option<((u64, gix::object::Kind), &'a [u8])>,
 }
 
-impl pack::cache::DecodeEntry for Bases<'_> {
+impl pack::cache::DecodeEntry for Parent<'_> {
     fn put(&mut self, _: u32, _: u64, _: &[u8], _: gix::object::Kind, _: usize) {}
 
     fn get(
@@ -171,10 +489,13 @@ impl pack::cache::DecodeEntry for Bases<'_> {
         offset: u64,
         out: &mut Vec<u8>,
     ) -> Option<(gix::object::Kind, usize)> {
-        let bytes = self.arena.get(self.seen.get(&(pack_id, offset))?.clone())?;
+        let ((data_offset, kind), bytes) = self.parent?;
+        if pack_id != self.pack_id || offset != data_offset {
+            return None;
+        }
         out.clear();
         out.extend_from_slice(bytes);
         // The second value is the entry's packed size, which only the decoder's statistics use.
-        Some((gix::object::Kind::Blob, 0))
+        Some((kind, 0))
     }
 }

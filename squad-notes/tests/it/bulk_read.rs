@@ -152,6 +152,45 @@ fn read_all_matches_git_with_loose_notes_beside_a_pack_and_with_two_packs() {
     check(&repo, "two packs");
 }
 
+/// A second notes commit shortens every other note, and a full repack makes the new, shorter
+/// notes deltas of their old, longer versions (git prefers larger bases). Those old blobs are
+/// in no note of the tip: the read must decode them as bases without returning them.
+#[test]
+fn read_all_matches_git_when_bases_are_old_note_versions() {
+    let repo = fixture();
+    let list = repo.git_ok(&["notes", "--ref=squad/data", "list"]);
+    let mut s = String::from(
+        "commit refs/notes/squad/data\ncommitter T <t@test.invalid> 1700000001 +0000\ndata 7\nshorter\nfrom refs/notes/squad/data^0\n",
+    );
+    for (i, line) in list.lines().enumerate().filter(|(i, _)| i % 2 == 0) {
+        let (_, object) = line.split_once(' ').unwrap();
+        let body = format!(
+            "{{\"id\":\"01ARZ3NDEKTSV4RRFFQ69H{i:04}\",\"agent\":\"data\",\"type\":\"decision\",\"decision\":\"Use JWT RS256 for auth middleware, step {i}\"}}\n"
+        );
+        s.push_str(&format!("N inline {object}\ndata {}\n{body}\n", body.len()));
+    }
+    repo.git_stdin(&["fast-import", "--quiet"], s.as_bytes());
+    repo.git_ok(&["repack", "-adfq", "--depth=50", "--window=50"]);
+    // At least one note blob of the tip is a delta whose base is no note of the tip.
+    let noted: std::collections::HashSet<String> = repo
+        .git_ok(&["notes", "--ref=squad/data", "list"])
+        .lines()
+        .map(|l| l.split_once(' ').unwrap().0.to_owned())
+        .collect();
+    let verify = repo.git_ok(&["verify-pack", "-v", &pack_idx(&repo)]);
+    let hidden_bases = verify
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() == 7 && f[1] == "blob" && noted.contains(f[0]))
+        .filter(|f| !noted.contains(f[6]))
+        .count();
+    assert!(
+        hidden_bases > 0,
+        "the layout should hold such bases:\n{verify}"
+    );
+    check(&repo, "bases that are old versions");
+}
+
 #[test]
 fn a_note_entry_that_is_a_tree_in_a_pack_is_a_corrupt_error() {
     let repo = Repo::new();
