@@ -2,8 +2,9 @@
 //! fixture of the notes bench (run `cargo bench -p squad-bench --bench notes` once to build it).
 //! It prints the medians of the tree walk (`list`), the walk plus every blob (`read_all`), the
 //! typed parse of those blobs on one thread, and all of it (`read_all_parsed`). Set
-//! `ONLY_PARSED=1` to run `read_all_parsed` alone, for `perf record`; pin it to one core with
-//! `taskset -c 0` to see the single-thread cost.
+//! `ONLY=list|raw|parse|parsed` to run one of them alone, for `perf record` or callgrind (e.g.
+//! `--toggle-collect='*parse_note*'` with `ONLY=parse`); pin it to one core with `taskset -c 0`
+//! to see the single-thread cost.
 //!
 //! ```text
 //! cargo build --profile bench -p squad-bench --example notes_profile
@@ -34,6 +35,24 @@ fn main() {
     if std::env::var_os("ONLY_PARSED").is_some() {
         for _ in 0..rounds {
             drop(backend.read_all_parsed(&tip).unwrap());
+        }
+        return;
+    }
+    // One phase alone, for `perf record` or callgrind.
+    if let Ok(only) = std::env::var("ONLY") {
+        let raw = backend.read_all(&tip).unwrap();
+        for _ in 0..rounds {
+            match only.as_str() {
+                "list" => drop(backend.list(&tip).unwrap()),
+                "raw" => drop(backend.read_all(&tip).unwrap()),
+                "parse" => drop(
+                    raw.iter()
+                        .map(|(_, b)| squad_notes::format::parse_note(b))
+                        .collect::<Vec<_>>(),
+                ),
+                "parsed" => drop(backend.read_all_parsed(&tip).unwrap()),
+                other => panic!("ONLY is one of list, raw, parse, parsed; not {other}"),
+            }
         }
         return;
     }

@@ -23,13 +23,23 @@ use crate::error::{Error, Result};
 /// assert!("01ARZ3NDEKTSV4RRFFQ69G5FAV".parse::<EntryId>().is_ok()); // a ULID
 /// assert!("not-an-id".parse::<EntryId>().is_err());
 /// ```
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct EntryId(String);
+///
+/// An id is at most 36 ASCII characters and is held inline (no allocation): entries are parsed
+/// by the hundred thousand when a namespace is read whole.
+#[derive(Clone)]
+pub struct EntryId {
+    len: u8,
+    bytes: [u8; ENTRY_ID_MAX],
+}
+
+/// The longest entry id: a hyphenated UUID.
+const ENTRY_ID_MAX: usize = 36;
 
 impl EntryId {
     /// A fresh UUIDv7, monotonic within this process.
     pub fn generate() -> Self {
-        Self(uuid::Uuid::now_v7().hyphenated().to_string())
+        let mut buf = uuid::Uuid::encode_buffer();
+        Self::inline(uuid::Uuid::now_v7().hyphenated().encode_lower(&mut buf))
     }
 
     /// Checks that `value` is a UUIDv7 or a ULID and wraps it unchanged.
@@ -37,22 +47,66 @@ impl EntryId {
     /// # Errors
     ///
     /// [`Error::InvalidId`] when it is neither.
-    pub fn new(value: impl Into<String>) -> Result<Self> {
-        let value = value.into();
-        if is_ulid(&value) || is_uuid_v7(&value) {
-            Ok(Self(value))
-        } else {
-            Err(Error::InvalidId {
-                what: "entry id",
-                value,
-                reason: "must be a UUIDv7 (8-4-4-4-12 hex, version 7) or a ULID (26 Crockford base-32 characters)",
-            })
+    pub fn new(value: impl AsRef<str> + Into<String>) -> Result<Self> {
+        Self::check(value.as_ref()).ok_or_else(|| Error::InvalidId {
+            what: "entry id",
+            value: value.into(),
+            reason: "must be a UUIDv7 (8-4-4-4-12 hex, version 7) or a ULID (26 Crockford base-32 characters)",
+        })
+    }
+
+    /// The id, when `value` is a valid one.
+    fn check(value: &str) -> Option<Self> {
+        (is_ulid(value) || is_uuid_v7(value)).then(|| Self::inline(value))
+    }
+
+    /// Holds `value`, which is checked already (at most 36 ASCII characters).
+    fn inline(value: &str) -> Self {
+        let mut bytes = [0u8; ENTRY_ID_MAX];
+        let len = value.len().min(ENTRY_ID_MAX);
+        bytes[..len].copy_from_slice(&value.as_bytes()[..len]);
+        Self {
+            len: len as u8,
+            bytes,
         }
     }
 
     /// The id as a string slice.
     pub fn as_str(&self) -> &str {
-        &self.0
+        // Both forms are ASCII, so this never falls back.
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..usize::from(self.len)).unwrap_or_default()
+    }
+}
+
+impl PartialEq for EntryId {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for EntryId {}
+
+impl PartialOrd for EntryId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The order of the id strings.
+impl Ord for EntryId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+/// Hashes as the id string does.
+impl std::hash::Hash for EntryId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
     }
 }
 
@@ -74,33 +128,43 @@ fn is_uuid_v7(s: &str) -> bool {
 
 impl fmt::Display for EntryId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for EntryId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl FromStr for EntryId {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        Self::new(s)
+        Self::check(s).map_or_else(|| Self::new(s), Ok)
     }
 }
 
 impl Serialize for EntryId {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
+        s.serialize_str(self.as_str())
     }
 }
 
+/// Reads the id from borrowed text where the format allows, without an allocation.
 impl<'de> Deserialize<'de> for EntryId {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Self::new(s).map_err(serde::de::Error::custom)
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = EntryId;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an entry id (a UUIDv7 or a ULID)")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<EntryId, E> {
+                EntryId::from_str(v).map_err(E::custom)
+            }
+        }
+        d.deserialize_str(Text)
     }
 }
 

@@ -70,7 +70,9 @@ fn fast_path(bytes: &[u8]) -> Option<ParsedNote> {
         if line.first() != Some(&b'{') {
             return None;
         }
-        let entry: NoteEntry = serde_json::from_slice(line).ok()?;
+        // One UTF-8 check for the line, so the JSON reader need not check every string again.
+        let line = std::str::from_utf8(line).ok()?;
+        let entry: NoteEntry = serde_json::from_str(line).ok()?;
         if entry.effort_hours.is_some_and(|h| h.is_nan() || h < 0.0) {
             return None;
         }

@@ -175,7 +175,8 @@ impl GixNotes {
         }
         let repo = self.local();
         let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
-        let walked = walk_notes(Some(self), &repo, root, false)?;
+        let packs = gix_bulk::Packs::open(&repo);
+        let walked = walk_notes(Some(self), Some(&packs), &repo, root, false)?;
         // Objects with several entries (mixed fanout) are rare; their entries are joined later.
         let mut shared = vec![false; walked.len()];
         let mut i = 0;
@@ -192,7 +193,6 @@ impl GixNotes {
                 Slot::Done(map(bytes))
             }
         };
-        let packs = gix_bulk::Packs::open(&repo);
         let located: Vec<Option<gix_bulk::Location>> =
             parallel::map_chunks(&walked, PARALLEL_MIN, "notes.read", |part| {
                 Ok(part.iter().map(|w| packs.locate(&w.1)).collect())
@@ -427,26 +427,70 @@ fn decode_tree<'t>(tree: &'t gix::Tree<'_>) -> Result<gix::objs::TreeRef<'t>> {
         .map_err(|e| backend_err("notes.list", format!("corrupt notes tree {}", tree.id))(e))
 }
 
+/// Reads the trees of a walk: straight from the packs when it has them (into a buffer per
+/// depth, without an object cache), else through the object database.
+struct TreeReader<'a> {
+    repo: &'a gix::Repository,
+    packs: Option<&'a gix_bulk::Packs>,
+    inflate: gix::zlib::Inflate,
+}
+
+impl TreeReader<'_> {
+    fn read(&mut self, id: gix::ObjectId, buf: &mut Vec<u8>) -> Result<()> {
+        if let Some(packs) = self.packs {
+            match packs.read_into(&id, buf, &mut self.inflate)? {
+                Some(gix::object::Kind::Tree) => return Ok(()),
+                Some(kind) => {
+                    return Err(Error::new(
+                        ErrorKind::Corrupt,
+                        "notes.list",
+                        format!("notes tree {id} is a {kind}"),
+                    ));
+                }
+                None => {}
+            }
+        }
+        let tree = read_tree(self.repo, id)?;
+        buf.clear();
+        buf.extend_from_slice(&tree.data);
+        Ok(())
+    }
+}
+
 /// Walks the whole notes tree in git's order, classifying entries as git's `load_subtree` does.
+/// `bufs` holds one buffer per remaining depth.
 fn walk(
-    repo: &gix::Repository,
+    reader: &mut TreeReader<'_>,
     tree_id: gix::ObjectId,
     state: &mut WalkState,
     out: &mut Vec<Walked>,
+    bufs: &mut [Vec<u8>],
 ) -> Result<()> {
-    let tree = read_tree(repo, tree_id)?;
-    walk_entries(repo, &decode_tree(&tree)?.entries, state, out)
+    let Some((buf, deeper)) = bufs.split_first_mut() else {
+        return Err(Error::new(
+            ErrorKind::Corrupt,
+            "notes.list",
+            format!("notes tree {tree_id} is nested deeper than any fanout"),
+        ));
+    };
+    reader.read(tree_id, buf)?;
+    let hash = reader.repo.object_hash();
+    let entries = gix::objs::TreeRefIter::from_bytes(buf, hash).map(|e| {
+        e.map_err(|e| backend_err("notes.list", format!("corrupt notes tree {tree_id}"))(e))
+    });
+    walk_entries(reader, entries, state, out, deeper)
 }
 
-fn walk_entries(
-    repo: &gix::Repository,
-    entries: &[gix::objs::tree::EntryRef<'_>],
+fn walk_entries<'e>(
+    reader: &mut TreeReader<'_>,
+    entries: impl Iterator<Item = Result<gix::objs::tree::EntryRef<'e>>>,
     state: &mut WalkState,
     out: &mut Vec<Walked>,
+    bufs: &mut [Vec<u8>],
 ) -> Result<()> {
     for entry in entries {
+        let entry = entry?;
         let name: &[u8] = entry.filename;
-        let hex = name.iter().all(u8::is_ascii_hexdigit);
         let (plen, pathlen) = (state.prefix.len(), state.path.len());
         if state.paths {
             if !state.path.is_empty() {
@@ -454,14 +498,19 @@ fn walk_entries(
             }
             state.path.extend_from_slice(name);
         }
-        if entry.mode.is_blob() && hex && plen + name.len() == state.hex_len {
+        if entry.mode.is_blob() && plen + name.len() == state.hex_len {
+            // The whole id must be hex: `from_hex` checks that.
             state.prefix.extend_from_slice(name);
             if let Ok(object) = gix::ObjectId::from_hex(&state.prefix) {
                 out.push((object, entry.oid.to_owned(), state.path.clone()));
             }
-        } else if entry.mode.is_tree() && hex && name.len() == 2 && plen + 2 < state.hex_len {
+        } else if entry.mode.is_tree()
+            && name.len() == 2
+            && plen + 2 < state.hex_len
+            && name.iter().all(u8::is_ascii_hexdigit)
+        {
             state.prefix.extend_from_slice(name);
-            walk(repo, entry.oid.to_owned(), state, out)?;
+            walk(reader, entry.oid.to_owned(), state, out, bufs)?;
         }
         state.prefix.truncate(plen);
         state.path.truncate(pathlen);
@@ -471,10 +520,12 @@ fn walk_entries(
 
 /// Every note of a notes tree, sorted by annotated object; the entries of one object keep their
 /// tree order (use `chunk_by` on the object to group them). Paths are collected only when
-/// `paths` is set. A root with many fanout subtrees is walked on several threads, each taking
-/// a contiguous run of the root's entries, so the result is the same as a walk on one thread.
+/// `paths` is set. Trees are read straight from `packs` when given. A root with many fanout
+/// subtrees is walked on several threads, each taking a contiguous run of the root's entries,
+/// so the result is the same as a walk on one thread.
 fn walk_notes(
     parallel: Option<&GixNotes>,
+    packs: Option<&gix_bulk::Packs>,
     repo: &gix::Repository,
     root: gix::ObjectId,
     paths: bool,
@@ -486,6 +537,8 @@ fn walk_notes(
         hex_len,
         paths,
     };
+    // One buffer per fanout level below the root.
+    let bufs = || vec![Vec::new(); hex_len / 2];
     let tree = read_tree(repo, root)?;
     let top = decode_tree(&tree)?;
     let subtrees = top.entries.iter().filter(|e| e.mode.is_tree()).count();
@@ -495,11 +548,23 @@ fn walk_notes(
             // cache would only cost copies (and make repeated walks look faster than a cold one).
             let mut part = Vec::new();
             let repo = notes.repo.to_thread_local();
-            walk_entries(&repo, run, &mut state(), &mut part).map(|()| part)
+            let mut reader = TreeReader {
+                repo: &repo,
+                packs,
+                inflate: gix::zlib::Inflate::default(),
+            };
+            let entries = run.iter().map(|e| Ok(*e));
+            walk_entries(&mut reader, entries, &mut state(), &mut part, &mut bufs()).map(|()| part)
         })?,
         None => {
             let mut walked = Vec::new();
-            walk_entries(repo, &top.entries, &mut state(), &mut walked)?;
+            let mut reader = TreeReader {
+                repo,
+                packs,
+                inflate: gix::zlib::Inflate::default(),
+            };
+            let entries = top.entries.iter().map(|e| Ok(*e));
+            walk_entries(&mut reader, entries, &mut state(), &mut walked, &mut bufs())?;
             walked
         }
     };
@@ -555,7 +620,7 @@ fn apply_edits(
 /// Rewrites `root` so that no object has more than one entry: the entries of such an object are
 /// removed and replaced by one blob at the first entry's path holding their git-joined contents.
 fn repair_duplicates(repo: &gix::Repository, root: gix::ObjectId) -> Result<gix::ObjectId> {
-    let walked = walk_notes(None, repo, root, true)?;
+    let walked = walk_notes(None, None, repo, root, true)?;
     let mut editor = repo
         .edit_tree(root)
         .map_err(backend_err("notes.update", "cannot edit the notes tree"))?;
@@ -653,7 +718,8 @@ impl NotesBackend for GixNotes {
     fn list(&self, tip: &Oid) -> Result<Vec<Oid>> {
         let repo = self.local();
         let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
-        let walked = walk_notes(Some(self), &repo, root, false)?;
+        let packs = gix_bulk::Packs::open(&repo);
+        let walked = walk_notes(Some(self), Some(&packs), &repo, root, false)?;
         Ok(walked
             .chunk_by(|a, b| a.0 == b.0)
             .map(|entries| from_gix(&entries[0].0))

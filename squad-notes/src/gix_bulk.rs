@@ -53,6 +53,38 @@ impl Packs {
         Self { bundles }
     }
 
+    /// Decodes `id` into `out` straight from its pack (no object cache, no copy), resolving its
+    /// delta chain from the pack itself; `Ok(None)` when no pack here holds it, or when a base
+    /// is outside the pack (the caller then asks the object database).
+    pub(crate) fn read_into(
+        &self,
+        id: &gix::oid,
+        out: &mut Vec<u8>,
+        inflate: &mut gix::zlib::Inflate,
+    ) -> Result<Option<gix::object::Kind>> {
+        let Some((n, offset)) = self.locate(id) else {
+            return Ok(None);
+        };
+        let bundle = &self.bundles[n];
+        let (data, index) = (&bundle.pack, &bundle.index);
+        let entry = data.entry(offset).map_err(corrupt_at(bundle, offset))?;
+        let outside = std::cell::Cell::new(false);
+        let resolve = |base: &gix::oid, _: &mut Vec<u8>| match index.lookup(base) {
+            Some(i) => data
+                .entry(index.pack_offset_at_index(i))
+                .map(|e| Some(ResolvedBase::InPack(e))),
+            None => {
+                outside.set(true);
+                Ok(None)
+            }
+        };
+        match data.decode_entry(entry, out, inflate, &resolve, &mut pack::cache::Never) {
+            Ok(outcome) => Ok(Some(outcome.kind)),
+            Err(_) if outside.get() => Ok(None),
+            Err(e) => Err(corrupt_at(bundle, offset)(e)),
+        }
+    }
+
     /// The pack and offset of `id`, or `None` when no pack here holds it.
     pub(crate) fn locate(&self, id: &gix::oid) -> Option<Location> {
         self.bundles.iter().enumerate().find_map(|(n, b)| {
