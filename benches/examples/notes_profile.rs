@@ -32,12 +32,6 @@ fn main() {
     let backend = GixNotes::open(&dir).unwrap();
     let agent = squad_model::AgentName::new("data").unwrap();
     let tip = backend.tip(&NotesRef::squad(&agent)).unwrap().unwrap();
-    if std::env::var_os("ONLY_PARSED").is_some() {
-        for _ in 0..rounds {
-            drop(backend.read_all_parsed(&tip).unwrap());
-        }
-        return;
-    }
     // One phase alone, for `perf record` or callgrind.
     if let Ok(only) = std::env::var("ONLY") {
         let raw = backend.read_all(&tip).unwrap();
