@@ -87,55 +87,12 @@ impl Packs {
 
     /// The pack and offset of `id`, or `None` when no pack here holds it.
     pub(crate) fn locate(&self, id: &gix::oid) -> Option<Location> {
-        self.bundles
-            .iter()
-            .enumerate()
-            .find_map(|(n, b)| find(&b.index, id).map(|i| (n, b.index.pack_offset_at_index(i))))
+        self.bundles.iter().enumerate().find_map(|(n, b)| {
+            b.index
+                .lookup(id)
+                .map(|i| (n, b.index.pack_offset_at_index(i)))
+        })
     }
-}
-
-/// The position of `id` in `index`. Object ids are uniformly distributed, so an interpolation
-/// search on their first eight bytes finds one in two or three probes of the index, where a
-/// binary search takes about ten (each a likely cache miss in a large index). After a few probes
-/// without a hit (ids that are not uniform, in theory) it hands over to gix's binary search.
-fn find(index: &pack::index::File, id: &gix::oid) -> Option<u32> {
-    const PROBES: usize = 6;
-    fn key(id: &gix::oid) -> u64 {
-        id.as_bytes()
-            .get(..8)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map_or(0, u64::from_be_bytes)
-    }
-    let n = index.num_objects();
-    if n == 0 {
-        return None;
-    }
-    let target = key(id);
-    let (mut lo, mut hi) = (0u32, n - 1);
-    let (mut klo, mut khi) = (key(index.oid_at_index(lo)), key(index.oid_at_index(hi)));
-    for _ in 0..PROBES {
-        if target < klo || target > khi {
-            return None;
-        }
-        let span = u128::from(hi - lo) * u128::from(target - klo);
-        let pos = match khi - klo {
-            0 => lo,
-            width => lo + u32::try_from(span / u128::from(width)).unwrap_or(0),
-        };
-        match index.oid_at_index(pos).cmp(id) {
-            std::cmp::Ordering::Equal => return Some(pos),
-            std::cmp::Ordering::Less if pos < hi => {
-                lo = pos + 1;
-                klo = key(index.oid_at_index(lo));
-            }
-            std::cmp::Ordering::Greater if pos > lo => {
-                hi = pos - 1;
-                khi = key(index.oid_at_index(hi));
-            }
-            _ => return None,
-        }
-    }
-    index.lookup(id)
 }
 
 /// No base: an undeltified entry (a root of a delta tree).
@@ -574,64 +531,5 @@ impl pack::cache::DecodeEntry for Parent<'_> {
         out.extend_from_slice(bytes);
         // The second value is the entry's packed size, which only the decoder's statistics use.
         Some((kind, 0))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests")]
-
-    use super::*;
-
-    /// `find` agrees with gix's binary search for every id of a real pack index and for ids
-    /// next to them that are not in it (each id with its last byte changed), and for ids below
-    /// the first and above the last.
-    #[test]
-    fn interpolation_search_agrees_with_binary_search() {
-        let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str], input: Option<&[u8]>| {
-            use std::io::Write;
-            let mut child = std::process::Command::new("git")
-                .arg("-C")
-                .arg(dir.path())
-                .args(args)
-                .stdin(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.unwrap_or_default())
-                .unwrap();
-            assert!(child.wait().unwrap().success(), "git {args:?}");
-        };
-        git(&["init", "-q"], None);
-        let mut stream = String::new();
-        for i in 0..3000 {
-            let body = format!("blob number {i}\n");
-            stream.push_str(&format!("blob\ndata {}\n{body}\n", body.len()));
-        }
-        git(&["fast-import", "--quiet"], Some(stream.as_bytes()));
-        let repo = gix::open(dir.path()).unwrap();
-        let packs = Packs::open(&repo);
-        let index = &packs.bundles[0].index;
-        assert_eq!(index.num_objects(), 3000);
-        let mut probes: Vec<gix::ObjectId> = Vec::new();
-        for i in 0..index.num_objects() {
-            let id = index.oid_at_index(i).to_owned();
-            let mut near = id;
-            let last = near.as_mut_slice().last_mut().unwrap();
-            *last = last.wrapping_add(1);
-            probes.extend([id, near]);
-        }
-        probes.push(gix::ObjectId::from_bytes_or_panic(&[0u8; 20]));
-        probes.push(gix::ObjectId::from_bytes_or_panic(&[0xffu8; 20]));
-        let mut found = 0;
-        for id in &probes {
-            assert_eq!(find(index, id), index.lookup(id), "{id}");
-            found += usize::from(find(index, id).is_some());
-        }
-        assert!(found >= 3000, "every id of the index is found");
     }
 }
