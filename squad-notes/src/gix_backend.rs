@@ -193,10 +193,8 @@ impl GixNotes {
                 Slot::Done(map(bytes))
             }
         };
-        let located: Vec<Option<gix_bulk::Location>> =
-            parallel::map_chunks(&walked, PARALLEL_MIN, "notes.read", |part| {
-                Ok(part.iter().map(|w| packs.locate(&w.1)).collect())
-            })?;
+        let blobs: Vec<gix::ObjectId> = walked.iter().map(|w| w.1).collect();
+        let located = packs.locate_all(&blobs)?;
         // (blob id, location) of the packed blobs, with their index in `walked`; the others
         // are read through the object database.
         let mut in_packs = Vec::with_capacity(walked.len());

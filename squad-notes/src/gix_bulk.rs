@@ -85,6 +85,54 @@ impl Packs {
         }
     }
 
+    /// [`Packs::locate`] for many ids at once, in their order. When they are a large share of
+    /// the packs' objects, one pass over each index with a hash table of the ids is cheaper
+    /// than a binary search per id (whose probes mostly miss the cache); otherwise each id is
+    /// looked up. Either way an id is found in the first pack that holds it.
+    pub(crate) fn locate_all(&self, ids: &[gix::ObjectId]) -> Result<Vec<Option<Location>>> {
+        let objects: usize = self
+            .bundles
+            .iter()
+            .map(|b| b.index.num_objects() as usize)
+            .sum();
+        if ids.len().saturating_mul(SCAN_SHARE) < objects {
+            return parallel::map_chunks(ids, parallel::PARALLEL_MIN, "notes.read", |part| {
+                Ok(part.iter().map(|id| self.locate(id)).collect())
+            });
+        }
+        // id -> its first index in `ids`; later indices of the same id are linked by `next`.
+        let mut first: gix::hashtable::HashMap<gix::ObjectId, u32> =
+            gix::hashtable::HashMap::default();
+        first.reserve(ids.len());
+        let mut next = vec![NONE; ids.len()];
+        for (i, id) in ids.iter().enumerate().rev() {
+            let i32 = u32::try_from(i).unwrap_or(NONE);
+            if let Some(head) = first.insert(*id, i32) {
+                next[i] = head;
+            }
+        }
+        let mut out = vec![None; ids.len()];
+        for (n, bundle) in self.bundles.iter().enumerate() {
+            let index = &bundle.index;
+            let positions: Vec<u32> = (0..index.num_objects()).collect();
+            let hits =
+                parallel::map_chunks(&positions, parallel::PARALLEL_MIN, "notes.read", |part| {
+                    Ok(part
+                        .iter()
+                        .filter_map(|&p| first.get(index.oid_at_index(p)).map(|&i| (i, p)))
+                        .collect())
+                })?;
+            for (mut i, p) in hits {
+                let at = (n, index.pack_offset_at_index(p));
+                while i != NONE && out[i as usize].is_none() {
+                    out[i as usize] = Some(at);
+                    i = next[i as usize];
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The pack and offset of `id`, or `None` when no pack here holds it.
     pub(crate) fn locate(&self, id: &gix::oid) -> Option<Location> {
         self.bundles.iter().enumerate().find_map(|(n, b)| {
@@ -94,6 +142,10 @@ impl Packs {
         })
     }
 }
+
+/// [`Packs::locate_all`] scans the indexes when the ids are at least one in this many of the
+/// packs' objects.
+const SCAN_SHARE: usize = 8;
 
 /// No base: an undeltified entry (a root of a delta tree).
 const ROOT: u32 = u32::MAX;

@@ -191,6 +191,33 @@ fn read_all_matches_git_when_bases_are_old_note_versions() {
     check(&repo, "bases that are old versions");
 }
 
+/// A small namespace in a large pack: its blobs are looked up one by one rather than found by
+/// one pass over the pack index (the read picks the pass only when the blobs are a large share
+/// of the pack's objects).
+#[test]
+fn read_all_matches_git_for_a_few_notes_in_a_large_pack() {
+    let repo = Repo::new();
+    let mut s = String::new();
+    for i in 1..=NOTES {
+        s.push_str(&format!(
+            "commit refs/heads/main\nmark :{i}\ncommitter T <t@test.invalid> {} +0000\ndata 0\n\n",
+            1_700_000_000 + i
+        ));
+    }
+    s.push_str(
+        "commit refs/notes/squad/data\ncommitter T <t@test.invalid> 1700000000 +0000\ndata 8\nfixture\n",
+    );
+    for i in (60..=NOTES).step_by(60) {
+        let body = format!("{{\"id\":\"01ARZ3NDEKTSV4RRFFQ69G{i:04}\",\"type\":\"progress\"}}\n");
+        s.push_str(&format!("N inline :{i}\ndata {}\n{body}\n", body.len()));
+    }
+    repo.git_stdin(&["fast-import", "--quiet"], s.as_bytes());
+    repo.git_ok(&["repack", "-adfq"]);
+    // 20 notes among about 1,200 commits: fewer than one in eight objects.
+    assert!(count(&repo, "in-pack:") > 20 * 8, "a large pack");
+    check(&repo, "a few notes in a large pack");
+}
+
 #[test]
 fn a_note_entry_that_is_a_tree_in_a_pack_is_a_corrupt_error() {
     let repo = Repo::new();
