@@ -165,8 +165,8 @@ enum Base {
     External,
 }
 
-/// The header of the entry at `offset` of bundle `n`, and where its base is.
-fn header(packs: &Packs, n: usize, offset: u64) -> Result<(pack::data::Entry, Base)> {
+/// Where the base of the entry at `offset` of bundle `n` is, from its header.
+fn header(packs: &Packs, n: usize, offset: u64) -> Result<Base> {
     let bundle = packs
         .bundles
         .get(n)
@@ -196,13 +196,14 @@ fn header(packs: &Packs, n: usize, offset: u64) -> Result<(pack::data::Entry, Ba
         },
         _ => Base::None,
     };
-    Ok((entry, base))
+    Ok(base)
 }
 
-/// One pack entry of the plan.
+/// One pack entry of the plan (its header is read again when it is decoded: keeping the
+/// parsed headers of a large plan cost more in memory traffic than parsing them twice).
 struct Node {
     bundle: u32,
-    entry: pack::data::Entry,
+    offset: u64,
     /// Index of the base's node, [`ROOT`] or [`EXTERNAL`].
     base: u32,
     /// The first index of `wanted` that is this entry, or [`NONE`] for a base that is not
@@ -237,7 +238,12 @@ pub(crate) fn decode_all<T: Send>(
     let plan = Plan::new(packs, wanted)?;
     let groups = plan.groups(parallel::threads());
     let results = parallel::map_chunks(&groups, 2, "notes.read", |mine| {
-        let mut out = Vec::new();
+        let nodes: usize = mine
+            .iter()
+            .flat_map(|g| g.iter())
+            .map(|r| r.1 as usize)
+            .sum();
+        let mut out = Vec::with_capacity(nodes);
         for roots in mine {
             plan.decode_roots(roots, repo, wanted, &map, &mut out)?;
         }
@@ -309,7 +315,7 @@ impl<'p> Plan<'p> {
         let mut locations: Vec<Location> = heads.iter().map(|h| h.0).collect();
         // Bases that are not wanted themselves are added in further rounds (rare: in a notes
         // pack the bases of note blobs are note blobs).
-        let (nodes, bases) = loop {
+        let bases = loop {
             let headers =
                 parallel::map_chunks(&locations, parallel::PARALLEL_MIN, "notes.read", |part| {
                     part.iter()
@@ -318,7 +324,7 @@ impl<'p> Plan<'p> {
                 })?;
             let mut missing = Vec::new();
             let mut bases = Vec::with_capacity(headers.len());
-            for (i, (_, base)) in headers.iter().enumerate() {
+            for (i, base) in headers.iter().enumerate() {
                 bases.push(match base {
                     Base::InPack(b) => {
                         let at = (locations[i].0, *b);
@@ -337,22 +343,21 @@ impl<'p> Plan<'p> {
                 });
             }
             if missing.is_empty() {
-                break (headers, bases);
+                break bases;
             }
             locations.extend(missing);
             locations.sort_unstable();
             locations.dedup();
         };
         let mut heads = heads.into_iter().peekable();
-        let nodes: Vec<Node> = nodes
+        let nodes: Vec<Node> = bases
             .into_iter()
-            .zip(bases)
             .zip(&locations)
-            .map(|(((entry, _), base), at)| {
+            .map(|(base, at)| {
                 let first_want = heads.next_if(|h| h.0 == *at).map_or(NONE, |h| h.1);
                 Node {
                     bundle: u32::try_from(at.0).unwrap_or(u32::MAX),
-                    entry,
+                    offset: at.1,
                     base,
                     first_want,
                 }
@@ -446,7 +451,7 @@ impl<'p> Plan<'p> {
         let mut inflate = gix::zlib::Inflate::default();
         // One buffer per depth: the bytes of the current chain; the kind of each.
         let mut bufs: Vec<Vec<u8>> = Vec::new();
-        let mut kinds: Vec<gix::object::Kind> = Vec::new();
+        let mut kinds: Vec<(u64, gix::object::Kind)> = Vec::new();
         // (node, position in its children list)
         let mut stack: Vec<(u32, usize)> = Vec::new();
         for &(root, _) in roots {
@@ -457,16 +462,14 @@ impl<'p> Plan<'p> {
                     let depth = stack.len() - 1;
                     if bufs.len() <= depth {
                         bufs.push(Vec::new());
-                        kinds.push(gix::object::Kind::Blob);
+                        kinds.push((0, gix::object::Kind::Blob));
                     }
-                    let parent = depth
-                        .checked_sub(1)
-                        .map(|d| (self.nodes[stack[d].0 as usize].entry.data_offset, kinds[d]));
+                    let parent = depth.checked_sub(1).map(|d| kinds[d]);
                     let (done, rest) = bufs.split_at_mut(depth);
                     let parent = parent.zip(done.last().map(Vec::as_slice));
                     kinds[depth] =
                         self.decode_node(node, parent, &mut rest[0], &mut inflate, repo, &local)?;
-                    self.emit(node, kinds[depth], &rest[0], wanted, map, out)?;
+                    self.emit(node, kinds[depth].1, &rest[0], wanted, map, out)?;
                     fresh = false;
                 } else if let Some(&child) = self.kids(node).get(next) {
                     if let Some(top) = stack.last_mut() {
@@ -524,7 +527,7 @@ impl<'p> Plan<'p> {
         inflate: &mut gix::zlib::Inflate,
         repo: &gix::ThreadSafeRepository,
         local: &OnceCell<gix::Repository>,
-    ) -> Result<gix::object::Kind> {
+    ) -> Result<(u64, gix::object::Kind)> {
         let node = &self.nodes[node as usize];
         let bundle = self
             .packs
@@ -553,10 +556,14 @@ impl<'p> Plan<'p> {
             pack_id: data.id,
             parent,
         };
+        let entry = data
+            .entry(node.offset)
+            .map_err(corrupt_at(bundle, node.offset))?;
+        let data_offset = entry.data_offset;
         let outcome = data
-            .decode_entry(node.entry.clone(), out, inflate, &resolve, &mut base)
-            .map_err(corrupt_at(bundle, node.entry.pack_offset()))?;
-        Ok(outcome.kind)
+            .decode_entry(entry, out, inflate, &resolve, &mut base)
+            .map_err(corrupt_at(bundle, node.offset))?;
+        Ok((data_offset, outcome.kind))
     }
 }
 
