@@ -15,14 +15,15 @@
 //!   `git notes copy --stdin` creating 100k notes.
 //! - `parse_one`: one note blob parsed (ours, typed and checked) vs an untyped `serde_json::Value`.
 //!
-//! Measured 2026-11-30 on a quiet 2-core machine, medians (100k notes; 10k in brackets):
-//! `show_one` 43 µs vs 2.9 ms; `write_one` 0.95 ms vs 3.1 ms; `batch_import` 1.36 s vs 2.39 s;
-//! `list_all` 43 ms vs 120 ms (2.6 ms vs 9.1 ms); `read_all` 157 ms vs 194 ms, 0.81x
-//! (11.3 ms vs 23.3 ms, 0.49x), over 20 samples; `parse_one` 0.55 µs vs 0.93 µs. At 100k most of
-//! `read_all` is inflating the 65,792 trees of the 2/2/36 fanout and the 100k blobs (zlib-rs,
-//! on both cores), then the typed parse. Full walks use fresh handles without an object cache,
-//! so every sample reads every tree (with the pooled handles' caches, repeated walks looked up
-//! to a third faster than a cold one).
+//! Measured 2026-11-30 (session 3) on a 2-core machine, medians (100k notes; 10k in brackets):
+//! `show_one` 44 µs vs 2.9 ms; `write_one` 0.94 ms vs 3.2 ms; `batch_import` 1.27 s vs 2.39 s;
+//! `list_all` 30 ms vs 128 ms (1.7 ms vs 9.5 ms); `read_all` 139 ms vs 205 ms, 0.68x (10.4 ms vs
+//! 25.3 ms, 0.41x), over 30 samples, and 0.64x to 0.76x over several runs; `ours_blobs_only`
+//! (the same read without the typed parse) 68 ms, 0.33x; `parse_one` 0.48 µs vs 0.90 µs. At 100k
+//! about half of `read_all` is the typed parse of 100k entries (six allocations each) and a
+//! quarter the walk of the 51,672 trees of the 2/2/36 fanout (a pack lookup and an inflate
+//! each). Full walks read each tree from the packs without an object cache, so every sample
+//! reads every tree. `examples/notes_profile.rs` times the phases one by one.
 #![allow(missing_docs, reason = "divan bench functions")]
 #![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 

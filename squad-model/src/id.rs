@@ -14,6 +14,10 @@ use crate::error::{Error, Result};
 /// [`EntryId::generate`] makes a UUIDv7 (lowercase, hyphenated); ids written by other tools in
 /// ULID form (26 Crockford base-32 characters) are accepted too.
 ///
+/// An id is at most 36 ASCII characters and is held inline, without an allocation: entries are
+/// parsed by the hundred thousand when a namespace is read whole. It orders, compares and
+/// hashes as its text does.
+///
 /// ```
 /// use squad_model::EntryId;
 ///
@@ -23,9 +27,6 @@ use crate::error::{Error, Result};
 /// assert!("01ARZ3NDEKTSV4RRFFQ69G5FAV".parse::<EntryId>().is_ok()); // a ULID
 /// assert!("not-an-id".parse::<EntryId>().is_err());
 /// ```
-///
-/// An id is at most 36 ASCII characters and is held inline (no allocation): entries are parsed
-/// by the hundred thousand when a namespace is read whole.
 #[derive(Clone)]
 pub struct EntryId {
     len: u8,

@@ -30,6 +30,18 @@ fn entry_id_forms() {
     ] {
         let err = EntryId::new(bad).unwrap_err().to_string();
         assert!(err.starts_with("invalid entry id"), "{bad:?}: {err}");
+        let json = serde_json::to_string(bad).unwrap();
+        let err = serde_json::from_str::<EntryId>(&json)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("invalid entry id"), "{bad:?} from JSON: {err}");
+    }
+    // Not a string at all.
+    for json in ["7", "null", "[\"01ARZ3NDEKTSV4RRFFQ69G5FAV\"]"] {
+        let err = serde_json::from_str::<EntryId>(json)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("an entry id"), "{json}: {err}");
     }
 }
 
@@ -88,5 +100,32 @@ proptest::proptest! {
         let expected = !s.is_empty() && !s.chars().any(|c| c.is_whitespace() || c.is_control());
         proptest::prop_assert_eq!(squad_model::TaskId::new(s.clone()).is_ok(), expected, "{:?}", s);
         proptest::prop_assert_eq!(squad_model::IssueId::new(s.clone()).is_ok(), expected, "{:?}", s);
+    }
+}
+
+/// Hashes `v` with the standard hasher.
+fn hash_of<T: std::hash::Hash + ?Sized>(v: &T) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(v)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// An entry id (held inline) orders, compares and hashes exactly as its text, for ULIDs
+    /// of either case and UUIDv7s, mixed; its text and its JSON survive a round trip.
+    #[test]
+    fn entry_ids_order_compare_and_hash_as_their_text(
+        a in "(0[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25})|([0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})",
+        b in "(0[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25})|([0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})",
+    ) {
+        let (x, y) = (EntryId::new(a.as_str()).unwrap(), EntryId::new(b.as_str()).unwrap());
+        proptest::prop_assert_eq!(x.as_str(), a.as_str());
+        proptest::prop_assert_eq!(x.cmp(&y), a.cmp(&b));
+        proptest::prop_assert_eq!(x == y, a == b);
+        proptest::prop_assert_eq!(hash_of(&x), hash_of(a.as_str()));
+        let json = serde_json::to_string(&x).unwrap();
+        proptest::prop_assert_eq!(serde_json::from_str::<EntryId>(&json).unwrap(), x.clone());
+        proptest::prop_assert_eq!(x.to_string(), a);
     }
 }
