@@ -218,6 +218,32 @@ fn read_all_matches_git_for_a_few_notes_in_a_large_pack() {
     check(&repo, "a few notes in a large pack");
 }
 
+/// A repository that borrows its objects from another one (`objects/info/alternates`, as
+/// `git clone --shared` sets up): the notes trees and blobs are in no pack of its own, so the
+/// read goes through the object database for them; notes added here are in a local pack.
+#[test]
+fn read_all_matches_git_with_objects_in_an_alternate() {
+    let src = fixture();
+    src.git_ok(&["repack", "-adq"]);
+    let repo = Repo::new();
+    let alternates = repo.path().join(".git/objects/info/alternates");
+    let objects = src.path().join(".git/objects");
+    std::fs::write(&alternates, format!("{}\n", objects.display())).unwrap();
+    for r in ["refs/heads/main", "refs/notes/squad/data"] {
+        let tip = src.git_ok(&["rev-parse", r]);
+        repo.git_ok(&["update-ref", r, tip.trim()]);
+    }
+    check(&repo, "all objects in an alternate");
+    let commits = repo.git_ok(&["rev-list", "--max-count=40", "main"]);
+    for (i, c) in commits.lines().enumerate() {
+        let note = format!("{{\"id\":\"local-{i}\",\"type\":\"progress\"}}");
+        repo.git_ok(&["notes", "--ref=squad/data", "add", "-f", "-m", &note, c]);
+    }
+    repo.git_ok(&["repack", "-adlq"]);
+    assert_eq!(count(&repo, "packs:"), 1, "a local pack of the new objects");
+    check(&repo, "an alternate and a local pack");
+}
+
 #[test]
 fn a_note_entry_that_is_a_tree_in_a_pack_is_a_corrupt_error() {
     let repo = Repo::new();
