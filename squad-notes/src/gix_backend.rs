@@ -317,7 +317,7 @@ pub(crate) fn peel_commit(
 
 pub(crate) fn from_gix(id: &gix::oid) -> Oid {
     let mut buf = [0u8; 64];
-    Oid(id.hex_to_buf(&mut buf).to_owned())
+    Oid::from_lower_hex(id.hex_to_buf(&mut buf))
 }
 
 pub(crate) fn current_tip(

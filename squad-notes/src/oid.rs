@@ -9,6 +9,8 @@ use crate::error::{Error, ErrorKind, Result};
 ///
 /// Used for annotated objects (usually commits) and for the tips of notes refs.
 /// It never requires the object to exist: notes may annotate objects that are not present locally.
+/// The hex digits are held inline, without an allocation (bulk reads return one per note); it
+/// orders, compares and hashes as its text does.
 ///
 /// ```
 /// use squad_notes::Oid;
@@ -18,8 +20,14 @@ use crate::error::{Error, ErrorKind, Result};
 /// assert!("xyz".parse::<Oid>().is_err());
 /// # Ok::<(), squad_notes::Error>(())
 /// ```
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Oid(pub(crate) String);
+#[derive(Clone)]
+pub struct Oid {
+    len: u8,
+    hex: [u8; OID_HEX_MAX],
+}
+
+/// The longest object id in hex (SHA-256).
+const OID_HEX_MAX: usize = 64;
 
 impl Oid {
     /// Checks `hex` (40 or 64 hex digits, any case) and stores it in lowercase.
@@ -29,7 +37,7 @@ impl Oid {
     /// [`ErrorKind::InvalidInput`] naming the value.
     pub fn new(hex: &str) -> Result<Self> {
         if (hex.len() == 40 || hex.len() == 64) && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            Ok(Self(hex.to_ascii_lowercase()))
+            Ok(Self::from_lower_hex(&hex.to_ascii_lowercase()))
         } else {
             Err(Error::new(
                 ErrorKind::InvalidInput,
@@ -39,21 +47,65 @@ impl Oid {
         }
     }
 
+    /// Holds `hex`, lowercase hex digits that are known to be valid (from a backend).
+    pub(crate) fn from_lower_hex(hex: &str) -> Self {
+        let mut out = [0u8; OID_HEX_MAX];
+        let len = hex.len().min(OID_HEX_MAX);
+        out[..len].copy_from_slice(&hex.as_bytes()[..len]);
+        Self {
+            len: len as u8,
+            hex: out,
+        }
+    }
+
     /// The id as lowercase hex.
     pub fn as_str(&self) -> &str {
-        &self.0
+        // Hex digits are ASCII, so this never falls back.
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        self.hex.get(..usize::from(self.len)).unwrap_or_default()
+    }
+}
+
+impl PartialEq for Oid {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Oid {}
+
+impl PartialOrd for Oid {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The order of the hex text.
+impl Ord for Oid {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+/// Hashes as the hex text does.
+impl std::hash::Hash for Oid {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
     }
 }
 
 impl fmt::Display for Oid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for Oid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Oid({})", self.0)
+        write!(f, "Oid({})", self.as_str())
     }
 }
 

@@ -245,10 +245,6 @@ fn backend(op: &'static str, message: impl Into<String>) -> impl FnOnce(gix::Err
     move |e| Error::new(ErrorKind::Backend, op, message).with_source(e)
 }
 
-fn to_oid(id: &gix::oid) -> Oid {
-    Oid(id.to_string())
-}
-
 impl<S: StateStore> Promoter<S> {
     /// Finds the repository containing `path` and promotes into `state`.
     ///
@@ -567,7 +563,7 @@ impl<S: StateStore> Promoter<S> {
             commits_scanned: commits.len(),
             dry_run: options.dry_run,
         };
-        let closed_tip = to_oid(&tip);
+        let closed_tip = crate::gix_backend::from_gix(&tip);
         for attempt in 0..self.max_attempts {
             if attempt > 0 {
                 std::thread::sleep(backoff(attempt));
@@ -700,7 +696,9 @@ impl<S: StateStore> Promoter<S> {
                 diff_notes(repo, old_tree, new_tree, &mut Vec::new(), &mut changed)?;
                 let have: HashSet<Oid> = objects.iter().cloned().collect();
                 for object in changed {
-                    if new_commits.contains(&object) || have.contains(&to_oid(&object)) {
+                    if new_commits.contains(&object)
+                        || have.contains(&crate::gix_backend::from_gix(&object))
+                    {
                         continue;
                     }
                     changed_elsewhere.push((out.len(), object));
@@ -719,7 +717,7 @@ impl<S: StateStore> Promoter<S> {
                 if on_branch.0.contains(&object)
                     && let Cand::Objects(objects) = &mut out[i].2
                 {
-                    objects.push(to_oid(&object));
+                    objects.push(crate::gix_backend::from_gix(&object));
                 }
             }
             for entry in &mut out {
@@ -927,7 +925,7 @@ fn squad_refs(repo: &gix::Repository) -> Result<Vec<(NotesRef, Oid)>> {
             )
             .with_source(e)
         })?;
-        out.push((notes_ref, to_oid(&id)));
+        out.push((notes_ref, crate::gix_backend::from_gix(&id)));
     }
     out.sort();
     Ok(out)

@@ -12,6 +12,7 @@ mod conformance;
 mod format;
 mod git2;
 mod interop;
+mod oid;
 mod protocol;
 mod sync;
 
