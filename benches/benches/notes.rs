@@ -53,9 +53,10 @@ struct Fixture {
 }
 
 /// The notes history, plus one note in `refs/notes/squad/native` for the `copy --stdin`
-/// baseline, repacked into one pack.
-fn build(dir: &Path, home: &Path, n: usize) {
-    squad_bench::build_notes_history(dir, home, n, &[]);
+/// baseline, repacked into one pack. With `per_commit`, the notes come in commits of that many
+/// and the repack recomputes every delta, as `git gc --aggressive` would (window 10, depth 50).
+fn build(dir: &Path, home: &Path, n: usize, per_commit: Option<usize>) {
+    squad_bench::build_notes_history_in(dir, home, n, per_commit.unwrap_or(n), &[]);
     let data = data();
     let mut c = squad_bench::git_with_home(dir, home);
     c.args([
@@ -68,9 +69,25 @@ fn build(dir: &Path, home: &Path, n: usize) {
     ]);
     run(c);
     let mut c = squad_bench::git_with_home(dir, home);
-    c.args(["repack", "-adq"]);
+    c.args([
+        "repack",
+        if per_commit.is_some() {
+            "-adfq"
+        } else {
+            "-adq"
+        },
+    ]);
     run(c);
 }
+
+/// The notes written over time: `HISTORY_PER_COMMIT` notes per notes commit, then a full
+/// repack (notes trees and blobs become deltas of their older versions).
+fn history(n: usize) -> &'static Fixture {
+    fixture_named(n, "-history")
+}
+
+/// Notes per notes commit in the [`history`] fixtures.
+const HISTORY_PER_COMMIT: usize = 100;
 
 fn fixture(n: usize) -> &'static Fixture {
     fixture_named(n, "")
@@ -84,8 +101,9 @@ fn fixture_named(n: usize, suffix: &'static str) -> &'static Fixture {
     let map = FIXTURES.get_or_init(|| Mutex::new(HashMap::new()));
     let mut map = map.lock().unwrap();
     map.entry((n, suffix)).or_insert_with(|| {
+        let per_commit = (suffix == "-history").then_some(HISTORY_PER_COMMIT);
         let repo = FixtureRepo::cached(&format!("notes-{n}{suffix}"), FIXTURE_VERSION, |d, h| {
-            build(d, h, n);
+            build(d, h, n, per_commit);
         });
         let commits = repo
             .run(&["rev-list", "--reverse", "main"])
@@ -183,16 +201,7 @@ mod read_all {
 
     #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
     fn ours(b: divan::Bencher<'_, '_>, n: usize) {
-        let f = fixture(n);
-        f.reset("refs/notes/squad/data", &f.data_tip);
-        let ns = data();
-        // The parsed notes are returned, so divan frees them after the timed section: freeing
-        // a result is not part of reading it (git's baseline has no result to free either).
-        b.bench_local(|| {
-            let all = f.notes.read_all(&ns).unwrap();
-            assert_eq!(all.len(), n);
-            all
-        });
+        read_all_ours(b, fixture(n), n);
     }
 
     /// The backend's bulk read alone (tree walk and blobs, no parsing).
@@ -212,23 +221,55 @@ mod read_all {
 
     #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
     fn git_cli(b: divan::Bencher<'_, '_>, n: usize) {
-        let f = fixture(n);
-        f.reset("refs/notes/squad/data", &f.data_tip);
-        b.bench_local(|| {
-            let mut cmd = f.git();
-            cmd.args(["-c", "core.pager=cat"])
-                .arg("notes")
-                .args(["--ref=squad/data", "list"]);
-            let mut list = cmd.stdout(Stdio::piped()).spawn().unwrap();
-            let mut cat = f.git();
-            cat.args(["cat-file", "--batch"])
-                .stdin(list.stdout.take().unwrap())
-                .stdout(Stdio::piped());
-            let out = cat.output().unwrap();
-            assert!(out.status.success() && list.wait().unwrap().success());
-            out.stdout.len()
-        });
+        read_all_git(b, fixture(n));
     }
+}
+
+/// `read_all` on notes written over time (see [`history`]): the same read and baseline.
+mod read_all_history {
+    use super::*;
+
+    #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+    fn ours(b: divan::Bencher<'_, '_>, n: usize) {
+        read_all_ours(b, history(n), n);
+    }
+
+    #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+    fn git_cli(b: divan::Bencher<'_, '_>, n: usize) {
+        read_all_git(b, history(n));
+    }
+}
+
+/// Every entry of `f`, parsed (`Notes::read_all`).
+fn read_all_ours(b: divan::Bencher<'_, '_>, f: &'static Fixture, n: usize) {
+    f.reset("refs/notes/squad/data", &f.data_tip);
+    let ns = data();
+    // The parsed notes are returned, so divan frees them after the timed section: freeing a
+    // result is not part of reading it (git's baseline has no result to free either).
+    b.bench_local(|| {
+        let all = f.notes.read_all(&ns).unwrap();
+        assert_eq!(all.len(), n);
+        all
+    });
+}
+
+/// The baseline: `git notes list | git cat-file --batch` on `f`.
+fn read_all_git(b: divan::Bencher<'_, '_>, f: &'static Fixture) {
+    f.reset("refs/notes/squad/data", &f.data_tip);
+    b.bench_local(|| {
+        let mut cmd = f.git();
+        cmd.args(["-c", "core.pager=cat"])
+            .arg("notes")
+            .args(["--ref=squad/data", "list"]);
+        let mut list = cmd.stdout(Stdio::piped()).spawn().unwrap();
+        let mut cat = f.git();
+        cat.args(["cat-file", "--batch"])
+            .stdin(list.stdout.take().unwrap())
+            .stdout(Stdio::piped());
+        let out = cat.output().unwrap();
+        assert!(out.status.success() && list.wait().unwrap().success());
+        out.stdout.len()
+    });
 }
 
 mod write_one {

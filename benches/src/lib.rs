@@ -115,8 +115,21 @@ pub fn decision_entry(agent: &squad_model::AgentName, i: usize) -> squad_model::
 
 /// Fills the empty repository `dir`: `git init`, a bench identity and no automatic gc (plus
 /// `config`), then, with `git fast-import`, a linear history of `n` commits on `main` and one
-/// note per commit in `refs/notes/squad/data` ([`decision_entry`] of `data`).
+/// note per commit in `refs/notes/squad/data` ([`decision_entry`] of `data`), all in one notes
+/// commit.
 pub fn build_notes_history(dir: &Path, home: &Path, n: usize, config: &[(&str, &str)]) {
+    build_notes_history_in(dir, home, n, n, config);
+}
+
+/// [`build_notes_history`], with the notes added `per_commit` at a time: `n / per_commit`
+/// notes commits, as a squad writing notes over time leaves them.
+pub fn build_notes_history_in(
+    dir: &Path,
+    home: &Path,
+    n: usize,
+    per_commit: usize,
+    config: &[(&str, &str)],
+) {
     let run_git = |args: &[&str]| {
         let mut c = git_with_home(dir, home);
         c.args(args);
@@ -149,11 +162,16 @@ pub fn build_notes_history(dir: &Path, home: &Path, n: usize, config: &[(&str, &
             line.len()
         ));
     }
-    s.push_str("commit refs/notes/squad/data\ncommitter Bench <bench@test.invalid> 1700000000 +0000\ndata 8\nfixture\n");
-    for i in 1..=n {
-        s.push_str(&format!("N :{} :{i}\n", n + i));
+    for (c, first) in (1..=n).step_by(per_commit.max(1)).enumerate() {
+        s.push_str(&format!(
+            "commit refs/notes/squad/data\ncommitter Bench <bench@test.invalid> {} +0000\ndata 8\nfixture\n",
+            1_700_000_000 + c
+        ));
+        for i in first..(first + per_commit.max(1)).min(n + 1) {
+            s.push_str(&format!("N :{} :{i}\n", n + i));
+        }
+        s.push('\n');
     }
-    s.push('\n');
     let mut c = git_with_home(dir, home);
     c.args(["fast-import", "--quiet"]);
     run_stdin(c, s.as_bytes());

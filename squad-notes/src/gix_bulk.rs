@@ -199,6 +199,20 @@ fn header(packs: &Packs, n: usize, offset: u64) -> Result<Base> {
     Ok(base)
 }
 
+/// A piece of work for one thread: the entry `node` (its own delta chain read from the pack
+/// when it is a delta), then, depth first, the subtrees of its children `kids` (positions in
+/// its children list). A delta tree small enough is one piece; a larger one is cut at its
+/// nodes into runs of children, each piece reading the node again, and only the first one
+/// handing it over (`head`). So a pack whose blobs are nearly all deltas of one base still
+/// spreads over threads, for one chain read per piece.
+#[derive(Clone)]
+struct Unit {
+    node: u32,
+    kids: std::ops::Range<u32>,
+    size: u32,
+    head: bool,
+}
+
 /// One pack entry of the plan (its header is read again when it is decoded: keeping the
 /// parsed headers of a large plan cost more in memory traffic than parsing them twice).
 struct Node {
@@ -241,11 +255,11 @@ pub(crate) fn decode_all<T: Send>(
         let nodes: usize = mine
             .iter()
             .flat_map(|g| g.iter())
-            .map(|r| r.1 as usize)
+            .map(|u| u.size as usize)
             .sum();
         let mut out = Vec::with_capacity(nodes);
         for roots in mine {
-            plan.decode_roots(roots, repo, wanted, &map, &mut out)?;
+            plan.decode_units(roots, repo, wanted, &map, &mut out)?;
         }
         Ok(out)
     })?;
@@ -270,8 +284,8 @@ struct Plan<'p> {
     /// pack order.
     child_start: Vec<u32>,
     children: Vec<u32>,
-    /// The roots in pack order, with the size of their trees.
-    roots: Vec<(u32, u32)>,
+    /// The pieces of work, in pack order.
+    units: Vec<Unit>,
     wanted_count: usize,
 }
 
@@ -383,7 +397,7 @@ impl<'p> Plan<'p> {
                 children[*slot as usize] = i;
                 *slot += 1;
             } else {
-                roots.push((i, 0));
+                roots.push(i);
             }
         }
         let mut plan = Self {
@@ -392,21 +406,82 @@ impl<'p> Plan<'p> {
             next_want,
             child_start,
             children,
-            roots,
+            units: Vec::new(),
             wanted_count: wanted.objects.len(),
         };
-        // Tree sizes, to balance the threads.
-        let mut stack = Vec::new();
-        for r in 0..plan.roots.len() {
-            let mut size = 0u32;
-            stack.push(plan.roots[r].0);
-            while let Some(i) = stack.pop() {
-                size += 1;
-                stack.extend_from_slice(plan.kids(i));
-            }
-            plan.roots[r].1 = size;
-        }
+        plan.units = plan.cut(&roots, parallel::threads());
         Ok(plan)
+    }
+
+    /// Cuts the delta trees below `roots` into pieces of at most about a quarter of one
+    /// thread's share, in pack order.
+    fn cut(&self, roots: &[u32], threads: usize) -> Vec<Unit> {
+        // Subtree sizes: in a depth-first pre-order every base comes before its deltas, so
+        // adding sizes up in reverse pre-order sums each subtree before its base needs it.
+        let mut preorder = Vec::with_capacity(self.nodes.len());
+        let mut stack: Vec<u32> = roots.to_vec();
+        while let Some(i) = stack.pop() {
+            preorder.push(i);
+            stack.extend_from_slice(self.kids(i));
+        }
+        let mut size = vec![1u32; self.nodes.len()];
+        for &i in preorder.iter().rev() {
+            let base = self.nodes[i as usize].base;
+            if base < EXTERNAL {
+                size[base as usize] += size[i as usize];
+            }
+        }
+        let piece = (preorder.len() / (threads.max(1) * 4)).max(parallel::PARALLEL_MIN);
+        let piece = u32::try_from(piece).unwrap_or(u32::MAX);
+        let mut units = Vec::new();
+        stack.extend_from_slice(roots);
+        while let Some(i) = stack.pop() {
+            let kids = self.kids(i);
+            let all = 0..u32::try_from(kids.len()).unwrap_or(u32::MAX);
+            if size[i as usize] <= piece {
+                units.push(Unit {
+                    node: i,
+                    kids: all,
+                    size: size[i as usize],
+                    head: true,
+                });
+                continue;
+            }
+            // Runs of small children; a child too large is cut on its own.
+            let mut head = true;
+            let (mut start, mut acc) = (0u32, 0u32);
+            for (k, &child) in (0u32..).zip(kids) {
+                let s = size[child as usize];
+                if s > piece || (acc > 0 && acc + s > piece) {
+                    if acc > 0 {
+                        units.push(Unit {
+                            node: i,
+                            kids: start..k,
+                            size: acc + 1,
+                            head,
+                        });
+                        head = false;
+                    }
+                    (start, acc) = (k, 0);
+                }
+                if s > piece {
+                    stack.push(child);
+                    start = k + 1;
+                } else {
+                    acc += s;
+                }
+            }
+            if acc > 0 || head {
+                units.push(Unit {
+                    node: i,
+                    kids: start..all.end,
+                    size: acc + 1,
+                    head,
+                });
+            }
+        }
+        units.sort_unstable_by_key(|u| (u.node, u.kids.start));
+        units
     }
 
     fn kids(&self, i: u32) -> &[u32] {
@@ -418,30 +493,30 @@ impl<'p> Plan<'p> {
         self.children.get(start..end).unwrap_or_default()
     }
 
-    /// The roots cut into at most `threads` contiguous runs of about equal work.
-    fn groups(&self, threads: usize) -> Vec<&[(u32, u32)]> {
-        let total: usize = self.roots.iter().map(|r| r.1 as usize).sum();
+    /// The pieces cut into at most `threads` contiguous runs of about equal work.
+    fn groups(&self, threads: usize) -> Vec<&[Unit]> {
+        let total: usize = self.units.iter().map(|u| u.size as usize).sum();
         if threads < 2 || total < parallel::PARALLEL_MIN {
-            return vec![&self.roots[..]];
+            return vec![&self.units[..]];
         }
         let share = total.div_ceil(threads);
         let mut groups = Vec::with_capacity(threads);
         let (mut start, mut acc) = (0, 0);
-        for (i, r) in self.roots.iter().enumerate() {
-            acc += r.1 as usize;
+        for (i, u) in self.units.iter().enumerate() {
+            acc += u.size as usize;
             if acc >= share && groups.len() + 1 < threads {
-                groups.push(&self.roots[start..=i]);
+                groups.push(&self.units[start..=i]);
                 (start, acc) = (i + 1, 0);
             }
         }
-        groups.push(&self.roots[start..]);
+        groups.push(&self.units[start..]);
         groups
     }
 
-    /// Decodes the trees of `roots` depth first, mapping every wanted entry into `out`.
-    fn decode_roots<T>(
+    /// Decodes the pieces `units` depth first, mapping every wanted entry into `out`.
+    fn decode_units<T>(
         &self,
-        roots: &[(u32, u32)],
+        units: &[Unit],
         repo: &gix::ThreadSafeRepository,
         wanted: &Wanted<'_>,
         map: &impl Fn(usize, &[u8]) -> T,
@@ -449,37 +524,37 @@ impl<'p> Plan<'p> {
     ) -> Result<()> {
         let local: OnceCell<gix::Repository> = OnceCell::new();
         let mut inflate = gix::zlib::Inflate::default();
-        // One buffer per depth: the bytes of the current chain; the kind of each.
-        let mut bufs: Vec<Vec<u8>> = Vec::new();
-        let mut kinds: Vec<(u64, gix::object::Kind)> = Vec::new();
-        // (node, position in its children list)
-        let mut stack: Vec<(u32, usize)> = Vec::new();
-        for &(root, _) in roots {
-            stack.push((root, 0));
-            let mut fresh = true;
-            while let Some(&(node, next)) = stack.last() {
-                if fresh {
-                    let depth = stack.len() - 1;
-                    if bufs.len() <= depth {
-                        bufs.push(Vec::new());
-                        kinds.push((0, gix::object::Kind::Blob));
-                    }
-                    let parent = depth.checked_sub(1).map(|d| kinds[d]);
-                    let (done, rest) = bufs.split_at_mut(depth);
-                    let parent = parent.zip(done.last().map(Vec::as_slice));
-                    kinds[depth] =
-                        self.decode_node(node, parent, &mut rest[0], &mut inflate, repo, &local)?;
-                    self.emit(node, kinds[depth].1, &rest[0], wanted, map, out)?;
-                    fresh = false;
-                } else if let Some(&child) = self.kids(node).get(next) {
-                    if let Some(top) = stack.last_mut() {
-                        top.1 += 1;
-                    }
-                    stack.push((child, 0));
-                    fresh = true;
-                } else {
+        // One buffer per depth: the bytes of the current chain, with each one's data offset
+        // and kind.
+        let mut bufs: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut kinds: Vec<(u64, gix::object::Kind)> = vec![(0, gix::object::Kind::Blob)];
+        // (node, next child position, end of the children to visit)
+        let mut stack: Vec<(u32, usize, usize)> = Vec::new();
+        for unit in units {
+            kinds[0] =
+                self.decode_node(unit.node, None, &mut bufs[0], &mut inflate, repo, &local)?;
+            if unit.head {
+                self.emit(unit.node, kinds[0].1, &bufs[0], wanted, map, out)?;
+            }
+            stack.push((unit.node, unit.kids.start as usize, unit.kids.end as usize));
+            while let Some(top) = stack.last_mut() {
+                let (node, next, end) = *top;
+                let Some(&child) = self.kids(node).get(next).filter(|_| next < end) else {
                     stack.pop();
+                    continue;
+                };
+                top.1 += 1;
+                let depth = stack.len();
+                if bufs.len() <= depth {
+                    bufs.push(Vec::new());
+                    kinds.push((0, gix::object::Kind::Blob));
                 }
+                let (done, rest) = bufs.split_at_mut(depth);
+                let parent = done.last().map(|b| (kinds[depth - 1], b.as_slice()));
+                kinds[depth] =
+                    self.decode_node(child, parent, &mut rest[0], &mut inflate, repo, &local)?;
+                self.emit(child, kinds[depth].1, &rest[0], wanted, map, out)?;
+                stack.push((child, 0, self.kids(child).len()));
             }
         }
         Ok(())
@@ -590,5 +665,88 @@ impl pack::cache::DecodeEntry for Parent<'_> {
         out.extend_from_slice(bytes);
         // The second value is the entry's packed size, which only the decoder's statistics use.
         Some((kind, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    /// Blobs that git packs as one deep delta tree: the plan cuts it into pieces (a node read
+    /// again by several pieces, handed over by one), and every blob still comes out exactly as
+    /// the object database reads it, once.
+    #[test]
+    fn a_delta_tree_larger_than_a_piece_is_cut_and_every_entry_decodes_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str], input: &[u8]| {
+            use std::io::Write;
+            let mut child = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(args)
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child.stdin.take().unwrap().write_all(input).unwrap();
+            assert!(child.wait().unwrap().success(), "git {args:?}");
+        };
+        git(&["init", "-q"], b"");
+        let common = "a long common prefix that every blob shares, so that git deltas them. ";
+        let mut stream = String::new();
+        for i in 1..=3000 {
+            let body = format!("{}{i}\n", common.repeat(4));
+            stream.push_str(&format!("blob\nmark :{i}\ndata {}\n{body}\n", body.len()));
+        }
+        // A commit holding them all keeps them through the repack.
+        stream.push_str(
+            "commit refs/heads/main\ncommitter T <t@test.invalid> 1700000000 +0000\ndata 0\n",
+        );
+        for i in 1..=3000 {
+            stream.push_str(&format!("M 100644 :{i} f{i}\n"));
+        }
+        stream.push('\n');
+        git(&["fast-import", "--quiet"], stream.as_bytes());
+        git(&["repack", "-adfq", "--window=50", "--depth=4095"], b"");
+        let repo = gix::open(dir.path()).unwrap();
+        let packs = Packs::open(&repo);
+        let index = &packs.bundles[0].index;
+        let objects: Vec<(gix::ObjectId, Location)> = (0..index.num_objects())
+            .map(|i| {
+                (
+                    index.oid_at_index(i).to_owned(),
+                    (0, index.pack_offset_at_index(i)),
+                )
+            })
+            .filter(|(id, _)| repo.find_object(*id).unwrap().kind == gix::object::Kind::Blob)
+            .collect();
+        assert_eq!(objects.len(), 3000);
+        let wanted = Wanted {
+            objects: &objects,
+            kind: gix::object::Kind::Blob,
+            what: "blob",
+        };
+        let plan = Plan::new(&packs, &wanted).unwrap();
+        assert!(
+            plan.units.iter().any(|u| !u.head),
+            "a delta tree should have been cut: {} units",
+            plan.units.len()
+        );
+        let heads = plan.units.iter().filter(|u| u.head).count();
+        let distinct = {
+            let mut nodes: Vec<u32> = plan.units.iter().map(|u| u.node).collect();
+            nodes.dedup();
+            nodes.len()
+        };
+        assert_eq!(heads, distinct, "one piece hands each cut node over");
+        let ts = gix::ThreadSafeRepository::open(dir.path()).unwrap();
+        let mut got = decode_all(&packs, &ts, &wanted, |w, bytes| bytes.to_vec()).unwrap();
+        got.sort_by_key(|(w, _)| *w);
+        assert_eq!(got.len(), objects.len());
+        for (w, bytes) in got {
+            let id = objects[w].0;
+            assert_eq!(bytes, repo.find_object(id).unwrap().data, "{id}");
+        }
     }
 }
