@@ -741,7 +741,7 @@ mod tests {
         };
         assert_eq!(heads, distinct, "one piece hands each cut node over");
         let ts = gix::ThreadSafeRepository::open(dir.path()).unwrap();
-        let mut got = decode_all(&packs, &ts, &wanted, |w, bytes| bytes.to_vec()).unwrap();
+        let mut got = decode_all(&packs, &ts, &wanted, |_, bytes| bytes.to_vec()).unwrap();
         got.sort_by_key(|(w, _)| *w);
         assert_eq!(got.len(), objects.len());
         for (w, bytes) in got {
