@@ -37,6 +37,15 @@ use squad_bench::{FixtureRepo, decision_entry, run, run_stdin};
 use squad_model::{AgentName, NoteEntry};
 use squad_notes::{GixNotes, Notes, Oid};
 
+/// mimalloc, as in the routing bench. A full read returns 100k parsed entries, about 600k small
+/// allocations, which divan frees after each timed section. glibc's allocator defers part of
+/// that work (it consolidates freed small chunks at the next large allocation), so the next
+/// sample's read paid for the previous sample's free: medians flipped between about 105 and
+/// 140 ms at 100k from run to run. mimalloc frees at once, so the samples time the read alone,
+/// as this bench means to. The system allocator's figures are in the header above.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     divan::main();
 }

@@ -17,6 +17,10 @@ use std::time::{Duration, Instant};
 
 use squad_notes::{GixNotes, NotesBackend, NotesRef};
 
+/// The notes bench's allocator (see there why).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
