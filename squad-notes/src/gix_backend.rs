@@ -219,7 +219,7 @@ impl GixNotes {
         })?;
         let mut slots: Vec<Option<Slot<T>>> =
             std::iter::repeat_with(|| None).take(walked.len()).collect();
-        for (w, s) in loaded {
+        for (w, s) in loaded.into_iter().flatten() {
             slots[at_walked[w]] = Some(s);
         }
         for i in loose {

@@ -236,8 +236,9 @@ pub(crate) struct Wanted<'a> {
 }
 
 /// Decodes every object of `wanted` and maps its bytes with `map(index in wanted, bytes)` on
-/// the thread that decoded it. The results come in no particular order, one per wanted index
-/// (the same location wanted twice is decoded once and mapped twice).
+/// the thread that decoded it. The results come in one vector per thread, in no particular
+/// order, one per wanted index (the same location wanted twice is decoded once and mapped
+/// twice); they are not gathered into one vector, which would copy them all once more.
 ///
 /// # Errors
 ///
@@ -248,7 +249,7 @@ pub(crate) fn decode_all<T: Send>(
     repo: &gix::ThreadSafeRepository,
     wanted: &Wanted<'_>,
     map: impl Fn(usize, &[u8]) -> T + Sync,
-) -> Result<Vec<(usize, T)>> {
+) -> Result<Vec<Vec<(usize, T)>>> {
     let plan = Plan::new(packs, wanted)?;
     let groups = plan.groups(parallel::threads());
     let results = parallel::map_chunks(&groups, 2, "notes.read", |mine| {
@@ -261,9 +262,9 @@ pub(crate) fn decode_all<T: Send>(
         for roots in mine {
             plan.decode_units(roots, repo, wanted, &map, &mut out)?;
         }
-        Ok(out)
+        Ok(vec![out])
     })?;
-    if results.len() != plan.wanted_count {
+    if results.iter().map(Vec::len).sum::<usize>() != plan.wanted_count {
         return Err(Error::new(
             ErrorKind::Corrupt,
             "notes.read",
@@ -741,7 +742,12 @@ mod tests {
         };
         assert_eq!(heads, distinct, "one piece hands each cut node over");
         let ts = gix::ThreadSafeRepository::open(dir.path()).unwrap();
-        let mut got = decode_all(&packs, &ts, &wanted, |_, bytes| bytes.to_vec()).unwrap();
+        let mut got: Vec<(usize, Vec<u8>)> =
+            decode_all(&packs, &ts, &wanted, |_, bytes| bytes.to_vec())
+                .unwrap()
+                .into_iter()
+                .flatten()
+                .collect();
         got.sort_by_key(|(w, _)| *w);
         assert_eq!(got.len(), objects.len());
         for (w, bytes) in got {
