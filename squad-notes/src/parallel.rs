@@ -30,10 +30,10 @@ pub(crate) fn map_chunks<T: Sync, U: Send>(
             .chunks(size)
             .map(|chunk| scope.spawn(move || work(chunk)))
             .collect();
-        let mut out = Vec::with_capacity(items.len());
+        let mut parts = Vec::with_capacity(handles.len());
         for h in handles {
             match h.join() {
-                Ok(part) => out.extend(part?),
+                Ok(part) => parts.push(part?),
                 Err(_) => {
                     return Err(Error::new(
                         ErrorKind::Backend,
@@ -42,6 +42,11 @@ pub(crate) fn map_chunks<T: Sync, U: Send>(
                     ));
                 }
             }
+        }
+        // One allocation of the exact size: the parts may hold far more than `items`.
+        let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+        for part in parts {
+            out.extend(part);
         }
         Ok(out)
     })
