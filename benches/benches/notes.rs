@@ -10,20 +10,24 @@
 //! - `show_one`: one commit's entries (`Notes::show`) vs `git notes show` (one process each).
 //! - `list_all`: every noted commit (`Notes::list`, the tree walk alone) vs `git notes list`.
 //! - `read_all`: every entry, parsed (`Notes::read_all`) vs `git notes list | git cat-file --batch`.
+//! - `read_all_history`: the same on notes written over time: 100 per notes commit, then a full
+//!   repack, so that trees and blobs are deltas of their older versions (git's usual layout).
 //! - `write_one`: one appended entry (`Notes::write`) vs `git notes append`.
 //! - `batch_import`: 100k entries in one notes commit (`Notes::write_batch`) vs
 //!   `git notes copy --stdin` creating 100k notes.
 //! - `parse_one`: one note blob parsed (ours, typed and checked) vs an untyped `serde_json::Value`.
 //!
 //! Measured 2026-11-30 (session 3) on a 2-core machine, medians (100k notes; 10k in brackets):
-//! `show_one` 44 µs vs 2.9 ms; `write_one` 0.94 ms vs 3.2 ms; `batch_import` 1.27 s vs 2.39 s;
-//! `list_all` 30 ms vs 128 ms (1.7 ms vs 9.5 ms); `read_all` 139 ms vs 205 ms, 0.68x (10.4 ms vs
-//! 25.3 ms, 0.41x), over 30 samples, and 0.64x to 0.76x over several runs; `ours_blobs_only`
-//! (the same read without the typed parse) 68 ms, 0.33x; `parse_one` 0.48 µs vs 0.90 µs. At 100k
-//! about half of `read_all` is the typed parse of 100k entries (six allocations each) and a
-//! quarter the walk of the 51,672 trees of the 2/2/36 fanout (a pack lookup and an inflate
-//! each). Full walks read each tree from the packs without an object cache, so every sample
-//! reads every tree. `examples/notes_profile.rs` times the phases one by one.
+//! `show_one` 42 µs vs 2.8 ms; `write_one` 0.87 ms vs 3.0 ms; `batch_import` 1.19 s vs 2.39 s;
+//! `list_all` 33 ms vs 130 ms (1.6 ms vs 10.0 ms); `read_all` 106 ms vs 219 ms, 0.48x (9.6 ms
+//! vs 25.1 ms, 0.38x) over 30 samples, 0.43x to 0.52x over several runs; `read_all_history`
+//! 94 ms vs 194 ms, 0.49x (7.8 ms vs 24.2 ms, 0.32x); `ours_blobs_only` (the same read without
+//! the typed parse) 69 ms, 0.31x; `parse_one` 0.42 µs vs 1.04 µs (fastest). With the system
+//! allocator instead of mimalloc (see `ALLOC`): `read_all` 119 ms vs 204 ms, 0.58x, and
+//! `read_all_history` 114 ms vs 204 ms, 0.56x. At 100k about half of `read_all` is the typed
+//! parse of 100k entries and a third the walk of the 51,672 trees of the 2/2/36 fanout (a pack
+//! lookup and an inflate each). Full walks read each tree from the packs without an object
+//! cache, so every sample reads every tree. `examples/notes_profile.rs` times the phases.
 #![allow(missing_docs, reason = "divan bench functions")]
 #![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
