@@ -16,6 +16,21 @@ const NOTES: usize = 1_200;
 /// similar JSON lines (so packs delta them against each other); the first ten are byte-identical
 /// (one blob noted on ten commits); one note is empty.
 fn fixture() -> Repo {
+    history_with_notes((1..=NOTES).map(|i| {
+        let body = match i {
+            1..=10 => "{\"id\":\"same\",\"type\":\"progress\"}\n".to_owned(),
+            11 => String::new(),
+            _ => format!(
+                "{{\"id\":\"01ARZ3NDEKTSV4RRFFQ69G{i:04}\",\"agent\":\"data\",\"type\":\"decision\",\"decision\":\"Use JWT RS256 for auth middleware, step {i}\",\"reasoning\":\"Existing pattern in codebase.\"}}\n"
+            ),
+        };
+        (i, body)
+    }))
+}
+
+/// A history of `NOTES` commits and one notes commit holding `notes`: (commit number from 1,
+/// note text), written by `git fast-import`.
+fn history_with_notes(notes: impl Iterator<Item = (usize, String)>) -> Repo {
     let repo = Repo::new();
     let mut s = String::new();
     for i in 1..=NOTES {
@@ -27,14 +42,7 @@ fn fixture() -> Repo {
     s.push_str(
         "commit refs/notes/squad/data\ncommitter T <t@test.invalid> 1700000000 +0000\ndata 8\nfixture\n",
     );
-    for i in 1..=NOTES {
-        let body = match i {
-            1..=10 => "{\"id\":\"same\",\"type\":\"progress\"}\n".to_owned(),
-            11 => String::new(),
-            _ => format!(
-                "{{\"id\":\"01ARZ3NDEKTSV4RRFFQ69G{i:04}\",\"agent\":\"data\",\"type\":\"decision\",\"decision\":\"Use JWT RS256 for auth middleware, step {i}\",\"reasoning\":\"Existing pattern in codebase.\"}}\n"
-            ),
-        };
+    for (i, body) in notes {
         s.push_str(&format!("N inline :{i}\ndata {}\n{body}\n", body.len()));
     }
     repo.git_stdin(&["fast-import", "--quiet"], s.as_bytes());
@@ -196,22 +204,10 @@ fn read_all_matches_git_when_bases_are_old_note_versions() {
 /// of the pack's objects).
 #[test]
 fn read_all_matches_git_for_a_few_notes_in_a_large_pack() {
-    let repo = Repo::new();
-    let mut s = String::new();
-    for i in 1..=NOTES {
-        s.push_str(&format!(
-            "commit refs/heads/main\nmark :{i}\ncommitter T <t@test.invalid> {} +0000\ndata 0\n\n",
-            1_700_000_000 + i
-        ));
-    }
-    s.push_str(
-        "commit refs/notes/squad/data\ncommitter T <t@test.invalid> 1700000000 +0000\ndata 8\nfixture\n",
-    );
-    for i in (60..=NOTES).step_by(60) {
+    let repo = history_with_notes((60..=NOTES).step_by(60).map(|i| {
         let body = format!("{{\"id\":\"01ARZ3NDEKTSV4RRFFQ69G{i:04}\",\"type\":\"progress\"}}\n");
-        s.push_str(&format!("N inline :{i}\ndata {}\n{body}\n", body.len()));
-    }
-    repo.git_stdin(&["fast-import", "--quiet"], s.as_bytes());
+        (i, body)
+    }));
     repo.git_ok(&["repack", "-adfq"]);
     // 20 notes among about 1,200 commits: fewer than one in eight objects.
     assert!(count(&repo, "in-pack:") > 20 * 8, "a large pack");
