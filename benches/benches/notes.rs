@@ -21,13 +21,14 @@
 //! `show_one` 42 µs vs 2.8 ms; `write_one` 0.87 ms vs 3.0 ms; `batch_import` 1.19 s vs 2.39 s;
 //! `list_all` 33 ms vs 130 ms (1.6 ms vs 10.0 ms); `read_all` 106 ms vs 219 ms, 0.48x (9.6 ms
 //! vs 25.1 ms, 0.38x) over 30 samples, 0.42x to 0.48x over four such runs; `read_all_history`
-//! 94 ms vs 194 ms, 0.49x (7.8 ms vs 24.2 ms, 0.32x), 0.46x to 0.49x over four runs; `ours_blobs_only` (the same read without
-//! the typed parse) 69 ms, 0.31x; `parse_one` 0.42 µs vs 1.04 µs (fastest). With the system
-//! allocator instead of mimalloc (see `ALLOC`): `read_all` 119 ms vs 204 ms, 0.58x, and
-//! `read_all_history` 114 ms vs 204 ms, 0.56x. At 100k about half of `read_all` is the typed
-//! parse of 100k entries and a third the walk of the 51,672 trees of the 2/2/36 fanout (a pack
-//! lookup and an inflate each). Full walks read each tree from the packs without an object
-//! cache, so every sample reads every tree. `examples/notes_profile.rs` times the phases.
+//! 94 ms vs 194 ms, 0.49x (7.8 ms vs 24.2 ms, 0.32x), 0.46x to 0.49x over four runs;
+//! `ours_blobs_only` (the same read without the typed parse) 69 ms, 0.31x; `parse_one` 0.42 µs
+//! vs 1.04 µs (fastest). With the system allocator instead of mimalloc (see `ALLOC`):
+//! `read_all` 119 ms vs 204 ms, 0.58x, and `read_all_history` 114 ms vs 204 ms, 0.56x. At 100k
+//! about half of `read_all` is the typed parse of 100k entries and a third the walk of the
+//! 51,672 trees of the 2/2/36 fanout (a pack lookup and an inflate each). Full walks read each
+//! tree from the packs without an object cache, so every sample reads every tree.
+//! `examples/notes_profile.rs` times the phases.
 #![allow(missing_docs, reason = "divan bench functions")]
 #![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
