@@ -6,9 +6,12 @@
 //! chain of bases is read from the entry headers alone (no inflating), bases that are not wanted
 //! themselves are added to the plan, and every tree is then decoded depth first from its
 //! undeltified root, each child from the bytes of its parent. So every entry of the plan is
-//! inflated once, a delta is applied once, and a thread holds only the bytes of the current
-//! chain (one buffer per depth, reused), whatever the pack's delta layout. Whole delta trees are
-//! spread over threads, so no thread needs a base another one decoded.
+//! inflated once (but the few at which a large tree is cut, see below), a delta is applied once,
+//! and a thread holds only the bytes of the current chain (one buffer per depth, reused),
+//! whatever the pack's delta layout. Threads take pieces: a whole delta tree, or, for a tree
+//! larger than a thread's share, a run of one node's children, the piece reading that node's
+//! chain again. So no thread needs bytes another one decoded, and a pack whose blobs are nearly
+//! all deltas of one base (as after a full repack) still uses every thread.
 //!
 //! Objects that are not in a pack of the repository itself (loose objects, alternates) are read
 //! by the caller through the object database. A delta whose base is outside its pack (git does
