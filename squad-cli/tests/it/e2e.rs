@@ -2,90 +2,13 @@
 //! clones, synced through a bare remote and promoted; a gate approved in-chat; a spawn prompt
 //! from hot, cold and wiki memory; an issue routed to a squad and the leader's briefing.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
 use serde_json::Value;
+
+use crate::git_repo::Clones;
 
 const SQUAD: &str = "00000000-0000-4000-8000-0000000005a1";
 const LEAD: &str = "00000000-0000-4000-8000-0000000000a1";
 const SAM: &str = "00000000-0000-4000-8000-0000000000e1";
-
-struct World {
-    dir: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl World {
-    fn path(&self, clone: &str) -> PathBuf {
-        self.dir.path().join(clone)
-    }
-
-    fn env(&self, c: &mut Command) {
-        c.env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.home.path())
-            .env("GIT_AUTHOR_NAME", "Squad Test")
-            .env("GIT_AUTHOR_EMAIL", "squad@test.invalid")
-            .env("GIT_COMMITTER_NAME", "Squad Test")
-            .env("GIT_COMMITTER_EMAIL", "squad@test.invalid")
-            .env_remove("GIT_DIR")
-            .env_remove("GITHUB_TOKEN")
-            .env_remove("GH_TOKEN")
-            .env_remove("SQUAD_WEBHOOK_URL");
-    }
-
-    #[track_caller]
-    fn git(&self, dir: &Path, args: &[&str]) -> String {
-        let mut c = Command::new("git");
-        c.current_dir(dir).args(args);
-        self.env(&mut c);
-        let out = c.output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
-        text(&out.stdout)
-    }
-
-    fn squad(&self, dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_squad"));
-        c.arg("-C").arg(dir).args(args);
-        self.env(&mut c);
-        let mut child = c
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            let mut pipe = child.stdin.take().unwrap();
-            if let Some(s) = stdin {
-                pipe.write_all(s.as_bytes()).unwrap();
-            }
-        }
-        child.wait_with_output().unwrap()
-    }
-
-    /// Runs `squad`, asserts exit 0 and returns stdout.
-    #[track_caller]
-    fn ok(&self, dir: &Path, args: &[&str], stdin: Option<&str>) -> String {
-        let out = self.squad(dir, args, stdin);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "squad {args:?}: {}",
-            text(&out.stderr)
-        );
-        text(&out.stdout)
-    }
-
-    #[track_caller]
-    fn json(&self, dir: &Path, args: &[&str]) -> Value {
-        serde_json::from_str(&self.ok(dir, args, None)).unwrap()
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 fn trace() -> String {
     let mut t = String::new();
@@ -118,24 +41,9 @@ fn trace() -> String {
 
 #[test]
 fn a_squad_round_through_the_cli() {
-    let w = World {
-        dir: tempfile::tempdir().unwrap(),
-        home: tempfile::tempdir().unwrap(),
-    };
-    let root = w.dir.path();
-
     // 1. Notes: a bare remote with one commit on main, two clones, notes synced and promoted.
-    w.git(root, &["init", "-q", "--bare", "-b", "main", "remote.git"]);
-    w.git(root, &["init", "-q", "-b", "main", "seed"]);
-    w.git(
-        &root.join("seed"),
-        &["commit", "-q", "--allow-empty", "-m", "Add auth middleware"],
-    );
-    w.git(&root.join("seed"), &["push", "-q", "../remote.git", "main"]);
-    for clone in ["a", "b"] {
-        w.git(root, &["clone", "-q", "remote.git", clone]);
-        w.ok(&w.path(clone), &["notes", "setup"], None);
-    }
+    let w = Clones::new("Add auth middleware");
+    let root = w.root();
     let (a, b) = (w.path("a"), w.path("b"));
     let fields =
         r#"{"decision":"Use JWT RS256","reasoning":"services verify RS256","confidence":"high"}"#;

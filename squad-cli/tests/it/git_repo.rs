@@ -1,8 +1,10 @@
-//! A real git repository in a temporary directory, with an isolated git configuration, and the
-//! `squad` binary run inside it: shared by the CLI tests of the notes commands.
+//! Real git repositories in temporary directories, with an isolated git configuration, and the
+//! `squad` binary run inside them: one repository ([`Repo`]) or two clones of a bare remote
+//! ([`Clones`]), shared by the CLI tests.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 
 use tempfile::TempDir;
 
@@ -30,27 +32,12 @@ impl Repo {
     }
 
     pub(crate) fn env(&self, c: &mut Command) {
-        c.env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.home.path())
-            .env("GIT_AUTHOR_NAME", "Squad Test")
-            .env("GIT_AUTHOR_EMAIL", "squad@test.invalid")
-            .env("GIT_COMMITTER_NAME", "Squad Test")
-            .env("GIT_COMMITTER_EMAIL", "squad@test.invalid")
-            .env_remove("GIT_DIR");
+        isolate(c, self.home.path());
     }
 
     #[track_caller]
     pub(crate) fn git(&self, args: &[&str]) -> String {
-        let mut c = Command::new("git");
-        c.current_dir(self.path()).args(args);
-        self.env(&mut c);
-        let out = c.output().unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        git_in(self.path(), self.home.path(), args)
     }
 
     pub(crate) fn tip(&self, ns: &str) -> Option<String> {
@@ -70,10 +57,7 @@ impl Repo {
 
     /// `squad -C <repo> <args>`, not yet run.
     pub(crate) fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_squad"));
-        c.arg("-C").arg(self.path()).args(args);
-        self.env(&mut c);
-        c
+        squad_in(self.path(), self.home.path(), args)
     }
 
     /// Runs `squad -C <repo> <args>`.
@@ -85,4 +69,129 @@ impl Repo {
     pub(crate) fn refs(&self) -> String {
         self.git(&["for-each-ref", "--format=%(refname) %(objectname)"])
     }
+}
+
+/// A bare remote `remote.git` with one commit on `main` (its message `seed`), and two clones
+/// of it, `a` and `b`, each set up with `squad notes setup`, sharing one `HOME`.
+pub(crate) struct Clones {
+    dir: TempDir,
+    home: TempDir,
+}
+
+impl Clones {
+    pub(crate) fn new(seed: &str) -> Self {
+        let w = Clones {
+            dir: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+        };
+        let root = w.root();
+        w.git(root, &["init", "-q", "--bare", "-b", "main", "remote.git"]);
+        w.git(root, &["init", "-q", "-b", "main", "seed"]);
+        w.git(
+            &root.join("seed"),
+            &["commit", "-q", "--allow-empty", "-m", seed],
+        );
+        w.git(&root.join("seed"), &["push", "-q", "../remote.git", "main"]);
+        for clone in ["a", "b"] {
+            w.git(root, &["clone", "-q", "remote.git", clone]);
+            w.ok(&w.path(clone), &["notes", "setup"], None);
+        }
+        w
+    }
+
+    /// The directory holding the remote and the clones.
+    pub(crate) fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The clone (or other directory) `name` under [`Clones::root`].
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
+        self.root().join(name)
+    }
+
+    #[track_caller]
+    pub(crate) fn git(&self, dir: &Path, args: &[&str]) -> String {
+        git_in(dir, self.home.path(), args)
+    }
+
+    /// Runs `squad -C <dir> <args>` with `stdin` on its standard input.
+    pub(crate) fn squad(&self, dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+        run_with_stdin(&mut squad_in(dir, self.home.path(), args), stdin)
+    }
+
+    /// [`Clones::squad`], asserting exit 0; returns stdout.
+    #[track_caller]
+    pub(crate) fn ok(&self, dir: &Path, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.squad(dir, args, stdin);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "squad {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// [`Clones::ok`] without input, its stdout parsed as JSON.
+    #[track_caller]
+    pub(crate) fn json(&self, dir: &Path, args: &[&str]) -> serde_json::Value {
+        serde_json::from_str(&self.ok(dir, args, None)).unwrap()
+    }
+}
+
+/// Points `c` at an isolated git configuration (no system configuration, `home` as `HOME`, a
+/// fixed identity) and clears the variables that would reach another repository, GitHub or a
+/// webhook.
+pub(crate) fn isolate(c: &mut Command, home: &Path) {
+    c.env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", home)
+        .env("GIT_AUTHOR_NAME", "Squad Test")
+        .env("GIT_AUTHOR_EMAIL", "squad@test.invalid")
+        .env("GIT_COMMITTER_NAME", "Squad Test")
+        .env("GIT_COMMITTER_EMAIL", "squad@test.invalid")
+        .env_remove("GIT_DIR")
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GH_TOKEN")
+        .env_remove("SQUAD_WEBHOOK_URL");
+}
+
+/// Runs `git <args>` in `dir`, asserts it succeeds and returns its output.
+#[track_caller]
+fn git_in(dir: &Path, home: &Path, args: &[&str]) -> String {
+    let mut c = Command::new("git");
+    c.current_dir(dir).args(args);
+    isolate(&mut c, home);
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `squad -C <dir> <args>`, isolated, not yet run.
+fn squad_in(dir: &Path, home: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_squad"));
+    c.arg("-C").arg(dir).args(args);
+    isolate(&mut c, home);
+    c
+}
+
+/// Runs `c` with `stdin` written to its standard input (closed at once when `None`) and
+/// collects its output.
+pub(crate) fn run_with_stdin(c: &mut Command, stdin: Option<&str>) -> Output {
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut pipe = child.stdin.take().unwrap();
+        if let Some(s) = stdin {
+            pipe.write_all(s.as_bytes()).unwrap();
+        }
+    }
+    child.wait_with_output().unwrap()
 }

@@ -1,68 +1,29 @@
 //! `squad notes sync` between clones of a bare repository.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-struct World {
-    dir: tempfile::TempDir,
-    home: tempfile::TempDir,
+use crate::git_repo::Clones;
+
+/// A bare remote with one commit on `main` and clones `a` and `b` (see [`Clones`]).
+struct World(Clones);
+
+impl std::ops::Deref for World {
+    type Target = Clones;
+    fn deref(&self) -> &Clones {
+        &self.0
+    }
 }
 
 impl World {
-    /// A bare remote `remote.git` with one commit on `main`, and clones `a` and `b`, set up with
-    /// `squad notes setup`.
     fn new() -> Self {
-        let w = World {
-            dir: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        };
-        let root = w.dir.path();
-        w.git(root, &["init", "-q", "--bare", "-b", "main", "remote.git"]);
-        w.git(root, &["init", "-q", "-b", "main", "seed"]);
-        w.git(
-            &root.join("seed"),
-            &["commit", "-q", "--allow-empty", "-m", "first"],
-        );
-        w.git(&root.join("seed"), &["push", "-q", "../remote.git", "main"]);
-        for clone in ["a", "b"] {
-            w.git(root, &["clone", "-q", "remote.git", clone]);
-            let out = w.squad(&w.path(clone), &["notes", "setup"]);
-            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        }
-        w
-    }
-
-    fn path(&self, clone: &str) -> PathBuf {
-        self.dir.path().join(clone)
-    }
-
-    fn env(&self, c: &mut Command) {
-        c.env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.home.path())
-            .env("GIT_AUTHOR_NAME", "Squad Test")
-            .env("GIT_AUTHOR_EMAIL", "squad@test.invalid")
-            .env("GIT_COMMITTER_NAME", "Squad Test")
-            .env("GIT_COMMITTER_EMAIL", "squad@test.invalid")
-            .env_remove("GIT_DIR");
-    }
-
-    #[track_caller]
-    fn git(&self, dir: &Path, args: &[&str]) -> String {
-        let mut c = Command::new("git");
-        c.current_dir(dir).args(args);
-        self.env(&mut c);
-        let out = c.output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
-        text(&out.stdout)
+        World(Clones::new("first"))
     }
 
     fn squad(&self, dir: &Path, args: &[&str]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_squad"));
-        c.arg("-C").arg(dir).args(args);
-        self.env(&mut c);
-        c.output().unwrap()
+        self.0.squad(dir, args, None)
     }
 
     #[track_caller]

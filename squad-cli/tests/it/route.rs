@@ -1,7 +1,8 @@
 //! `squad route replay`, `squad route briefing` and `squad route generate`.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
+
+use crate::git_repo::run_with_stdin;
 
 fn squad() -> Command {
     Command::new(env!("CARGO_BIN_EXE_squad"))
@@ -17,21 +18,7 @@ const TRACE: &str = r#"{"kind":"workspace","id":"w1","issue_prefix":"SQ"}
 "#;
 
 fn run(args: &[&str], stdin: Option<&str>, dir: &std::path::Path) -> Output {
-    let mut child = squad()
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        let mut pipe = child.stdin.take().unwrap();
-        if let Some(s) = stdin {
-            pipe.write_all(s.as_bytes()).unwrap();
-        }
-    }
-    child.wait_with_output().unwrap()
+    run_with_stdin(squad().args(args).current_dir(dir), stdin)
 }
 
 /// A valid trace: a squad is created, Ada joins, the issue is assigned while in backlog, then
