@@ -193,8 +193,7 @@ impl GixNotes {
                 Slot::Done(map(bytes))
             }
         };
-        let blobs: Vec<gix::ObjectId> = walked.iter().map(|w| w.1).collect();
-        let located = packs.locate_all(&blobs)?;
+        let located = packs.locate_all(&walked, |w| &w.1)?;
         // (blob id, location) of the packed blobs, with their index in `walked`; the others
         // are read through the object database.
         let mut in_packs = Vec::with_capacity(walked.len());
@@ -540,31 +539,24 @@ fn walk_notes(
     let tree = read_tree(repo, root)?;
     let top = decode_tree(&tree)?;
     let subtrees = top.entries.iter().filter(|e| e.mode.is_tree()).count();
+    // Walks `run`, entries of the root, reading trees with `repo`.
+    let walk_run = |repo: &gix::Repository, run: &[gix::objs::tree::EntryRef<'_>]| {
+        let mut part = Vec::new();
+        let mut reader = TreeReader {
+            repo,
+            packs,
+            inflate: gix::zlib::Inflate::default(),
+        };
+        let entries = run.iter().map(|e| Ok(*e));
+        walk_entries(&mut reader, entries, &mut state(), &mut part, &mut bufs()).map(|()| part)
+    };
     let mut walked = match parallel.filter(|_| subtrees >= PARALLEL_WALK_MIN) {
+        // A fresh handle per thread without an object cache: a full walk reads each tree once,
+        // so a cache would only cost copies (and make repeated walks look faster than a cold one).
         Some(notes) => parallel::map_chunks(&top.entries, 2, "notes.list", |run| {
-            // A fresh handle without an object cache: a full walk reads each tree once, so a
-            // cache would only cost copies (and make repeated walks look faster than a cold one).
-            let mut part = Vec::new();
-            let repo = notes.repo.to_thread_local();
-            let mut reader = TreeReader {
-                repo: &repo,
-                packs,
-                inflate: gix::zlib::Inflate::default(),
-            };
-            let entries = run.iter().map(|e| Ok(*e));
-            walk_entries(&mut reader, entries, &mut state(), &mut part, &mut bufs()).map(|()| part)
+            walk_run(&notes.repo.to_thread_local(), run)
         })?,
-        None => {
-            let mut walked = Vec::new();
-            let mut reader = TreeReader {
-                repo,
-                packs,
-                inflate: gix::zlib::Inflate::default(),
-            };
-            let entries = top.entries.iter().map(|e| Ok(*e));
-            walk_entries(&mut reader, entries, &mut state(), &mut walked, &mut bufs())?;
-            walked
-        }
+        None => walk_run(repo, &top.entries)?,
     };
     // Stable: entries of one object keep their tree order.
     walked.sort_by_key(|n| n.0);

@@ -35,6 +35,21 @@ pub(crate) struct Packs {
 /// Where an object is: (bundle number, pack offset of its entry).
 pub(crate) type Location = (usize, u64);
 
+/// The pack offset of `id` in `bundle`, when its pack holds it.
+fn offset_in(bundle: &pack::Bundle, id: &gix::oid) -> Option<u64> {
+    let index = &bundle.index;
+    index.lookup(id).map(|i| index.pack_offset_at_index(i))
+}
+
+/// The delta base `base` as an entry of `bundle`'s own pack, if it is one (git's local packs
+/// refer to bases by id only within the pack).
+fn base_in(
+    bundle: &pack::Bundle,
+    base: &gix::oid,
+) -> Option<std::result::Result<ResolvedBase, gix::Error>> {
+    offset_in(bundle, base).map(|o| bundle.pack.entry(o).map(ResolvedBase::InPack))
+}
+
 impl Packs {
     /// Opens every `objects/pack/*.idx` with its pack. A pack that cannot be opened is skipped:
     /// its objects are then read through the object database, which reports real problems.
@@ -69,13 +84,11 @@ impl Packs {
             return Ok(None);
         };
         let bundle = &self.bundles[n];
-        let (data, index) = (&bundle.pack, &bundle.index);
+        let data = &bundle.pack;
         let entry = data.entry(offset).map_err(corrupt_at(bundle, offset))?;
         let outside = std::cell::Cell::new(false);
-        let resolve = |base: &gix::oid, _: &mut Vec<u8>| match index.lookup(base) {
-            Some(i) => data
-                .entry(index.pack_offset_at_index(i))
-                .map(|e| Some(ResolvedBase::InPack(e))),
+        let resolve = |base: &gix::oid, _: &mut Vec<u8>| match base_in(bundle, base) {
+            Some(entry) => entry.map(Some),
             None => {
                 outside.set(true);
                 Ok(None)
@@ -88,33 +101,38 @@ impl Packs {
         }
     }
 
-    /// [`Packs::locate`] for many ids at once, in their order. When they are a large share of
+    /// [`Packs::locate`] for the ids of many `items` at once (`id` gives each one's), in their
+    /// order. When they are a large share of
     /// the packs' objects, one pass over each index with a hash table of the ids is cheaper
     /// than a binary search per id (whose probes mostly miss the cache); otherwise each id is
     /// looked up. Either way an id is found in the first pack that holds it.
-    pub(crate) fn locate_all(&self, ids: &[gix::ObjectId]) -> Result<Vec<Option<Location>>> {
+    pub(crate) fn locate_all<T: Sync>(
+        &self,
+        items: &[T],
+        id: impl Fn(&T) -> &gix::ObjectId + Sync,
+    ) -> Result<Vec<Option<Location>>> {
         let objects: usize = self
             .bundles
             .iter()
             .map(|b| b.index.num_objects() as usize)
             .sum();
-        if ids.len().saturating_mul(SCAN_SHARE) < objects {
-            return parallel::map_chunks(ids, parallel::PARALLEL_MIN, "notes.read", |part| {
-                Ok(part.iter().map(|id| self.locate(id)).collect())
+        if items.len().saturating_mul(SCAN_SHARE) < objects {
+            return parallel::map_chunks(items, parallel::PARALLEL_MIN, "notes.read", |part| {
+                Ok(part.iter().map(|item| self.locate(id(item))).collect())
             });
         }
-        // id -> its first index in `ids`; later indices of the same id are linked by `next`.
+        // id -> its first index in `items`; later indices of the same id are linked by `next`.
         let mut first: gix::hashtable::HashMap<gix::ObjectId, u32> =
             gix::hashtable::HashMap::default();
-        first.reserve(ids.len());
-        let mut next = vec![NONE; ids.len()];
-        for (i, id) in ids.iter().enumerate().rev() {
+        first.reserve(items.len());
+        let mut next = vec![NONE; items.len()];
+        for (i, item) in items.iter().enumerate().rev() {
             let i32 = u32::try_from(i).unwrap_or(NONE);
-            if let Some(head) = first.insert(*id, i32) {
+            if let Some(head) = first.insert(*id(item), i32) {
                 next[i] = head;
             }
         }
-        let mut out = vec![None; ids.len()];
+        let mut out = vec![None; items.len()];
         for (n, bundle) in self.bundles.iter().enumerate() {
             let index = &bundle.index;
             let positions: Vec<u32> = (0..index.num_objects()).collect();
@@ -138,11 +156,10 @@ impl Packs {
 
     /// The pack and offset of `id`, or `None` when no pack here holds it.
     pub(crate) fn locate(&self, id: &gix::oid) -> Option<Location> {
-        self.bundles.iter().enumerate().find_map(|(n, b)| {
-            b.index
-                .lookup(id)
-                .map(|i| (n, b.index.pack_offset_at_index(i)))
-        })
+        self.bundles
+            .iter()
+            .enumerate()
+            .find_map(|(n, b)| offset_in(b, id).map(|o| (n, o)))
     }
 }
 
@@ -193,10 +210,9 @@ fn header(packs: &Packs, n: usize, offset: u64) -> Result<Base> {
                     )
                 })?,
         ),
-        Header::RefDelta { base_id } => match bundle.index.lookup(base_id) {
-            Some(i) => Base::InPack(bundle.index.pack_offset_at_index(i)),
-            None => Base::External,
-        },
+        Header::RefDelta { base_id } => {
+            offset_in(bundle, base_id).map_or(Base::External, Base::InPack)
+        }
         _ => Base::None,
     };
     Ok(base)
@@ -614,12 +630,9 @@ impl<'p> Plan<'p> {
             .get(node.bundle as usize)
             .ok_or_else(|| Error::new(ErrorKind::Backend, "notes.read", "a pack vanished"))?;
         let data = &bundle.pack;
-        let index = &bundle.index;
         let resolve = |base: &gix::oid, out: &mut Vec<u8>| {
-            if let Some(i) = index.lookup(base) {
-                return data
-                    .entry(index.pack_offset_at_index(i))
-                    .map(|e| Some(ResolvedBase::InPack(e)));
+            if let Some(entry) = base_in(bundle, base) {
+                return entry.map(Some);
             }
             let repo = local.get_or_init(|| repo.to_thread_local());
             Ok(repo.find_object(base).ok().map(|object| {
