@@ -347,42 +347,62 @@ impl<'p> Plan<'p> {
         }
         drop(order);
         let mut locations: Vec<Location> = heads.iter().map(|h| h.0).collect();
-        // Bases that are not wanted themselves are added in further rounds (rare: in a notes
-        // pack the bases of note blobs are note blobs).
-        let bases = loop {
+        // Each entry's base, from its header. Bases that are not wanted themselves are read in
+        // further rounds, each reading only the headers it adds (in a notes pack the bases of
+        // note blobs are mostly note blobs, so there is rarely a second round).
+        let mut parsed: Vec<(Location, Base)> = Vec::with_capacity(locations.len());
+        let mut todo = locations.clone();
+        let mut rounds = 0;
+        while !todo.is_empty() {
+            rounds += 1;
             let headers =
-                parallel::map_chunks(&locations, parallel::PARALLEL_MIN, "notes.read", |part| {
+                parallel::map_chunks(&todo, parallel::PARALLEL_MIN, "notes.read", |part| {
                     part.iter()
-                        .map(|&(n, offset)| header(packs, n, offset))
+                        .map(|&(n, offset)| Ok(((n, offset), header(packs, n, offset)?)))
                         .collect()
                 })?;
-            let mut missing = Vec::new();
-            let mut bases = Vec::with_capacity(headers.len());
-            for (i, base) in headers.iter().enumerate() {
-                bases.push(match base {
-                    Base::InPack(b) => {
-                        let at = (locations[i].0, *b);
-                        // Most bases are the entry just before.
-                        if i > 0 && locations[i - 1] == at {
-                            (i - 1) as u32
-                        } else if let Ok(j) = locations.binary_search(&at) {
-                            u32::try_from(j).unwrap_or(ROOT)
-                        } else {
-                            missing.push(at);
-                            ROOT
-                        }
+            let mut missing: Vec<Location> = Vec::new();
+            for (i, (at, base)) in headers.iter().enumerate() {
+                if let Base::InPack(b) = base {
+                    let base_at = (at.0, *b);
+                    // Most bases are the entry just before.
+                    let known = (i > 0 && todo[i - 1] == base_at)
+                        || locations.binary_search(&base_at).is_ok();
+                    if !known {
+                        missing.push(base_at);
                     }
-                    Base::External => EXTERNAL,
-                    Base::None => ROOT,
-                });
+                }
             }
-            if missing.is_empty() {
-                break bases;
-            }
-            locations.extend(missing);
+            parsed.extend(headers);
+            missing.sort_unstable();
+            missing.dedup();
+            locations.extend_from_slice(&missing);
             locations.sort_unstable();
-            locations.dedup();
-        };
+            todo = missing;
+        }
+        if rounds > 1 {
+            parsed.sort_unstable_by_key(|p| p.0);
+        }
+        let bases: Vec<u32> = parsed
+            .iter()
+            .enumerate()
+            .map(|(i, (at, base))| match base {
+                Base::InPack(b) => {
+                    let base_at = (at.0, *b);
+                    if i > 0 && locations[i - 1] == base_at {
+                        (i - 1) as u32
+                    } else {
+                        locations
+                            .binary_search(&base_at)
+                            .ok()
+                            .and_then(|j| u32::try_from(j).ok())
+                            .unwrap_or(ROOT)
+                    }
+                }
+                Base::External => EXTERNAL,
+                Base::None => ROOT,
+            })
+            .collect();
         let mut heads = heads.into_iter().peekable();
         let nodes: Vec<Node> = bases
             .into_iter()
