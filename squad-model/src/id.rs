@@ -142,7 +142,7 @@ impl fmt::Debug for EntryId {
 impl FromStr for EntryId {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        Self::check(s).map_or_else(|| Self::new(s), Ok)
+        Self::new(s)
     }
 }
 

@@ -37,7 +37,10 @@ impl Oid {
     /// [`ErrorKind::InvalidInput`] naming the value.
     pub fn new(hex: &str) -> Result<Self> {
         if (hex.len() == 40 || hex.len() == 64) && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            Ok(Self::from_lower_hex(&hex.to_ascii_lowercase()))
+            // Checked above; stored as given, then lowercased in place (no copy of the text).
+            let mut oid = Self::from_lower_hex(hex);
+            oid.hex.make_ascii_lowercase();
+            Ok(oid)
         } else {
             Err(Error::new(
                 ErrorKind::InvalidInput,
