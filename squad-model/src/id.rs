@@ -27,10 +27,12 @@ use crate::error::{Error, Result};
 /// assert!("01ARZ3NDEKTSV4RRFFQ69G5FAV".parse::<EntryId>().is_ok()); // a ULID
 /// assert!("not-an-id".parse::<EntryId>().is_err());
 /// ```
-#[derive(Clone)]
+// The text comes first and is padded with zero bytes, which no id contains: the derived order
+// and equality are those of the text ("abc" before "abcd", as the zero sorts first).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct EntryId {
-    len: u8,
     bytes: [u8; ENTRY_ID_MAX],
+    len: u8,
 }
 
 /// The longest entry id: a hyphenated UUID.
@@ -80,27 +82,6 @@ impl EntryId {
 
     fn as_bytes(&self) -> &[u8] {
         self.bytes.get(..usize::from(self.len)).unwrap_or_default()
-    }
-}
-
-impl PartialEq for EntryId {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_bytes() == other.as_bytes()
-    }
-}
-
-impl Eq for EntryId {}
-
-impl PartialOrd for EntryId {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// The order of the id strings.
-impl Ord for EntryId {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_bytes().cmp(other.as_bytes())
     }
 }
 

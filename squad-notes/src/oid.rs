@@ -20,10 +20,12 @@ use crate::error::{Error, ErrorKind, Result};
 /// assert!("xyz".parse::<Oid>().is_err());
 /// # Ok::<(), squad_notes::Error>(())
 /// ```
-#[derive(Clone)]
+// The text comes first and is padded with zero bytes, which no id contains: the derived order
+// and equality are those of the text ("abc" before "abcd", as the zero sorts first).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Oid {
-    len: u8,
     hex: [u8; OID_HEX_MAX],
+    len: u8,
 }
 
 /// The longest object id in hex (SHA-256).
@@ -69,27 +71,6 @@ impl Oid {
 
     fn as_bytes(&self) -> &[u8] {
         self.hex.get(..usize::from(self.len)).unwrap_or_default()
-    }
-}
-
-impl PartialEq for Oid {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_bytes() == other.as_bytes()
-    }
-}
-
-impl Eq for Oid {}
-
-impl PartialOrd for Oid {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// The order of the hex text.
-impl Ord for Oid {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_bytes().cmp(other.as_bytes())
     }
 }
 
