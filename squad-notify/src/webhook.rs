@@ -293,9 +293,8 @@ impl ApprovalChannel for WebhookChannel {
 
     async fn poll(&self, _gate: &Gate) -> Result<Polled> {
         Ok(Polled {
-            signals: Vec::new(),
             exhausted: true,
-            ignored: Vec::new(),
+            ..Polled::default()
         })
     }
 }
