@@ -263,8 +263,9 @@ impl InChatChannel {
         }
     }
 
-    /// Reads one line typed by the human. A line inside a Markdown block an earlier line opened
-    /// is no message of its own and is dropped; the others are queued as signals.
+    /// Reads one line typed by the human. A line that is part of a Markdown block (a fence, a
+    /// quote, a list, an HTML block) is no message of its own and is dropped; the others are
+    /// queued as signals.
     pub fn feed(&self, line: &str) {
         if let Ok(mut inbox) = self.inbox.lock() {
             let line = line.trim_end_matches(['\r', '\n']);

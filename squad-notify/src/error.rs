@@ -146,6 +146,7 @@ impl Error {
     }
 
     /// An error of the GitHub layer: the message reads `github: <op>[: HTTP <status>]: <message>`.
+    #[cfg(feature = "github")]
     pub(crate) fn github(
         kind: ErrorKind,
         op: &'static str,
@@ -166,6 +167,7 @@ impl Error {
     }
 
     /// Records how long the remote service asked us to wait.
+    #[cfg(feature = "github")]
     pub(crate) fn with_retry_after(mut self, wait: Duration) -> Self {
         self.retry_after = Some(wait);
         self
@@ -265,6 +267,7 @@ mod tests {
         assert!(Error::invalid("x", "bad").is_user_error());
     }
 
+    #[cfg(feature = "github")]
     #[test]
     fn github_errors_name_the_operation_and_status() {
         let e = Error::github(ErrorKind::Forbidden, "list comments", Some(403), "forbidden");

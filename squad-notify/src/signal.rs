@@ -90,8 +90,9 @@ pub enum NotCommand {
     UnknownCommand(String),
     /// A command followed by other text on its line (`/approve thanks`), or a malformed gate id.
     TrailingText,
-    /// An in-chat line inside a Markdown block that an earlier line opened (a fence, a quote, a
-    /// list, an HTML block): never a command ([`ChatLines`]).
+    /// An in-chat line that is part of a Markdown block other than a paragraph of its own (it
+    /// opens or continues a fence, a quote, a list, an HTML block, or is a heading): never a
+    /// command ([`ChatLines`]).
     InsideBlock,
 }
 

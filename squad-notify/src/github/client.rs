@@ -309,12 +309,14 @@ impl GithubClient {
         match code {
             401 => err(ErrorKind::Unauthorized, "GitHub refused the token"),
             403 | 429 => match self.rate_limit_wait(reply) {
-                Some(wait) => {
-                    err(ErrorKind::RateLimited, "rate limited").with_retry_after(wait)
-                }
+                Some(wait) => err(
+                    ErrorKind::RateLimited,
+                    &format!("rate limited (retry in {} s)", wait.as_secs()),
+                )
+                .with_retry_after(wait),
                 None if code == 429 || short.to_ascii_lowercase().contains("rate limit") => {
                     // No header says how long: GitHub's guidance is at least a minute.
-                    err(ErrorKind::RateLimited, "rate limited")
+                    err(ErrorKind::RateLimited, "rate limited (retry in 60 s)")
                         .with_retry_after(Duration::from_secs(60))
                 }
                 None => err(ErrorKind::Forbidden, &format!("forbidden: {short}")),
