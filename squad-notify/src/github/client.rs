@@ -122,7 +122,7 @@ pub struct GithubClient {
     identity: OnceLock<Identity>,
     /// The least time between two writes.
     write_spacing: Duration,
-    /// When the last write was sent (monotonic), to space writes out.
+    /// When the last write was answered (monotonic), to space writes out.
     last_write: Mutex<Option<tokio::time::Instant>>,
 }
 
@@ -194,8 +194,8 @@ impl GithubClient {
         self
     }
 
-    /// Spaces writes (issue creation, comments, labels) at least `spacing` apart, on the
-    /// monotonic timer of the tokio runtime. The default is [`DEFAULT_WRITE_SPACING`], GitHub's
+    /// Spaces writes (issue creation, comments, labels): each waits until `spacing` has passed
+    /// since the previous write was answered, on the monotonic timer of the tokio runtime. The default is [`DEFAULT_WRITE_SPACING`], GitHub's
     /// advice against secondary rate limits; `Duration::ZERO` turns pacing off (for a host that
     /// paces its requests itself, and for tests).
     pub fn with_write_spacing(mut self, spacing: Duration) -> Self {
@@ -241,7 +241,8 @@ impl GithubClient {
         body: Option<&serde_json::Value>,
         etag: Option<&str>,
     ) -> Result<Reply> {
-        if method != Method::GET {
+        let write = method != Method::GET;
+        if write {
             self.pace_write().await;
         }
         let mut builder = http::Request::builder()
@@ -255,11 +256,11 @@ impl GithubClient {
             .gh
             .build_request(builder, body)
             .map_err(|e| transport(op, e))?;
-        let response = self
-            .gh
-            .execute(request)
-            .await
-            .map_err(|e| transport(op, e))?;
+        let response = self.gh.execute(request).await;
+        if write {
+            self.wrote();
+        }
+        let response = response.map_err(|e| transport(op, e))?;
         let status = response.status();
         let headers = response.headers().clone();
         let body = self
@@ -279,24 +280,27 @@ impl GithubClient {
         }
     }
 
-    /// Waits until [`GithubClient::with_write_spacing`] has passed since the previous write.
+    /// Waits until [`GithubClient::with_write_spacing`] has passed since the previous write was
+    /// answered.
     async fn pace_write(&self) {
         if self.write_spacing.is_zero() {
             return;
         }
-        let now = tokio::time::Instant::now();
-        let due = {
-            let mut last = self
-                .last_write
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let due = last.map_or(now, |t| (t + self.write_spacing).max(now));
-            *last = Some(due);
-            due
-        };
-        if due > now {
-            tokio::time::sleep_until(due).await;
+        let last = *self
+            .last_write
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(last) = last {
+            tokio::time::sleep_until(last + self.write_spacing).await;
         }
+    }
+
+    /// Notes that a write was answered (or failed).
+    fn wrote(&self) {
+        *self
+            .last_write
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tokio::time::Instant::now());
     }
 
     fn classify(&self, op: &'static str, reply: &Reply) -> Error {
