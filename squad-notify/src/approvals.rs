@@ -156,9 +156,18 @@ fn resolution(g: &Gate) -> String {
 fn looks_like_secret(v: &str) -> bool {
     let l = v.trim().to_ascii_lowercase();
     l.contains("://")
-        || ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "glpat-"]
-            .iter()
-            .any(|p| l.starts_with(p))
+        || [
+            "ghp_",
+            "gho_",
+            "ghu_",
+            "ghs_",
+            "ghr_",
+            "github_pat_",
+            "xox",
+            "glpat-",
+        ]
+        .iter()
+        .any(|p| l.starts_with(p))
 }
 
 /// The architecture's rule that no secret is stored: `notify` never holds a URL or a token

@@ -266,13 +266,18 @@ impl InChatChannel {
     /// Reads one line typed by the human. A line that is part of a Markdown block (a fence, a
     /// quote, a list, an HTML block) is no message of its own and is dropped; the others are
     /// queued as signals.
-    pub fn feed(&self, line: &str) {
-        if let Ok(mut inbox) = self.inbox.lock() {
-            let line = line.trim_end_matches(['\r', '\n']);
-            if inbox.reader.push(line) != Parsed::Note(NotCommand::InsideBlock) {
-                inbox.lines.push_back(line.to_owned());
-            }
+    /// Returns what the line is: a command, or why it is not (for the host to tell the human,
+    /// for example that a `/approve` inside a fence does not count).
+    pub fn feed(&self, line: &str) -> Parsed {
+        let line = line.trim_end_matches(['\r', '\n']);
+        let Ok(mut inbox) = self.inbox.lock() else {
+            return Parsed::Note(NotCommand::Prose);
+        };
+        let parsed = inbox.reader.push(line);
+        if parsed != Parsed::Note(NotCommand::InsideBlock) {
+            inbox.lines.push_back(line.to_owned());
         }
+        parsed
     }
 
     /// Marks the end of input: once the queue is drained, `poll` reports `exhausted`.

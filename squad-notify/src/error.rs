@@ -270,7 +270,12 @@ mod tests {
     #[cfg(feature = "github")]
     #[test]
     fn github_errors_name_the_operation_and_status() {
-        let e = Error::github(ErrorKind::Forbidden, "list comments", Some(403), "forbidden");
+        let e = Error::github(
+            ErrorKind::Forbidden,
+            "list comments",
+            Some(403),
+            "forbidden",
+        );
         assert_eq!(e.to_string(), "github: list comments: HTTP 403: forbidden");
         assert_eq!(e.status(), Some(403));
         let e = Error::github(ErrorKind::InvalidInput, "read config", None, "bad");

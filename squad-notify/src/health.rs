@@ -266,3 +266,57 @@ impl Approvals {
         })
     }
 }
+
+impl Status {
+    /// Problems to show: symbolic links and special files under the state directory, an
+    /// unusable log. One sentence each.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .unsafe_paths
+            .iter()
+            .map(|f| match &f.target {
+                Some(t) => format!(
+                    "{} is a symbolic link to {} (never followed)",
+                    f.path.display(),
+                    t.display()
+                ),
+                None => format!("{} is not a regular file ({:?})", f.path.display(), f.kind),
+            })
+            .collect();
+        if let LogStatus::Unusable { problem } = &self.log {
+            out.push(problem.clone());
+        }
+        out
+    }
+
+    /// The status as front ends print it (`squad approval status --json`, the MCP tool
+    /// `approval_status`): snake_case keys ([`crate::output_json`]), the `notify` object as
+    /// `state.json` spells it, the five most recent decisions newest first, and the log's
+    /// verdict (`{"entries", "intact": true, "acknowledged"}` or
+    /// `{"intact": false, "problem"}`, `null` when there is none or it cannot be read).
+    pub fn to_json(&self) -> serde_json::Value {
+        let a = &self.state.approval;
+        let log = match &self.log {
+            LogStatus::Intact {
+                entries,
+                acknowledged,
+            } => serde_json::json!({"entries": entries, "intact": true, "acknowledged": acknowledged}),
+            LogStatus::Broken { problem } => {
+                serde_json::json!({"intact": false, "problem": problem})
+            }
+            LogStatus::Missing | LogStatus::Unusable { .. } => serde_json::Value::Null,
+        };
+        let recent: Vec<&crate::Gate> = a.recent.iter().rev().take(5).collect();
+        serde_json::json!({
+            "pending": crate::output_json(&a.pending_gate),
+            "current_run": a.current_run,
+            "runs": crate::output_json(&a.runs),
+            "recent": crate::output_json(&recent),
+            "notify": self.state.notify.as_ref().map(squad_model::NotifySettings::to_value),
+            "log": log,
+            "tamper": crate::output_json(&self.tamper),
+            "repaired": self.repaired,
+            "problems": self.problems(),
+        })
+    }
+}

@@ -7,10 +7,12 @@ mod channel;
 mod clock;
 mod error;
 mod gate;
-mod health;
 #[cfg(feature = "github")]
 #[cfg_attr(docsrs, doc(cfg(feature = "github")))]
 pub mod github;
+mod health;
+pub mod host;
+mod json;
 pub mod log;
 mod redact;
 mod signal;
@@ -40,6 +42,7 @@ pub use gate::{
     Responder, RunId, Trigger,
 };
 pub use health::{Fixed, Health, LogStatus, Status};
+pub use json::output_json;
 pub use log::{ACK_TITLE, LOG_HEADER, LogEntry, LogReport, log_head, verify_log};
 pub use redact::redact_urls;
 pub use signal::{
@@ -88,7 +91,8 @@ mod tests {
         let auth = StaticAuthorizer::new();
         assert_send(&a.request(&req, None, 60, &fan));
         assert_send(&a.consume(&[], &rules, &auth));
-        let chat = std::sync::Arc::new(InChatChannel::new(Box::new(std::io::sink()), clock.clone()));
+        let chat =
+            std::sync::Arc::new(InChatChannel::new(Box::new(std::io::sink()), clock.clone()));
         let gate = Gate::open(&req, RunId::generate(), Timestamp::now(), 60).unwrap();
         let mut waiter = Waiter::new(
             a.clone(),

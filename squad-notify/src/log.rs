@@ -147,9 +147,7 @@ fn layout(text: &str) -> Result<Layout> {
         .map(|(i, _)| i)
         .filter(|i| marker_line_at(text, *i))
         .last()
-        .ok_or_else(|| {
-            Error::corrupt("log.verify", "notifications.md has no entry marker line")
-        })?;
+        .ok_or_else(|| Error::corrupt("log.verify", "notifications.md has no entry marker line"))?;
     let mut header_end = marker + LOG_MARKER.len();
     if text[header_end..].starts_with('\n') {
         header_end += 1;

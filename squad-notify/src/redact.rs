@@ -68,10 +68,19 @@ mod tests {
         let cases = [
             ("http://user:pw@host/x", "http://***@host/x"),
             ("https://token@host", "https://***@host"),
-            ("\"https://a:b@h:8080/p?q=1#f\"", "\"https://***@h:8080/p?***#f\""),
-            ("ssh://git@github.com/o/r.git", "ssh://***@github.com/o/r.git"),
+            (
+                "\"https://a:b@h:8080/p?q=1#f\"",
+                "\"https://***@h:8080/p?***#f\"",
+            ),
+            (
+                "ssh://git@github.com/o/r.git",
+                "ssh://***@github.com/o/r.git",
+            ),
             ("https://h/p?", "https://h/p?"),
-            ("a http://h/x b https://u:p@h2/y", "a http://h/x b https://***@h2/y"),
+            (
+                "a http://h/x b https://u:p@h2/y",
+                "a http://h/x b https://***@h2/y",
+            ),
             ("mailto:x@y", "mailto:x@y"),
             ("://@", "://***@"),
             ("x://", "x://"),

@@ -184,8 +184,9 @@ impl StateDoc {
     /// [`ErrorKind::Corrupt`] when the text is not a JSON object, `notify` breaks its schema, or
     /// `approval` does not have its shape.
     pub fn from_json(text: &str) -> Result<Self> {
-        let value: Value = serde_json::from_str(text)
-            .map_err(|e| Error::corrupt("state.read", format!("state.json is not valid JSON: {e}")))?;
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            Error::corrupt("state.read", format!("state.json is not valid JSON: {e}"))
+        })?;
         let Value::Object(mut map) = value else {
             return Err(Error::corrupt(
                 "state.read",

@@ -184,8 +184,7 @@ impl Pacer {
             }
             None => {
                 self.failures = 0;
-                hint.filter(|h| *h > self.interval)
-                    .unwrap_or(self.interval)
+                hint.filter(|h| *h > self.interval).unwrap_or(self.interval)
             }
         };
         let mut pause = pause;
@@ -379,7 +378,8 @@ impl Waiter {
             self.approvals
                 .update_locator(&self.gate.id, *channel, locator)?;
         }
-        self.approvals.note_ignored(&self.gate.id, &polled.ignored)?;
+        self.approvals
+            .note_ignored(&self.gate.id, &polled.ignored)?;
         turn.ignored = polled.ignored;
         let expired = self.gate.is_expired_at(now);
         if polled.signals.is_empty() && !expired {

@@ -63,7 +63,8 @@ pub(crate) fn check_token(what: &'static str, value: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(super::gh(ErrorKind::InvalidInput,
+        Err(super::gh(
+            ErrorKind::InvalidInput,
             "render issue",
             format!("{what} {value:?} must be 1 to 128 letters, digits, '-', '_', '.' or ':'"),
         ))

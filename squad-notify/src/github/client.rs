@@ -19,15 +19,15 @@ use super::body::{
     APPROVAL_LABEL, GateBlock, IssuePayload, check_token, neutralize, parse_gate_block,
     parse_run_marker, render_body, render_title,
 };
-use crate::clock::{Clock, SystemClock};
 use super::config::{GithubConfig, Login, Token};
-use crate::error::{Error, ErrorKind, Result};
 use super::poll::PollState;
 use super::types::{
     Actor, ActorKind, ApprovalIssue, AuthorizedAs, CollaboratorRole, Outcome, RejectReason,
     Resolution, Verdict,
 };
 use super::wire;
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Error, ErrorKind, Result};
 
 /// The label a changes request leaves on the (still open) issue.
 pub const CHANGES_REQUESTED_LABEL: &str = "squad/changes-requested";
@@ -150,15 +150,17 @@ impl GithubClient {
     /// [`ErrorKind::InvalidInput`] when the HTTP client cannot be built for the API base.
     pub fn new(config: GithubConfig, token: Token) -> Result<Self> {
         let bad = |e: octocrab::Error| {
-            super::gh(ErrorKind::InvalidInput,
+            super::gh(
+                ErrorKind::InvalidInput,
                 "build client",
                 "cannot build the HTTP client for the API base",
             )
             .with_source(e)
         };
-        let base: http::Uri = config.api_base().parse().map_err(|_| {
-            super::gh(ErrorKind::InvalidInput, "build client", "bad API base URL")
-        })?;
+        let base: http::Uri = config
+            .api_base()
+            .parse()
+            .map_err(|_| super::gh(ErrorKind::InvalidInput, "build client", "bad API base URL"))?;
         let gh = octocrab::Octocrab::builder()
             .base_uri(config.api_base())
             .map_err(bad)?
@@ -219,7 +221,8 @@ impl GithubClient {
             .parse()
             .map_err(|_| super::gh(ErrorKind::Protocol, op, "bad pagination link"))?;
         if uri.authority().is_some() && uri.authority() != self.base.authority() {
-            return Err(super::gh(ErrorKind::Protocol,
+            return Err(super::gh(
+                ErrorKind::Protocol,
                 op,
                 "pagination link points at another host",
             ));
@@ -327,10 +330,7 @@ impl GithubClient {
             },
             404 | 410 => err(ErrorKind::NotFound, "not found"),
             500..=599 => err(ErrorKind::Delivery, "GitHub is unavailable"),
-            _ => err(
-                ErrorKind::Protocol,
-                &format!("unexpected answer: {short}"),
-            ),
+            _ => err(ErrorKind::Protocol, &format!("unexpected answer: {short}")),
         }
     }
 
@@ -363,11 +363,7 @@ impl GithubClient {
     }
 
     /// Lists every page of a listing, following `Link: rel="next"`.
-    async fn list_all<T: DeserializeOwned>(
-        &self,
-        op: &'static str,
-        first: &str,
-    ) -> Result<Vec<T>> {
+    async fn list_all<T: DeserializeOwned>(&self, op: &'static str, first: &str) -> Result<Vec<T>> {
         let mut items = Vec::new();
         let mut path = first.to_owned();
         for _ in 0..MAX_PAGES {
@@ -378,10 +374,7 @@ impl GithubClient {
                 None => return Ok(items),
             }
         }
-        Err(super::gh(ErrorKind::Protocol,
-            op,
-            "too many pages",
-        ))
+        Err(super::gh(ErrorKind::Protocol, op, "too many pages"))
     }
 
     /// The squad's own account: the configured own login, or else `GET /user` (cached).
@@ -432,7 +425,8 @@ impl GithubClient {
 
     fn approval_issue(&self, issue: wire::Issue, own: &Identity) -> Result<ApprovalIssue> {
         let untrusted = |why: &str| {
-            super::gh(ErrorKind::Untrusted,
+            super::gh(
+                ErrorKind::Untrusted,
                 "read issue",
                 format!("issue #{}: {why}", issue.number),
             )
@@ -481,7 +475,8 @@ impl GithubClient {
     pub async fn resume(&self, state: &PollState) -> Result<ApprovalIssue> {
         let issue = self.get_issue(state.issue).await?;
         if issue.gate.gate_id != state.gate_id {
-            return Err(super::gh(ErrorKind::Superseded,
+            return Err(super::gh(
+                ErrorKind::Superseded,
                 "resume",
                 format!(
                     "issue #{} shows gate {}, not {}",
@@ -616,12 +611,7 @@ impl GithubClient {
         })
     }
 
-    async fn create_issue(
-        &self,
-        title: &str,
-        body: &str,
-        approver: &Login,
-    ) -> Result<wire::Issue> {
+    async fn create_issue(&self, title: &str, body: &str, approver: &Login) -> Result<wire::Issue> {
         let path = format!("{}/issues", self.repo_path());
         let with_assignee = serde_json::json!({
             "title": title, "body": body, "labels": [APPROVAL_LABEL],

@@ -28,7 +28,8 @@ impl Login {
         if ok {
             Ok(Self(v.to_owned()))
         } else {
-            Err(super::gh(ErrorKind::InvalidInput,
+            Err(super::gh(
+                ErrorKind::InvalidInput,
                 "read config",
                 format!("{value:?} is not a GitHub login (letters, digits and '-', at most 39)"),
             ))
@@ -81,7 +82,8 @@ impl RepoSlug {
     /// `_` and `.` separated by one `/` (`.` and `..` are refused as names).
     pub fn parse(value: &str) -> Result<Self> {
         let bad = || {
-            super::gh(ErrorKind::InvalidInput,
+            super::gh(
+                ErrorKind::InvalidInput,
                 "read config",
                 format!("{value:?} is not an owner/repo slug"),
             )
@@ -136,6 +138,23 @@ impl RepoSlug {
     /// assert!(RepoSlug::from_remote_url("https://gitlab.com/acme/widgets", &hosts).is_none());
     /// ```
     pub fn from_remote_url(url: &str, hosts: &[&str]) -> Option<Self> {
+        Self::remote(url, hosts)
+    }
+
+    /// Like [`RepoSlug::from_remote_url`] for `github.com` and the host of `GITHUB_API_URL`
+    /// (a GitHub Enterprise server), the hosts a `github-issue` channel can reach.
+    pub fn from_remote_url_env(url: &str) -> Option<Self> {
+        let api = std::env::var("GITHUB_API_URL").unwrap_or_default();
+        let ghe = api
+            .split_once("://")
+            .and_then(|(_, rest)| rest.split(['/', ':', '?']).next())
+            .and_then(|authority| authority.rsplit('@').next())
+            .unwrap_or_default()
+            .to_owned();
+        Self::remote(url, &["github.com", ghe.as_str()])
+    }
+
+    fn remote(url: &str, hosts: &[&str]) -> Option<Self> {
         let url = url.trim();
         let (host, path) = match url.split_once("://") {
             Some((scheme, rest)) => {
@@ -156,7 +175,7 @@ impl RepoSlug {
                 (authority.rsplit('@').next()?, path)
             }
         };
-        if !hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+        if host.is_empty() || !hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
             return None;
         }
         let path = path.trim_matches('/');
@@ -248,7 +267,8 @@ impl GithubConfig {
     /// [`ErrorKind::InvalidInput`] when it is not an absolute http(s) URL with a host.
     pub fn with_api_base(mut self, url: &str) -> Result<Self> {
         let bad = |why: &str| {
-            super::gh(ErrorKind::InvalidInput,
+            super::gh(
+                ErrorKind::InvalidInput,
                 "read config",
                 format!("API base {url:?} {why}"),
             )
@@ -311,7 +331,8 @@ impl Token {
     /// (the message does not repeat it).
     pub fn new(value: String) -> Result<Self> {
         if value.is_empty() || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(super::gh(ErrorKind::InvalidInput,
+            return Err(super::gh(
+                ErrorKind::InvalidInput,
                 "read token",
                 "the token is empty or holds whitespace",
             ));

@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 use squad_model::Timestamp;
 
 use super::client::{GithubClient, Identity, Reply};
-use crate::error::{ErrorKind, Result};
 use super::types::{
     AuthorizedAs, Candidate, CandidateContent, RejectReason, Rejection, SignalSource, Verdict,
 };
 use super::wire;
+use crate::error::{ErrorKind, Result};
 
 const PER_PAGE: usize = 100;
 const MAX_PAGES: u32 = 50;
@@ -222,10 +222,7 @@ impl GithubClient {
         while let Some(url) = link {
             pages += 1;
             if pages > MAX_PAGES {
-                return Err(super::gh(ErrorKind::Protocol,
-                    OP,
-                    "too many pages",
-                ));
+                return Err(super::gh(ErrorKind::Protocol, OP, "too many pages"));
             }
             let path = self.relative(OP, &url)?;
             let page = self.send(OP, Method::GET, &path, None, None).await?;
@@ -312,10 +309,7 @@ impl GithubClient {
                 break;
             }
             if page >= st.events_page + MAX_PAGES {
-                return Err(super::gh(ErrorKind::Protocol,
-                    OP,
-                    "too many pages",
-                ));
+                return Err(super::gh(ErrorKind::Protocol, OP, "too many pages"));
             }
             page += 1;
             let reply = self.send(OP, Method::GET, &path(page), None, None).await?;

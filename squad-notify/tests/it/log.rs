@@ -164,7 +164,10 @@ async fn appending_to_a_file_without_the_marker_is_refused_before_any_ping() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::Tampered | ErrorKind::Corrupt), "{err}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Tampered | ErrorKind::Corrupt),
+        "{err}"
+    );
     assert_eq!(std::fs::read_to_string(&p).unwrap(), "# my own notes\n");
     assert!(e.phone.sent().is_empty(), "nothing was sent");
 }

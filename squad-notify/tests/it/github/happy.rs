@@ -16,7 +16,9 @@ async fn decide_by_comment(comment: &str, who: &str) -> (Emulator, u64, Outcome,
     let n = g.issue.number;
     em.clock.advance(60);
     em.s().add_comment(n, who, comment, em.now());
-    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600))
+        .await
+        .unwrap();
     let WaitOutcome::Decided(d) = report.outcome else {
         panic!("{report:#?}")
     };
@@ -206,7 +208,9 @@ async fn a_label_from_the_approver_decides() {
     em.clock.advance(60);
     em.s()
         .add_label(g.issue.number, APPROVER, "squad/approve-all", em.now());
-    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600))
+        .await
+        .unwrap();
     let WaitOutcome::Decided(d) = report.outcome else {
         panic!("{report:#?}")
     };
@@ -228,7 +232,9 @@ async fn a_fresh_process_resumes_on_the_same_issue_and_gate() {
         let client = em.client();
         let g = open(&client).await;
         let mut st = g.state;
-        let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(120)).await.unwrap();
+        let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(120))
+            .await
+            .unwrap();
         assert_eq!(report.outcome, WaitOutcome::TimedOut);
         serde_json::to_string(&st).unwrap()
     };
@@ -244,7 +250,9 @@ async fn a_fresh_process_resumes_on_the_same_issue_and_gate() {
     let n = st.issue;
     em.clock.advance(30);
     em.s().add_comment(n, APPROVER, "/approve g-0001", em.now());
-    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600))
+        .await
+        .unwrap();
     let WaitOutcome::Decided(d) = report.outcome else {
         panic!("{report:#?}")
     };
@@ -292,7 +300,9 @@ async fn an_enterprise_base_path_is_kept() {
     }
     em.s()
         .add_comment(g.issue.number, APPROVER, "/approve", em.now() + 1);
-    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600))
+        .await
+        .unwrap();
     assert!(matches!(report.outcome, WaitOutcome::Decided(_)));
     let log = em.s().log.clone();
     assert!(log.iter().all(|l| l.contains("/api/v3/")), "{log:#?}");

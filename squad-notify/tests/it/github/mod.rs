@@ -11,8 +11,8 @@ mod units;
 use std::time::Duration;
 
 use squad_notify::github::{
-    CandidateContent, Decision, GithubClient, IssuePayload, OpenedGate, Outcome, Parsed,
-    PollState, RejectReason, Rejection, SignalParser,
+    CandidateContent, Decision, GithubClient, IssuePayload, OpenedGate, Outcome, Parsed, PollState,
+    RejectReason, Rejection, SignalParser,
 };
 use squad_notify::{Clock, Pacer, PacerOptions};
 
