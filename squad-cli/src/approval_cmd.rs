@@ -3,7 +3,7 @@
 //! the library; this module parses flags, builds the channels from the environment, drives the
 //! library's `Waiter` with a `select!` between stdin and a sleep, and prints.
 
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,8 +13,8 @@ use squad_model::{ChannelKind, GithubTarget, NotifySettings};
 use squad_notify::github::RepoSlug;
 use squad_notify::host::{notify_channels, wait_channels};
 use squad_notify::{
-    Approvals, ErrorKind, Gate, GateId, GateRequest, GateState, InChatChannel, LogStatus, Mode,
-    Next, NotCommand, PacerOptions, Parsed, RequestOutcome, RunId, StateDir, SystemClock, Trigger,
+    Approvals, ErrorKind, Gate, GateId, GateRequest, GateState, InChatChannel, Mode, Next,
+    NotCommand, PacerOptions, Parsed, RequestOutcome, RunId, StateDir, SystemClock, Trigger,
     WaitEnd, Waiter, output_json,
 };
 
@@ -237,37 +237,6 @@ fn configure(args: &ConfigureArgs, ctx: &Ctx) -> CmdResult {
     Ok(0)
 }
 
-/// `--detail`: the text, `@FILE` (read relative to the working directory) or `-` (stdin).
-fn detail(arg: &str, ctx: &Ctx) -> Result<String, CliError> {
-    const MAX: u64 = 64 * 1024;
-    let (what, mut reader): (String, Box<dyn Read>) = match arg {
-        "-" => ("stdin".to_owned(), Box::new(std::io::stdin())),
-        _ => match arg.strip_prefix('@') {
-            None => return Ok(arg.to_owned()),
-            Some(path) => {
-                let path = ctx.resolve(std::path::Path::new(path));
-                let file = std::fs::File::open(&path).map_err(|e| {
-                    CliError::usage(format!("--detail: cannot read {}: {e}", path.display()))
-                })?;
-                (path.display().to_string(), Box::new(file))
-            }
-        },
-    };
-    let mut bytes = Vec::new();
-    reader
-        .by_ref()
-        .take(MAX + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| CliError::usage(format!("--detail: cannot read {what}: {e}")))?;
-    if bytes.len() as u64 > MAX {
-        return Err(CliError::usage(format!(
-            "--detail: {what} is larger than {MAX} bytes"
-        )));
-    }
-    String::from_utf8(bytes)
-        .map_err(|_| CliError::usage(format!("--detail: {what} is not valid UTF-8")))
-}
-
 async fn request(args: &RequestArgs, ctx: &Ctx) -> CmdResult {
     let run = args.run.as_deref().map(RunId::new).transpose();
     let req = GateRequest {
@@ -275,7 +244,7 @@ async fn request(args: &RequestArgs, ctx: &Ctx) -> CmdResult {
         trigger: args.trigger,
         topic: args.topic.clone(),
         awaiting: args.awaiting.clone(),
-        detail: detail(&args.detail, ctx)?,
+        detail: ctx.text_arg("--detail", &args.detail, 64 * 1024)?,
     };
     let svc = approvals(ctx.state_dir()?);
     let settings = svc.state().map_err(|e| cli_err(&e))?.notify;
@@ -340,55 +309,8 @@ fn status(ctx: &Ctx) -> CmdResult {
     if ctx.json {
         return ctx.print_json(&st.to_json()).map(|()| 0);
     }
-    let a = &st.state.approval;
-    let notify = st.state.notify.as_ref();
-    let channel = notify.map_or(ChannelKind::InChat, |n| n.approval_channel);
-    outln!(ctx, "channel: {channel}")?;
-    match &a.current_run {
-        Some(r) if a.run(r).is_some_and(|r| r.stopped.is_some()) => {
-            outln!(ctx, "run: {r} (stopped)")?;
-        }
-        Some(r) => outln!(ctx, "run: {r}")?,
-        None => outln!(ctx, "run: none")?,
-    }
-    match &a.pending_gate {
-        Some(g) => {
-            let (id, trigger, mode, topic) = (&g.id, g.trigger, g.mode, &g.topic);
-            let (awaiting, expires) = (&g.awaiting, g.expires);
-            outln!(
-                ctx,
-                "pending: {id} {trigger} ({mode}) — {topic} — awaiting: {awaiting} — expires {expires}"
-            )?;
-        }
-        None => outln!(ctx, "pending: none")?,
-    }
-    for g in a.recent.iter().rev().take(5) {
-        let at = g
-            .decision
-            .as_ref()
-            .map(|d| d.at.to_string())
-            .unwrap_or_default();
-        let (id, state, trigger, topic) = (&g.id, g.state, g.trigger, &g.topic);
-        outln!(ctx, "decided: {id} {state} {trigger} at {at} — {topic}")?;
-    }
-    match (&st.tamper, &st.log) {
-        (Some(t), _) => outln!(
-            ctx,
-            "log: TAMPERED (detected {}): {}; new gates are refused until `squad approval acknowledge-tamper`",
-            t.detected,
-            t.problem
-        )?,
-        (None, LogStatus::Intact { entries, .. }) => {
-            outln!(ctx, "log: {entries} entries, hash chain intact")?;
-        }
-        (None, LogStatus::Broken { problem }) => outln!(ctx, "log: TAMPERED: {problem}")?,
-        (None, _) => outln!(ctx, "log: none")?,
-    }
-    for p in st.problems() {
-        outln!(ctx, "problem: {p}")?;
-    }
-    for r in &st.repaired {
-        outln!(ctx, "repaired: {r}")?;
+    for line in st.lines() {
+        outln!(ctx, "{line}")?;
     }
     Ok(0)
 }

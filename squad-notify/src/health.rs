@@ -300,7 +300,9 @@ impl Status {
             LogStatus::Intact {
                 entries,
                 acknowledged,
-            } => serde_json::json!({"entries": entries, "intact": true, "acknowledged": acknowledged}),
+            } => {
+                serde_json::json!({"entries": entries, "intact": true, "acknowledged": acknowledged})
+            }
             LogStatus::Broken { problem } => {
                 serde_json::json!({"intact": false, "problem": problem})
             }
@@ -318,5 +320,59 @@ impl Status {
             "repaired": self.repaired,
             "problems": self.problems(),
         })
+    }
+}
+
+impl Status {
+    /// The status in lines for people, as `squad approval status` prints it: the channel, the
+    /// run, the pending gate, the five most recent decisions, the log's verdict (a recorded
+    /// tampering shows until it is acknowledged), then problems and repairs.
+    pub fn lines(&self) -> Vec<String> {
+        let a = &self.state.approval;
+        let channel = self
+            .state
+            .notify
+            .as_ref()
+            .map_or(squad_model::ChannelKind::InChat, |n| n.approval_channel);
+        let mut out = vec![format!("channel: {channel}")];
+        out.push(match &a.current_run {
+            Some(r) if a.run(r).is_some_and(|r| r.stopped.is_some()) => {
+                format!("run: {r} (stopped)")
+            }
+            Some(r) => format!("run: {r}"),
+            None => "run: none".to_owned(),
+        });
+        out.push(match &a.pending_gate {
+            Some(g) => format!(
+                "pending: {} {} ({}) — {} — awaiting: {} — expires {}",
+                g.id, g.trigger, g.mode, g.topic, g.awaiting, g.expires
+            ),
+            None => "pending: none".to_owned(),
+        });
+        for g in a.recent.iter().rev().take(5) {
+            let at = g
+                .decision
+                .as_ref()
+                .map(|d| d.at.to_string())
+                .unwrap_or_default();
+            out.push(format!(
+                "decided: {} {} {} at {at} — {}",
+                g.id, g.state, g.trigger, g.topic
+            ));
+        }
+        out.push(match (&self.tamper, &self.log) {
+            (Some(t), _) => format!(
+                "log: TAMPERED (detected {}): {}; new gates are refused until `squad approval acknowledge-tamper`",
+                t.detected, t.problem
+            ),
+            (None, LogStatus::Intact { entries, .. }) => {
+                format!("log: {entries} entries, hash chain intact")
+            }
+            (None, LogStatus::Broken { problem }) => format!("log: TAMPERED: {problem}"),
+            (None, _) => "log: none".to_owned(),
+        });
+        out.extend(self.problems().into_iter().map(|p| format!("problem: {p}")));
+        out.extend(self.repaired.iter().map(|r| format!("repaired: {r}")));
+        out
     }
 }

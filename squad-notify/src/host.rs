@@ -63,8 +63,7 @@ pub fn notify_channels(
 ) -> NotifyChannels {
     let mut notes = Vec::new();
     let _ = &clock;
-    let remote: Option<Arc<dyn ApprovalChannel>> = match settings.map(|s| (s, s.approval_channel))
-    {
+    let remote: Option<Arc<dyn ApprovalChannel>> = match settings.map(|s| (s, s.approval_channel)) {
         #[cfg(feature = "webhook")]
         Some((_, ChannelKind::Webhook)) => {
             use crate::webhook::{WebhookChannel, WebhookConfig};
@@ -84,8 +83,9 @@ pub fn notify_channels(
             }
         }
         #[cfg(feature = "github")]
-        Some((s, ChannelKind::GithubIssue)) => github(s, &clock, &mut notes)
-            .map(|gh| -> Arc<dyn ApprovalChannel> { gh }),
+        Some((s, ChannelKind::GithubIssue)) => {
+            github(s, &clock, &mut notes).map(|gh| -> Arc<dyn ApprovalChannel> { gh })
+        }
         Some((_, kind)) if kind != ChannelKind::InChat => {
             notes.push(format!(
                 "the {kind} channel degrades to in-chat: it is not built into this program"
@@ -95,7 +95,10 @@ pub fn notify_channels(
         _ => None,
     };
     NotifyChannels {
-        channels: remote.into_iter().fold(FanOut::new(), FanOut::with).with(chat),
+        channels: remote
+            .into_iter()
+            .fold(FanOut::new(), FanOut::with)
+            .with(chat),
         notes,
     }
 }
@@ -131,7 +134,8 @@ pub async fn wait_channels(
         notes: Vec::new(),
     };
     #[cfg(feature = "github")]
-    if let Some(s) = settings.filter(|s| on_github && s.approval_channel == ChannelKind::GithubIssue)
+    if let Some(s) =
+        settings.filter(|s| on_github && s.approval_channel == ChannelKind::GithubIssue)
         && let Some(gh) = github(s, &clock, &mut notes)
     {
         out.rules = gh.approver_rules(gate).await?;

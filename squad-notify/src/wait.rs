@@ -223,6 +223,10 @@ impl WaitEnd {
 /// What to do after a [`Waiter::step`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per poll, moved once: boxing the gate would cost an allocation for nothing"
+)]
 pub enum Next {
     /// Step again after this pause, or earlier when new input arrives (a line for the in-chat
     /// channel).

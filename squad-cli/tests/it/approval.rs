@@ -412,7 +412,8 @@ fn in_chat_end_to_end_with_every_exit_code() {
     );
     let o = f.squad(
         &["approval", "wait"],
-        Some("\n\nyes\n> /stop\n/approve g-000000000000\n/approve\n"),
+        // A quote swallows the lines after it until an empty line, as in a comment.
+        Some("\n\nyes\n> /stop\n\n/approve g-000000000000\n/approve\n"),
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.stdout.trim(), "approved");

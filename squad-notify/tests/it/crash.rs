@@ -29,10 +29,10 @@ fn check(text: &str) -> u64 {
 }
 
 fn write_generation(dir: &StateDir, n: u64) {
-    let lock = squad_notify::store::lock(&dir).unwrap();
-    let mut doc = squad_notify::store::read(&dir).unwrap();
+    let lock = squad_notify::store::lock(dir).unwrap();
+    let mut doc = squad_notify::store::read(dir).unwrap();
     doc.other = doc_for(n).as_object().unwrap().clone();
-    squad_notify::store::write(&dir, &doc, &lock).unwrap();
+    squad_notify::store::write(dir, &doc, &lock).unwrap();
 }
 
 fn read_state(dir: &StateDir) -> String {
