@@ -85,13 +85,13 @@
 //! };
 //! let mut pacer = Pacer::new(SystemClock.now(), &PacerOptions::default());
 //! let decision = loop {
-//!     let step = client.step(&mut state, &parser).await;
-//!     let failed = step.as_ref().err().cloned();
-//!     if let Ok(Step { decision: Some(d), .. }) = step {
-//!         break d;
-//!     }
-//!     // The pacer says how long to pause (a real host sleeps here).
-//!     let pause = pacer.after_poll(SystemClock.now(), failed.as_ref(), None)?;
+//!     // The pacer says how long to pause after each step (a real host sleeps here).
+//!     let pause = match client.step(&mut state, &parser).await {
+//!         Ok(Step { decision: Some(d), .. }) => break d,
+//!         Ok(step) => pacer.after_poll(SystemClock.now(), None, step.wait_hint),
+//!         Err(e) if e.is_retryable() => pacer.after_poll(SystemClock.now(), Some(&e), None),
+//!         Err(e) => return Err(e),
+//!     };
 //!     tokio::time::sleep(pause).await;
 //! };
 //! if client.recheck(&state, &decision.candidate).await?.is_authorized() {
