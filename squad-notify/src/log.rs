@@ -125,11 +125,13 @@ pub(crate) fn sha(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
-/// Where the entries of a log text are: the end of the header (through the marker line) and the
-/// byte range of each entry (from its `### ` line to the next).
+/// Where the entries of a log text are: the end of the header (through the last marker line),
+/// the byte range of each entry (from its `### ` line to the next), and which entries are
+/// acknowledgements of tampering.
 struct Layout {
     header_end: usize,
     entries: Vec<std::ops::Range<usize>>,
+    acks: Vec<usize>,
 }
 
 /// Whether the line starting at `at` is exactly the marker line.
@@ -140,23 +142,36 @@ fn marker_line_at(text: &str, at: usize) -> bool {
         && (at == 0 || text.as_bytes()[at - 1] == b'\n')
 }
 
-/// Splits the log into the header (through the last marker line) and the entries.
+/// Splits the log into the header (through the last marker line) and the entries, in one pass.
 fn layout(text: &str) -> Result<Layout> {
-    let marker = text
-        .match_indices(LOG_MARKER)
-        .map(|(i, _)| i)
-        .filter(|i| marker_line_at(text, *i))
-        .last()
-        .ok_or_else(|| Error::corrupt("log.verify", "notifications.md has no entry marker line"))?;
+    let no_marker = || Error::corrupt("log.verify", "notifications.md has no entry marker line");
+    let mut from = 0;
+    let marker = loop {
+        let at = from + text[from..].find(LOG_MARKER).ok_or_else(no_marker)?;
+        if marker_line_at(text, at) {
+            break at;
+        }
+        from = at + 1;
+    };
     let mut header_end = marker + LOG_MARKER.len();
     if text[header_end..].starts_with('\n') {
         header_end += 1;
     }
     let mut starts: Vec<usize> = Vec::new();
+    let mut acks = Vec::new();
     let mut offset = header_end;
     for line in text[header_end..].split_inclusive('\n') {
         if line.starts_with("### ") {
+            if line.trim_end().ends_with(ACK_TITLE) && title(line) == ACK_TITLE {
+                acks.push(starts.len());
+            }
             starts.push(offset);
+        } else if line.trim_end_matches('\n') == LOG_MARKER {
+            // A later marker line (an acknowledgement appends one when the header was damaged)
+            // starts the entries anew.
+            header_end = offset + line.len();
+            starts.clear();
+            acks.clear();
         }
         offset += line.len();
     }
@@ -177,6 +192,7 @@ fn layout(text: &str) -> Result<Layout> {
     Ok(Layout {
         header_end,
         entries,
+        acks,
     })
 }
 
@@ -187,6 +203,14 @@ fn field<'a>(entry: &'a str, key: &str) -> Option<&'a str> {
             .and_then(|l| l.strip_prefix(": "))
             .map(str::trim)
     })
+}
+
+/// The `Prev-Hash` of an entry: its last field, as [`LogEntry::render`] writes it.
+fn prev_hash(entry: &str) -> Option<&str> {
+    const KEY: &str = "\n* Prev-Hash: ";
+    let at = entry.rfind(KEY)? + KEY.len();
+    let rest = &entry[at..];
+    Some(rest[..rest.find('\n').unwrap_or(rest.len())].trim())
 }
 
 fn title(entry: &str) -> &str {
@@ -231,10 +255,9 @@ pub struct LogReport {
 pub fn verify_log(text: &str, expected_head: Option<&str>) -> Result<LogReport> {
     let layout = layout(text)?;
     // The last acknowledgement whose `Covers` matches the text before it restarts the chain.
-    let restart = layout.entries.iter().rposition(|r| {
-        let entry = &text[r.clone()];
-        title(entry) == ACK_TITLE
-            && field(entry, "Covers") == Some(sha(&text.as_bytes()[..r.start]).as_str())
+    let restart = layout.acks.iter().rev().copied().find(|i| {
+        let r = &layout.entries[*i];
+        field(&text[r.clone()], "Covers") == Some(sha(&text.as_bytes()[..r.start]).as_str())
     });
     let (first, mut prev) = match restart {
         Some(i) => (i + 1, sha(&text.as_bytes()[layout.entries[i].clone()])),
@@ -242,7 +265,7 @@ pub fn verify_log(text: &str, expected_head: Option<&str>) -> Result<LogReport> 
     };
     for (i, range) in layout.entries.iter().enumerate().skip(first) {
         let entry = &text[range.clone()];
-        if field(entry, "Prev-Hash") != Some(prev.as_str()) {
+        if prev_hash(entry) != Some(prev.as_str()) {
             let heading = entry.lines().next().unwrap_or_default();
             return Err(Error::corrupt(
                 "log.verify",
