@@ -165,3 +165,41 @@ pub fn briefing(dir: &dyn Directory, squad: &Squad, owns_issue_status: bool) -> 
     }
     out
 }
+
+/// The instructions a briefed leader runs with (§5): its own instructions, a blank line and the
+/// briefing; the briefing alone when its own instructions are blank.
+///
+/// ```
+/// use squad_routing::briefing::{briefing, leader_instructions};
+/// use squad_routing::InMemoryDirectory;
+/// use squad_model::{Squad, SquadId, AgentId, UserId, WorkspaceId, Timestamp};
+///
+/// let t = Timestamp::from_unix_seconds(0).unwrap();
+/// let squad = Squad {
+///     id: SquadId::new("s1").unwrap(), workspace_id: WorkspaceId::new("w").unwrap(),
+///     name: "Core".into(), description: String::new(),
+///     leader_id: AgentId::new("0a").unwrap(), creator_id: UserId::new("u").unwrap(),
+///     instructions: String::new(), avatar_url: None, archived_at: None,
+///     archived_by: None, created_at: t, updated_at: t,
+/// };
+/// let dir = InMemoryDirectory::new();
+/// let b = briefing(&dir, &squad, false);
+/// assert_eq!(leader_instructions(&dir, &squad, "You review Rust.", false), format!("You review Rust.\n\n{b}"));
+/// assert_eq!(leader_instructions(&dir, &squad, " \n", false), b);
+/// ```
+pub fn leader_instructions(
+    dir: &dyn Directory,
+    squad: &Squad,
+    own_instructions: &str,
+    owns_issue_status: bool,
+) -> String {
+    let b = briefing(dir, squad, owns_issue_status);
+    if own_instructions.trim().is_empty() {
+        return b;
+    }
+    let mut out = String::with_capacity(own_instructions.len() + 2 + b.len());
+    out.push_str(own_instructions);
+    out.push_str("\n\n");
+    out.push_str(&b);
+    out
+}

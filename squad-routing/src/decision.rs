@@ -37,6 +37,10 @@ pub enum TriggerSource {
     AutopilotCreateIssue,
     /// Autopilot `run_only` (§6).
     AutopilotRunOnly,
+    /// A failed task with attempts left, retried (§1).
+    Retry,
+    /// Quick-create (§5): a task without an issue.
+    QuickCreate,
 }
 
 /// Why an event leads to no run (or to nothing at all).
@@ -90,6 +94,10 @@ pub enum NoopReason {
     AutopilotPaused,
     /// The claim is a plain task: no briefing.
     NotLeaderTask,
+    /// A failed task is not retried: it used its last attempt (`max_attempts`).
+    AttemptsExhausted,
+    /// A failed task is not retried: its issue no longer exists.
+    IssueNotFound,
 }
 
 /// The outcome of one explicit agent or squad mention (§4.5).
@@ -315,11 +323,19 @@ pub enum Decision {
         /// The squad, when the briefing is injected.
         #[serde(skip_serializing_if = "Option::is_none")]
         squad_id: Option<SquadId>,
+        /// The squad's name, for a quick-create task (no issue yet) whose leader is briefed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        squad_name: Option<String>,
         /// Which responsibility-6 variant the briefing carries.
         #[serde(skip_serializing_if = "Option::is_none")]
         owns_issue_status: Option<bool>,
         /// Always `true`.
         leader_role_resolved: bool,
+        /// The instructions the agent runs with: its own, then (when injected) the briefing,
+        /// separated by a blank line; the briefing alone when its own are blank. Absent when
+        /// there are none.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        instructions: Option<String>,
     },
     /// An agent's runtime changes.
     SetRuntime {

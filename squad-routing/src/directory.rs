@@ -560,7 +560,7 @@ impl Directory for InMemoryDirectory {
         let mut v: Vec<AutopilotId> = self
             .autopilots
             .values()
-            .filter(|a| matches!(&a.assignee, Assignee::Squad(s) if s == squad))
+            .filter(|a| matches!(&a.assignee, Some(Assignee::Squad(s)) if s == squad))
             .map(|a| a.id.clone())
             .collect();
         v.sort();
@@ -843,6 +843,7 @@ mod tests {
             trigger_comment_id: trigger.map(|c| CommentId::new(c).expect("valid id")),
             originator_user_id: None,
             head_sha: None,
+            context: None,
             attempt: 1,
             created_at: t0(),
         }
@@ -961,6 +962,7 @@ mod tests {
             permission_mode: PermissionMode::Private,
             invocation_targets: Vec::new(),
             skills: Vec::new(),
+            instructions: String::new(),
             created_at: t0(),
         });
         let s1 = SquadId::new("s1").expect("valid id");

@@ -15,7 +15,9 @@ use squad_model::{
 use crate::apply::apply;
 use crate::directory::{Directory, InMemoryDirectory};
 use crate::engine::Engine;
-use crate::event::Event;
+use crate::event::{
+    BatchUpdate, ClaimTask, CreateIssue, Event, PostComment, SetTaskStatus, UpdateIssue,
+};
 use crate::records::{Membership, Principal, User, Workspace, WorkspaceRole};
 use crate::trace::{IssueRecord, TraceLine};
 
@@ -111,6 +113,16 @@ struct Team {
     human: UserId,
 }
 
+/// What a generated issue is created with.
+struct NewIssue<'a> {
+    actor: Principal,
+    task: Option<TaskId>,
+    status: IssueStatus,
+    assignee: (&'a str, String),
+    parent: Option<&'a IssueId>,
+    stage: Option<u32>,
+}
+
 struct Sim {
     engine: Engine,
     dir: InMemoryDirectory,
@@ -140,10 +152,10 @@ impl Sim {
         d.enqueued().map(|t| t.id.clone()).collect()
     }
     fn status(&mut self, task: &TaskId, status: TaskStatus) {
-        self.run(Event::TaskStatus {
+        self.run(Event::TaskStatus(SetTaskStatus {
             task_id: task.clone(),
             status,
-        });
+        }));
     }
     fn comment(
         &mut self,
@@ -153,7 +165,7 @@ impl Sim {
         text: String,
     ) -> Vec<TaskId> {
         let comment_id = CommentId::new(self.fresh(0xc0)).expect("generated ids are valid");
-        self.run(Event::Comment {
+        self.run(Event::Comment(PostComment {
             comment_id,
             issue_id: issue.clone(),
             author,
@@ -161,21 +173,20 @@ impl Sim {
             parent_id: None,
             content: text,
             suppress_agent_ids: Vec::new(),
-        })
+        }))
     }
-    #[allow(clippy::too_many_arguments, reason = "mirrors the create request")]
-    fn create(
-        &mut self,
-        ws: &WorkspaceId,
-        actor: Principal,
-        task: Option<TaskId>,
-        status: IssueStatus,
-        assignee: (&str, String),
-        parent: Option<&IssueId>,
-        stage: Option<u32>,
-    ) -> (IssueId, Vec<TaskId>) {
+    /// Creates an issue; returns its id and the tasks it enqueued.
+    fn create(&mut self, ws: &WorkspaceId, c: NewIssue<'_>) -> (IssueId, Vec<TaskId>) {
+        let NewIssue {
+            actor,
+            task,
+            status,
+            assignee,
+            parent,
+            stage,
+        } = c;
         let issue_id = IssueId::new(self.fresh(0x15)).expect("generated ids are valid");
-        let tasks = self.run(Event::CreateIssue {
+        let tasks = self.run(Event::CreateIssue(CreateIssue {
             actor,
             task_id: task,
             workspace_id: ws.clone(),
@@ -188,7 +199,7 @@ impl Sim {
             parent_issue_id: parent.cloned(),
             stage,
             suppress_run: false,
-        });
+        }));
         (issue_id, tasks)
     }
     fn update(
@@ -198,7 +209,7 @@ impl Sim {
         issue: &IssueId,
         status: IssueStatus,
     ) -> Vec<TaskId> {
-        self.run(Event::UpdateIssue {
+        self.run(Event::UpdateIssue(UpdateIssue {
             actor,
             task_id: task,
             issue_id: issue.clone(),
@@ -207,7 +218,7 @@ impl Sim {
             assignee_id: None,
             unassign: false,
             suppress_run: false,
-        })
+        }))
     }
 }
 
@@ -269,6 +280,7 @@ pub fn generate(cfg: &GenConfig) -> Generated {
                     Vec::new()
                 },
                 skills: vec!["rust".into(), "review".into()],
+                instructions: String::new(),
                 created_at: t0,
             }));
             a
@@ -374,19 +386,21 @@ fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
     let w0 = Principal::Agent(t.workers[0].clone());
     let (parent, tasks) = sim.create(
         ws,
-        human.clone(),
-        None,
-        IssueStatus::Todo,
-        ("squad", t.squad.to_string()),
-        None,
-        None,
+        NewIssue {
+            actor: human.clone(),
+            task: None,
+            status: IssueStatus::Todo,
+            assignee: ("squad", t.squad.to_string()),
+            parent: None,
+            stage: None,
+        },
     );
     let Some(lt) = tasks.first().cloned() else {
         return;
     };
-    sim.run(Event::Claim {
+    sim.run(Event::Claim(ClaimTask {
         task_id: lt.clone(),
-    });
+    }));
     sim.status(&lt, TaskStatus::Running);
     let w_tasks = sim.comment(
         &parent,
@@ -400,21 +414,25 @@ fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
     sim.status(&lt, TaskStatus::Completed);
     let (c1, c1_tasks) = sim.create(
         ws,
-        lead.clone(),
-        Some(lt.clone()),
-        IssueStatus::Todo,
-        ("agent", t.workers[0].to_string()),
-        Some(&parent),
-        Some(1),
+        NewIssue {
+            actor: lead.clone(),
+            task: Some(lt.clone()),
+            status: IssueStatus::Todo,
+            assignee: ("agent", t.workers[0].to_string()),
+            parent: Some(&parent),
+            stage: Some(1),
+        },
     );
     let (c2, _) = sim.create(
         ws,
-        lead.clone(),
-        Some(lt.clone()),
-        IssueStatus::Backlog,
-        ("agent", t.workers[1].to_string()),
-        Some(&parent),
-        Some(2),
+        NewIssue {
+            actor: lead.clone(),
+            task: Some(lt.clone()),
+            status: IssueStatus::Backlog,
+            assignee: ("agent", t.workers[1].to_string()),
+            parent: Some(&parent),
+            stage: Some(2),
+        },
     );
     let wt = c1_tasks.first().or(w_tasks.first()).cloned();
     sim.comment(
@@ -438,7 +456,7 @@ fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
     };
     sim.comment(&parent, human.clone(), None, text);
     sim.update(lead.clone(), None, &c2, IssueStatus::Todo);
-    sim.run(Event::BatchUpdate {
+    sim.run(Event::BatchUpdate(BatchUpdate {
         actor: human,
         task_id: None,
         issue_ids: vec![c2],
@@ -446,7 +464,7 @@ fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
         assignee_type: None,
         assignee_id: None,
         suppress_run: false,
-    });
+    }));
     let pending: Vec<TaskId> = sim
         .dir
         .active_tasks(&parent)

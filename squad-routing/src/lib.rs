@@ -7,7 +7,7 @@ mod decision;
 mod directory;
 mod engine;
 mod error;
-mod event;
+pub mod event;
 pub mod generate;
 mod invoke;
 pub mod mention;

@@ -10,8 +10,21 @@ use serde::{Deserialize, Serialize};
 /// |---|---|---|
 /// | `cancel_tasks_on_reassign` | `true` | decision (a): an assignee change cancels every active task on the issue first; `false` is multica Era C |
 /// | `cancel_tasks_on_issue_cancelled` | `false` | the open point: Era C keeps tasks when an issue is set to `cancelled`; `true` is Eras A/B |
-/// | `escalation_seconds` | `300` | delay of the escalation fallback when a member answers an agent's comment |
+/// | `escalation_seconds` | `300` | delay of the escalation fallback when a member answers an agent's comment; `0` disables the escalation (as multica does for a delay of 0 or less) |
 /// | `autopilot_dedup_seconds` | `60` | decision (g): window in which `create_issue` skips a same-titled open issue |
+/// | `max_attempts` | `3` | a failed task is retried until it has run this many attempts; `0` leaves retries to the host (no retry is decided) |
+///
+/// In a policy file (JSON), absent fields keep their defaults and unknown fields are refused, so
+/// that a misspelt option is an error rather than a silent default:
+///
+/// ```
+/// use squad_routing::RoutingPolicy;
+///
+/// let p: RoutingPolicy = serde_json::from_str(r#"{"max_attempts": 1}"#).unwrap();
+/// assert_eq!(p, RoutingPolicy { max_attempts: 1, ..RoutingPolicy::default() });
+/// let err = serde_json::from_str::<RoutingPolicy>(r#"{"cancel_task_on_reassign": false}"#);
+/// assert!(err.unwrap_err().to_string().contains("unknown field `cancel_task_on_reassign`"));
+/// ```
 ///
 /// ```
 /// use squad_routing::RoutingPolicy;
@@ -21,16 +34,19 @@ use serde::{Deserialize, Serialize};
 /// assert!(!era_c.cancel_tasks_on_reassign);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct RoutingPolicy {
     /// Cancel every active task on an issue when its assignee changes (decision (a)).
     pub cancel_tasks_on_reassign: bool,
     /// Cancel every active task on an issue when its status becomes `cancelled`.
     pub cancel_tasks_on_issue_cancelled: bool,
-    /// Delay, in seconds, of the escalation task for the assignee (cascade row 5).
+    /// Delay, in seconds, of the escalation task for the assignee (cascade row 5); `0` means no
+    /// escalation.
     pub escalation_seconds: u32,
     /// Window, in seconds, of the autopilot `create_issue` duplicate check (decision (g)).
     pub autopilot_dedup_seconds: u32,
+    /// Attempts a task gets before a failure is final (retries, §1); `0`: the host retries.
+    pub max_attempts: u32,
 }
 
 impl Default for RoutingPolicy {
@@ -40,6 +56,7 @@ impl Default for RoutingPolicy {
             cancel_tasks_on_issue_cancelled: false,
             escalation_seconds: 300,
             autopilot_dedup_seconds: 60,
+            max_attempts: 3,
         }
     }
 }

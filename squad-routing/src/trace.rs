@@ -27,7 +27,7 @@ use crate::apply::apply;
 use crate::directory::{Directory, InMemoryDirectory};
 use crate::engine::{Decisions, Engine};
 use crate::error::{Error, ErrorKind, Result};
-use crate::event::Event;
+use crate::event::*;
 use crate::records::{Comment, Membership, Principal, User, Workspace};
 
 /// The JSON Schema of one trace line.
@@ -419,48 +419,48 @@ fn need_squad(dir: &dyn Directory, id: &squad_model::SquadId) -> Result<()> {
 /// [`ErrorKind::UnknownReference`] naming the first offending id.
 pub fn check_event(dir: &dyn Directory, event: &Event) -> Result<()> {
     match event {
-        Event::CreateSquad {
+        Event::CreateSquad(CreateSquad {
             actor,
             workspace_id,
             squad_id,
             ..
-        } => {
+        }) => {
             need_user(dir, actor)?;
             need_workspace(dir, workspace_id)?;
             if dir.squad(squad_id).is_some() {
                 return Err(duplicate("squad", squad_id));
             }
         }
-        Event::UpdateSquad {
+        Event::UpdateSquad(UpdateSquad {
             actor, squad_id, ..
-        }
-        | Event::ArchiveSquad { actor, squad_id }
-        | Event::AddMember {
+        })
+        | Event::ArchiveSquad(ArchiveSquad { actor, squad_id })
+        | Event::AddMember(AddMember {
             actor, squad_id, ..
-        }
-        | Event::RemoveMember {
+        })
+        | Event::RemoveMember(RemoveMember {
             actor, squad_id, ..
-        }
-        | Event::SetMemberRole {
+        })
+        | Event::SetMemberRole(SetMemberRole {
             actor, squad_id, ..
-        } => {
+        }) => {
             need_user(dir, actor)?;
             need_squad(dir, squad_id)?;
         }
-        Event::RecordEvaluation {
+        Event::RecordEvaluation(RecordEvaluation {
             agent_id, issue_id, ..
-        } => {
+        }) => {
             need_agent(dir, agent_id)?;
             need_issue(dir, issue_id)?;
         }
-        Event::CreateIssue {
+        Event::CreateIssue(CreateIssue {
             actor,
             task_id,
             workspace_id,
             issue_id,
             parent_issue_id,
             ..
-        } => {
+        }) => {
             need_principal(dir, actor)?;
             need_workspace(dir, workspace_id)?;
             if dir.issue(issue_id).is_some() {
@@ -473,24 +473,24 @@ pub fn check_event(dir: &dyn Directory, event: &Event) -> Result<()> {
                 need_task(dir, t)?;
             }
         }
-        Event::UpdateIssue {
+        Event::UpdateIssue(UpdateIssue {
             actor,
             task_id,
             issue_id,
             ..
-        } => {
+        }) => {
             need_principal(dir, actor)?;
             need_issue(dir, issue_id)?;
             if let Some(t) = task_id {
                 need_task(dir, t)?;
             }
         }
-        Event::BatchUpdate {
+        Event::BatchUpdate(BatchUpdate {
             actor,
             task_id,
             issue_ids,
             ..
-        } => {
+        }) => {
             need_principal(dir, actor)?;
             for i in issue_ids {
                 need_issue(dir, i)?;
@@ -499,18 +499,18 @@ pub fn check_event(dir: &dyn Directory, event: &Event) -> Result<()> {
                 need_task(dir, t)?;
             }
         }
-        Event::DeleteIssue { actor, issue_id } => {
+        Event::DeleteIssue(DeleteIssue { actor, issue_id }) => {
             need_principal(dir, actor)?;
             need_issue(dir, issue_id)?;
         }
-        Event::Comment {
+        Event::Comment(PostComment {
             comment_id,
             issue_id,
             author,
             task_id,
             parent_id,
             ..
-        } => {
+        }) => {
             need_principal(dir, author)?;
             need_issue(dir, issue_id)?;
             if dir.comment(comment_id).is_some() {
@@ -525,23 +525,23 @@ pub fn check_event(dir: &dyn Directory, event: &Event) -> Result<()> {
                 need_task(dir, t)?;
             }
         }
-        Event::SaveAutopilot {
+        Event::SaveAutopilot(SaveAutopilot {
             actor,
             task_id,
             workspace_id,
             ..
-        } => {
+        }) => {
             need_principal(dir, actor)?;
             need_workspace(dir, workspace_id)?;
             if let Some(t) = task_id {
                 need_task(dir, t)?;
             }
         }
-        Event::TriggerAutopilot {
+        Event::TriggerAutopilot(TriggerAutopilot {
             autopilot_id,
             actor,
             ..
-        } => {
+        }) => {
             if dir.autopilot(autopilot_id).is_none() {
                 return Err(unknown_ref("autopilot", autopilot_id));
             }
@@ -549,8 +549,19 @@ pub fn check_event(dir: &dyn Directory, event: &Event) -> Result<()> {
                 need_user(dir, u)?;
             }
         }
-        Event::TaskStatus { task_id, .. } | Event::Claim { task_id } => need_task(dir, task_id)?,
-        Event::SetRuntime { agent_id, .. } | Event::ArchiveAgent { agent_id } => {
+        Event::TaskStatus(SetTaskStatus { task_id, .. }) | Event::Claim(ClaimTask { task_id }) => {
+            need_task(dir, task_id)?;
+        }
+        Event::QuickCreate(QuickCreate {
+            actor,
+            workspace_id,
+            ..
+        }) => {
+            need_user(dir, actor)?;
+            need_workspace(dir, workspace_id)?;
+        }
+        Event::SetRuntime(SetRuntime { agent_id, .. })
+        | Event::ArchiveAgent(ArchiveAgent { agent_id }) => {
             need_agent(dir, agent_id)?;
         }
     }

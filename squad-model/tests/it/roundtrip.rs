@@ -486,7 +486,10 @@ fn autopilot_creator_wire_forms() {
         "assignee_id": "s1", "execution_mode": "run_only", "creator_id": "u1"});
     let a: Autopilot = serde_json::from_value(old.clone()).unwrap();
     assert_eq!(a.creator, Actor::Member(UserId::new("u1").unwrap()));
-    assert_eq!(a.assignee, Some(Assignee::Squad(SquadId::new("s1").unwrap())));
+    assert_eq!(
+        a.assignee,
+        Some(Assignee::Squad(SquadId::new("s1").unwrap()))
+    );
     let mut v = serde_json::to_value(&a).unwrap();
     v.as_object_mut().unwrap().remove("status");
     v.as_object_mut().unwrap().remove("title");
@@ -503,6 +506,9 @@ fn autopilot_creator_wire_forms() {
         json!({"id": "ap3", "workspace_id": "w1", "execution_mode": "run_only",
             "creator_id": "has space"}),
     ] {
-        assert!(serde_json::from_value::<Autopilot>(bad.clone()).is_err(), "{bad}");
+        assert!(
+            serde_json::from_value::<Autopilot>(bad.clone()).is_err(),
+            "{bad}"
+        );
     }
 }

@@ -5,7 +5,7 @@ use squad_model::{AgentId, Assignee, CommentId, Issue, IssueId, SquadId, TaskId,
 
 use super::{Cx, NewTask, bound};
 use crate::decision::{Decision, MentionOutcome, NoopReason, TriggerSource};
-use crate::event::Event;
+use crate::event::PostComment;
 use crate::invoke::can_invoke_agent;
 use crate::mention::{Mention, MentionKind, is_note_comment, is_uuid, parse_mentions};
 use crate::records::{Comment, EvaluationOutcome, Principal};
@@ -18,8 +18,9 @@ struct Req<'e> {
     suppress: &'e [AgentId],
 }
 
-pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
-    let Event::Comment {
+/// A comment (§4): saved, then routed by the Era C cascade.
+pub(super) fn post_comment(cx: &mut Cx<'_>, e: &PostComment) {
+    let PostComment {
         comment_id,
         issue_id,
         author,
@@ -27,10 +28,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
         parent_id,
         content,
         suppress_agent_ids,
-    } = event
-    else {
-        return;
-    };
+    } = e;
     let dir = cx.dir;
     let Some(issue) = dir.issue(issue_id) else {
         return cx.reject(404, "issue not found");

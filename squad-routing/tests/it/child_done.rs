@@ -5,6 +5,11 @@ use squad_model::{Assignee, IssueId, IssueStatus, TaskStatus};
 use squad_routing::{Event, TriggerSource};
 
 use crate::world::*;
+#[allow(
+    unused_imports,
+    reason = "each test file uses a few of the event structs"
+)]
+use squad_routing::event::*;
 
 struct S {
     w: World,
@@ -116,7 +121,7 @@ fn batch_updates_post_one_comment_for_the_highest_closed_stage() {
     let c = s.w.child(IssueStatus::Todo, None, Some(&p), Some(3));
     let alice = s.w.alice.clone();
     // Order does not matter: stage 3 first, then 1 and 2.
-    let d = s.w.event(Event::BatchUpdate {
+    let d = s.w.event(Event::BatchUpdate(BatchUpdate {
         actor: member(&alice),
         task_id: None,
         issue_ids: vec![c.clone(), a, b],
@@ -124,7 +129,7 @@ fn batch_updates_post_one_comment_for_the_highest_closed_stage() {
         assignee_type: None,
         assignee_id: None,
         suppress_run: false,
-    });
+    }));
     let texts = system_comments(&d);
     assert_eq!(texts.len(), 1);
     assert!(texts[0].contains("Stage 3 of this issue is complete — its sub-issues just finished together in a batch update, most recently"), "{}", texts[0]);

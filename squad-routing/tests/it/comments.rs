@@ -4,6 +4,11 @@ use squad_model::{Assignee, CommentId, IssueStatus, TaskStatus};
 use squad_routing::{Event, Principal, TriggerSource};
 
 use crate::world::*;
+#[allow(
+    unused_imports,
+    reason = "each test file uses a few of the event structs"
+)]
+use squad_routing::event::*;
 
 struct S {
     w: World,
@@ -289,10 +294,10 @@ fn the_leader_mentioning_its_own_squad_is_deferred_or_blocked() {
         s.w.comment_from_task(&s.issue.clone(), &s.leader.clone(), &t, &text);
     assert_eq!(mentions(&d)[0].2, "deferred");
     assert_eq!(mentions(&d)[0].3.as_deref(), Some("already_active"));
-    s.w.event(Event::TaskStatus {
+    s.w.event(Event::TaskStatus(SetTaskStatus {
         task_id: t.clone(),
         status: TaskStatus::Completed,
-    });
+    }));
     let d =
         s.w.comment_from_task(&s.issue.clone(), &s.leader.clone(), &t, &text);
     assert_eq!(
@@ -306,7 +311,7 @@ fn the_leader_mentioning_its_own_squad_is_deferred_or_blocked() {
 fn suppress_agent_ids_removes_the_leader() {
     let mut s = setup();
     let alice = s.w.alice.clone();
-    let d = s.w.event(Event::Comment {
+    let d = s.w.event(Event::Comment(PostComment {
         comment_id: CommentId::new("c-x").unwrap(),
         issue_id: s.issue.clone(),
         author: member(&alice),
@@ -314,7 +319,7 @@ fn suppress_agent_ids_removes_the_leader() {
         parent_id: None,
         content: "hello".into(),
         suppress_agent_ids: vec![s.leader.clone()],
-    });
+    }));
     assert!(enqueued(&d).is_empty());
     assert_eq!(noops(&d), ["suppressed"]);
 }
@@ -324,7 +329,7 @@ fn a_member_reply_to_an_agent_wakes_it_and_escalates_to_the_leader_later() {
     let mut s = setup();
     let alice = s.w.alice.clone();
     let parent = CommentId::new("c-agent").unwrap();
-    s.w.event(Event::Comment {
+    s.w.event(Event::Comment(PostComment {
         comment_id: parent.clone(),
         issue_id: s.issue.clone(),
         author: agent(&s.worker),
@@ -332,8 +337,8 @@ fn a_member_reply_to_an_agent_wakes_it_and_escalates_to_the_leader_later() {
         parent_id: None,
         content: "[@all](mention://all/all) question: which DB?".into(),
         suppress_agent_ids: vec![],
-    });
-    let d = s.w.event(Event::Comment {
+    }));
+    let d = s.w.event(Event::Comment(PostComment {
         comment_id: CommentId::new("c-reply").unwrap(),
         issue_id: s.issue.clone(),
         author: member(&alice),
@@ -341,7 +346,7 @@ fn a_member_reply_to_an_agent_wakes_it_and_escalates_to_the_leader_later() {
         parent_id: Some(parent),
         content: "postgres".into(),
         suppress_agent_ids: vec![],
-    });
+    }));
     assert_eq!(
         enqueued(&d),
         vec![
@@ -370,7 +375,7 @@ fn a_reply_in_a_member_thread_goes_to_the_roots_first_mention() {
         "{} please look",
         mention("agent", s.worker.as_str(), "Worker")
     );
-    s.w.event(Event::Comment {
+    s.w.event(Event::Comment(PostComment {
         comment_id: root.clone(),
         issue_id: s.issue.clone(),
         author: member(&alice),
@@ -378,14 +383,14 @@ fn a_reply_in_a_member_thread_goes_to_the_roots_first_mention() {
         parent_id: None,
         content: text,
         suppress_agent_ids: vec![],
-    });
+    }));
     // Let the worker's task finish so the reply makes a new one.
     let t = s.w.dir.tasks().next().unwrap().id.clone();
-    s.w.event(Event::TaskStatus {
+    s.w.event(Event::TaskStatus(SetTaskStatus {
         task_id: t,
         status: TaskStatus::Completed,
-    });
-    let d = s.w.event(Event::Comment {
+    }));
+    let d = s.w.event(Event::Comment(PostComment {
         comment_id: CommentId::new("c-reply").unwrap(),
         issue_id: s.issue.clone(),
         author: member(&bob),
@@ -393,7 +398,7 @@ fn a_reply_in_a_member_thread_goes_to_the_roots_first_mention() {
         parent_id: Some(root),
         content: "me too".into(),
         suppress_agent_ids: vec![],
-    });
+    }));
     assert_eq!(
         enqueued(&d),
         vec![(s.worker.clone(), false, TriggerSource::ThreadRoot)]
@@ -439,46 +444,46 @@ fn no_action_refuses_comments_from_that_task() {
         ),
     ];
     for (outcome, task, want) in cases {
-        let d = s.w.peek(&Event::RecordEvaluation {
+        let d = s.w.peek(&Event::RecordEvaluation(RecordEvaluation {
             agent_id: s.leader.clone(),
             task_id: task.map(str::to_owned),
             issue_id: s.issue.clone(),
             outcome: outcome.into(),
             reason: String::new(),
-        });
+        }));
         assert_eq!(d.rejection(), want);
     }
-    let d = s.w.peek(&Event::RecordEvaluation {
+    let d = s.w.peek(&Event::RecordEvaluation(RecordEvaluation {
         agent_id: s.worker.clone(),
         task_id: Some(t.to_string()),
         issue_id: s.issue.clone(),
         outcome: "action".into(),
         reason: String::new(),
-    });
+    }));
     assert_eq!(
         d.rejection(),
         Some((403, "only the squad leader agent can record evaluations"))
     );
     let plain_issue = s.w.issue(IssueStatus::Todo, None);
-    let d = s.w.peek(&Event::RecordEvaluation {
+    let d = s.w.peek(&Event::RecordEvaluation(RecordEvaluation {
         agent_id: s.leader.clone(),
         task_id: Some(t.to_string()),
         issue_id: plain_issue,
         outcome: "action".into(),
         reason: String::new(),
-    });
+    }));
     assert_eq!(
         d.rejection(),
         Some((400, "issue is not assigned to a squad"))
     );
     // Upper-case task id: accepted (ids compare case-insensitively), recorded lower-cased.
-    let d = s.w.event(Event::RecordEvaluation {
+    let d = s.w.event(Event::RecordEvaluation(RecordEvaluation {
         agent_id: s.leader.clone(),
         task_id: Some(upper.to_string()),
         issue_id: s.issue.clone(),
         outcome: "no_action".into(),
         reason: "nothing to do".into(),
-    });
+    }));
     assert_eq!(d.rejection(), None);
     let d =
         s.w.comment_from_task(&s.issue.clone(), &s.leader.clone(), &upper, "hi");
