@@ -339,7 +339,8 @@ impl Defused<'_> {
 /// What the leader is told to do after a stage closed.
 struct Advance<'c> {
     next: u32,
-    parent_ref: &'c Identifier<'c>,
+    /// The parent's id: the commands name the parent by id, as multica formats `parentID`.
+    parent_ref: &'c str,
 }
 
 impl Advance<'_> {
@@ -348,7 +349,7 @@ impl Advance<'_> {
             out.push_str(" Stage ");
             push_decimal(out, u64::from(self.next));
             out.push_str(" is next: check the layout with `multica issue children ");
-            self.parent_ref.push_to(out);
+            out.push_str(self.parent_ref);
             out.push_str(
                 "`, then move that stage's `backlog` sub-issues to `todo` once their dependencies are met.",
             );
@@ -357,7 +358,7 @@ impl Advance<'_> {
                 " Closing this stage does not by itself finish the issue: either mark the parent ready \
                  with `multica issue status ",
             );
-            self.parent_ref.push_to(out);
+            out.push_str(self.parent_ref);
             out.push_str(" in_review`, or create the next stage.");
         }
     }
@@ -387,7 +388,7 @@ fn child_done_comment(
     });
     let ident = Identifier::new(cx, child.issue);
     let title = Defused(&child.title);
-    let parent_ref = Identifier::new(cx, parent.issue);
+    let parent_ref = parent.id.as_str();
     // Room for the longest wording with typical ids, so that the string is allocated once.
     let mut out = String::with_capacity(640 + child.title.len());
     prefix.push_to(&mut out);
@@ -409,14 +410,14 @@ fn child_done_comment(
                 ", just finished. Carry the parent forward by pulling the sub-issues' results \
                  together; if nothing is left to do, run `multica issue status ",
             );
-            parent_ref.push_to(&mut out);
+            out.push_str(parent_ref);
             out.push_str(" in_review`.");
         }
         Some(s) => {
             let summary = Progress::new(children, s);
             let advance = Advance {
                 next: summary.next,
-                parent_ref: &parent_ref,
+                parent_ref,
             };
             out.push_str("Stage ");
             push_decimal(&mut out, u64::from(s));
