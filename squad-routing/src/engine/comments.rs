@@ -134,11 +134,15 @@ fn thread_root<'a>(cx: &Cx<'a>, start: &'a Comment) -> &'a Comment {
 /// Row 5: a member answers an agent: wake that agent; escalate to the assignee later.
 fn thread_parent(cx: &mut Cx<'_>, req: &Req<'_>, author_agent: &AgentId) {
     plain(cx, req, author_agent, TriggerSource::ThreadParent, None);
+    // A delay of 0 disables the escalation, as multica treats a delay of 0 or less.
+    let delay = match cx.policy.escalation_seconds {
+        0 => return,
+        s => Some(s),
+    };
     let Some(assignee) = req.issue.assignee.clone() else {
         return;
     };
     let dir = cx.dir;
-    let delay = Some(cx.policy.escalation_seconds);
     match &assignee {
         Assignee::Agent(a) if a != author_agent => {
             plain(cx, req, a, TriggerSource::Escalation, delay);

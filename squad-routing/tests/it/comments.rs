@@ -524,3 +524,71 @@ fn no_status_gate_and_all_or_member_mentions_by_agents_wake_nobody() {
     assert_eq!(noops(&d), ["member_mention"]);
     assert!(s.w.dir.tasks().next().is_none());
 }
+
+/// `escalation_seconds: 0` disables the escalation fallback (multica: a delay of 0 or less is
+/// "disabled"); any positive delay escalates, to a squad's leader or to an agent assignee.
+#[test]
+fn a_zero_escalation_delay_disables_the_escalation() {
+    // (delay, assignee is the squad, expected escalation delay)
+    let cases = [
+        (0, true, None),
+        (0, false, None),
+        (1, true, Some(1)),
+        (300, false, Some(300)),
+    ];
+    for (delay, to_squad, expect) in cases {
+        let mut s = setup();
+        s.w.engine.policy.escalation_seconds = delay;
+        let alice = s.w.alice.clone();
+        let other = s.w.agent("Other", &alice, ONLINE_PUBLIC);
+        if !to_squad {
+            s.w.assign(member(&alice), &s.issue.clone(), "agent", other.as_str());
+            let pending: Vec<_> = s.w.dir.tasks().map(|t| t.id.clone()).collect();
+            for t in pending {
+                s.w.event(Event::TaskStatus(SetTaskStatus {
+                    task_id: t,
+                    status: TaskStatus::Completed,
+                }));
+            }
+        }
+        let parent = CommentId::new("c-agent").unwrap();
+        s.w.event(Event::Comment(PostComment {
+            comment_id: parent.clone(),
+            issue_id: s.issue.clone(),
+            author: agent(&s.worker),
+            task_id: None,
+            parent_id: None,
+            content: "[@all](mention://all/all) question: which DB?".into(),
+            suppress_agent_ids: vec![],
+        }));
+        let d = s.w.event(Event::Comment(PostComment {
+            comment_id: CommentId::new("c-reply").unwrap(),
+            issue_id: s.issue.clone(),
+            author: member(&alice),
+            task_id: None,
+            parent_id: Some(parent),
+            content: "postgres".into(),
+            suppress_agent_ids: vec![],
+        }));
+        let escalations: Vec<Option<u32>> = d
+            .decisions
+            .iter()
+            .filter_map(|x| match x {
+                squad_routing::Decision::Enqueue {
+                    source: TriggerSource::Escalation,
+                    delay_seconds,
+                    ..
+                } => Some(*delay_seconds),
+                _ => None,
+            })
+            .collect();
+        let want: Vec<Option<u32>> = expect.into_iter().map(Some).collect();
+        assert_eq!(escalations, want, "delay {delay}, squad {to_squad}");
+        // The replied-to agent is woken in every case.
+        assert_eq!(
+            enqueued(&d)[0],
+            (s.worker.clone(), false, TriggerSource::ThreadParent),
+            "delay {delay}"
+        );
+    }
+}
