@@ -327,9 +327,11 @@ fn assigned_leader(cx: &mut Cx<'_>, req: &Req<'_>, squad_id: &SquadId, delay: Op
 struct Trigger {
     agent: AgentId,
     leader_of: Option<SquadId>,
-    /// The index into the outcomes of the mention this trigger serves (a later mention of the
-    /// same agent coalesces into it, so there is exactly one).
+    /// The index into the outcomes of the mention this trigger serves.
     mention: usize,
+    /// The other mention it serves: an `@agent` and an `@squad` naming the same leader are both
+    /// triggered by one task (a second squad with that leader coalesces instead).
+    also: Option<usize>,
     /// The agent's pending task that absorbs the comment, if any.
     pending: Option<TaskId>,
 }
@@ -429,22 +431,24 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             reason: None,
         });
         match triggers.iter_mut().find(|t| t.agent == agent.id) {
-            Some(t) => {
-                if t.leader_of.is_none() && squad.is_some() {
-                    // The squad trigger upgrades a plain trigger of its leader.
-                    outcomes[t.mention].outcome = MentionOutcome::Coalesced;
-                    outcomes[t.mention].reason = Some("same_agent");
+            // The agent's own mention and a squad it leads share one task, which carries the
+            // leader role (the squad trigger upgrades the plain one); both are triggered.
+            Some(t) if t.also.is_none() && t.leader_of.is_none() != squad.is_none() => {
+                if squad.is_some() {
                     t.leader_of = squad;
-                    t.mention = idx;
-                } else {
-                    outcomes[idx].outcome = MentionOutcome::Coalesced;
-                    outcomes[idx].reason = Some("same_agent");
                 }
+                t.also = Some(idx);
+            }
+            // A second squad with the same leader: the first squad's context is kept.
+            Some(_) => {
+                outcomes[idx].outcome = MentionOutcome::Coalesced;
+                outcomes[idx].reason = Some("same_agent");
             }
             None => triggers.push(Trigger {
                 agent: agent.id.clone(),
                 leader_of: squad,
                 mention: idx,
+                also: None,
                 pending: None,
             }),
         }
@@ -453,8 +457,10 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
     for t in &mut triggers {
         t.pending = cx.pending(&req.issue.id, &t.agent);
         if t.pending.is_some() {
-            outcomes[t.mention].outcome = MentionOutcome::Coalesced;
-            outcomes[t.mention].reason = Some("pending_task");
+            for i in std::iter::once(t.mention).chain(t.also) {
+                outcomes[i].outcome = MentionOutcome::Coalesced;
+                outcomes[i].reason = Some("pending_task");
+            }
         }
     }
     for o in outcomes {

@@ -592,3 +592,51 @@ fn a_zero_escalation_delay_disables_the_escalation() {
         );
     }
 }
+
+/// `@Lead @Core` where Lead leads Core, in either order: one leader task, and both mentions are
+/// reported `triggered` (multica reports both targets queued); only a second squad with the same
+/// leader is `coalesced`.
+#[test]
+fn an_agent_and_a_squad_naming_one_leader_are_both_triggered() {
+    for (order, pending) in [
+        ("agent squad", false),
+        ("squad agent", false),
+        ("agent squad", true),
+        ("squad agent", true),
+    ] {
+        let mut s = setup();
+        let alice = s.w.alice.clone();
+        let issue = s.w.issue(IssueStatus::Todo, None);
+        if pending {
+            s.w.task(&s.leader.clone(), &issue, TaskStatus::Queued, None);
+        }
+        let a = mention("agent", s.leader.as_str(), "Lead");
+        let q = mention("squad", s.squad.as_str(), "Core");
+        let text = order.replace("agent", &a).replace("squad", &q);
+        let d = s.w.comment(&issue, member(&alice), &text);
+        let outcomes: Vec<(String, String, Option<String>)> = mentions(&d)
+            .into_iter()
+            .map(|m| (m.0, m.2, m.3))
+            .collect();
+        let (o, r) = if pending {
+            ("coalesced", Some("pending_task".to_owned()))
+        } else {
+            ("triggered", None)
+        };
+        let want_kinds: Vec<&str> = order.split(' ').collect();
+        let want: Vec<(String, String, Option<String>)> = want_kinds
+            .iter()
+            .map(|k| ((*k).to_owned(), o.to_owned(), r.clone()))
+            .collect();
+        assert_eq!(outcomes, want, "{order}, pending {pending}");
+        let tasks = enqueued(&d);
+        if pending {
+            assert!(tasks.is_empty(), "{order}");
+        } else {
+            assert_eq!(
+                tasks,
+                vec![(s.leader.clone(), true, TriggerSource::MentionSquadLeader)]
+            );
+        }
+    }
+}
