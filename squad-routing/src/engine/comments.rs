@@ -182,20 +182,32 @@ fn thread_root_owner(cx: &mut Cx<'_>, req: &Req<'_>, root: &Comment) {
             Err(_) => cx.noop(NoopReason::NoTrigger),
         },
         None => {
+            // The agents whose tasks the root triggered; a leader task stands for its squad, so
+            // it is re-resolved to the squad's current leader (who may have changed since).
             let dir = cx.dir;
             let mut seen: Vec<(AgentId, Option<SquadId>)> = Vec::new();
+            let mut missing = false;
             for t in dir.tasks_triggered_by(&root.id) {
-                if !seen.iter().any(|(a, _)| a == &t.agent_id) {
-                    let squad = if t.is_leader_task {
-                        t.squad_id.clone()
-                    } else {
-                        None
-                    };
-                    seen.push((t.agent_id.clone(), squad));
+                let target = match (&t.squad_id, t.is_leader_task) {
+                    (Some(sid), true) => match cx.squad_in(sid, &req.issue.workspace_id) {
+                        Some(squad) => (squad.leader_id.clone(), Some(squad.id.clone())),
+                        None => {
+                            missing = true;
+                            cx.noop(NoopReason::SquadNotFound);
+                            continue;
+                        }
+                    },
+                    _ => (t.agent_id.clone(), None),
+                };
+                if !seen.iter().any(|(a, _)| a == &target.0) {
+                    seen.push(target);
                 }
             }
             if seen.is_empty() {
-                return cx.noop(NoopReason::NoTrigger);
+                if !missing {
+                    cx.noop(NoopReason::NoTrigger);
+                }
+                return;
             }
             for (agent, squad) in seen {
                 match squad {

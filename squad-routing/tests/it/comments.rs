@@ -640,3 +640,81 @@ fn an_agent_and_a_squad_naming_one_leader_are_both_triggered() {
         }
     }
 }
+
+/// A member's reply in a thread whose root woke a squad's leader wakes the squad's *current*
+/// leader (re-resolved, with the archived-leader rules), not the agent of the stored task.
+#[test]
+fn a_thread_reply_wakes_the_squads_current_leader() {
+    // (new leader: None = unchanged, Some(archived?))
+    for swap in [None, Some(false), Some(true)] {
+        let mut s = setup();
+        let alice = s.w.alice.clone();
+        let root = CommentId::new("c-root").unwrap();
+        let d = s.w.event(Event::Comment(PostComment {
+            comment_id: root.clone(),
+            issue_id: s.issue.clone(),
+            author: member(&alice),
+            task_id: None,
+            parent_id: None,
+            content: "Can someone look at this?".into(),
+            suppress_agent_ids: vec![],
+        }));
+        let first = d.enqueued().next().unwrap().id.clone();
+        s.w.event(Event::TaskStatus(SetTaskStatus {
+            task_id: first,
+            status: TaskStatus::Completed,
+        }));
+        let mut expect_agent = s.leader.clone();
+        if let Some(archived) = swap {
+            let j = s.w.agent("June", &alice, ONLINE_PUBLIC);
+            let d = s.w.event(Event::UpdateSquad(UpdateSquad {
+                actor: alice.clone(),
+                squad_id: s.squad.clone(),
+                name: None,
+                description: None,
+                instructions: None,
+                leader_id: Some(j.to_string()),
+                avatar_url: None,
+            }));
+            assert_eq!(d.rejection(), None);
+            if archived {
+                s.w.event(Event::ArchiveAgent(ArchiveAgent {
+                    agent_id: j.clone(),
+                }));
+            }
+            expect_agent = j;
+        }
+        let d = s.w.event(Event::Comment(PostComment {
+            comment_id: CommentId::new("c-reply").unwrap(),
+            issue_id: s.issue.clone(),
+            author: member(&alice),
+            task_id: None,
+            parent_id: Some(root),
+            content: "Any news?".into(),
+            suppress_agent_ids: vec![],
+        }));
+        if swap == Some(true) {
+            assert!(enqueued(&d).is_empty(), "archived new leader: {d:?}");
+            assert_eq!(noops(&d), ["leader_not_ready"]);
+            continue;
+        }
+        assert_eq!(
+            enqueued(&d),
+            vec![(expect_agent.clone(), true, TriggerSource::ThreadRoot)],
+            "swap {swap:?}"
+        );
+        let task = d.enqueued().next().unwrap();
+        assert_eq!(task.squad_id.as_ref(), Some(&s.squad));
+        // The claim briefs the new leader.
+        let d = s.w.event(Event::Claim(ClaimTask {
+            task_id: task.id.clone(),
+        }));
+        assert!(d.decisions.iter().any(|x| matches!(
+            x,
+            squad_routing::Decision::Claim {
+                is_leader_task: true,
+                ..
+            }
+        )));
+    }
+}
