@@ -12,6 +12,8 @@ pub enum ErrorKind {
     UnknownEventKind,
     /// A trace record names an entity that the trace never defined (or defines one twice).
     UnknownReference,
+    /// The trace declares a schema version newer than this crate reads.
+    UnsupportedVersion,
 }
 
 /// An error from parsing or replaying a trace.

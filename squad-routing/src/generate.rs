@@ -67,7 +67,11 @@ impl Generated {
 
     /// The whole trace as JSON Lines.
     pub fn to_jsonl(&self) -> String {
-        let mut out = String::new();
+        let mut out = TraceLine::SchemaVersion {
+            version: crate::trace::SCHEMA_VERSION,
+        }
+        .to_json();
+        out.push('\n');
         for e in &self.entities {
             out.push_str(&e.to_json());
             out.push('\n');

@@ -1,6 +1,8 @@
-//! Traces: JSON Lines of entity records, then event records; and their replay.
+//! Traces: JSON Lines of an optional schema version, entity records, then event records; and
+//! their replay.
 //!
 //! ```text
+//! {"kind":"schema_version","version":2}
 //! {"kind":"workspace","id":"w1","issue_prefix":"SQ"}
 //! {"kind":"user","id":"u1","name":"Sam"}
 //! {"kind":"membership","workspace_id":"w1","user_id":"u1","role":"owner"}
@@ -13,8 +15,16 @@
 //! ```
 //!
 //! The JSON Schema is `schemas/trace.schema.json` ([`TRACE_SCHEMA`]). Replaying checks what the
-//! schema cannot: entity records come before events, ids are defined once, and every id an
-//! event acts on exists. Errors name the 1-based line.
+//! schema cannot: the schema version comes first, entity records come before events, ids are
+//! defined once, and every id an event acts on exists. Errors name the 1-based line.
+//!
+//! # Versions
+//!
+//! A trace without a `schema_version` record is version 1 (traces written before the record
+//! existed). Version 2 ([`SCHEMA_VERSION`]) adds agent `instructions`, task `context`
+//! (quick-create), autopilots without an assignee or created by an agent (`creator_type`), and the
+//! `quick_create` event. Each version is a superset of the one before, so a reader accepts every
+//! version up to its own and refuses a newer one (it could not tell what the new fields mean).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -33,6 +43,9 @@ use crate::records::{Comment, Membership, Principal, User, Workspace};
 /// The JSON Schema of one trace line.
 pub const TRACE_SCHEMA: &str = include_str!("../schemas/trace.schema.json");
 
+/// The trace schema version this crate writes, and the newest it reads.
+pub const SCHEMA_VERSION: u32 = 2;
+
 /// An issue record with its optional number.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct IssueRecord {
@@ -50,6 +63,11 @@ pub struct IssueRecord {
 #[allow(clippy::large_enum_variant, reason = "records are built once per line")]
 #[non_exhaustive]
 pub enum TraceLine {
+    /// The schema version of the trace (first record; absent means version 1).
+    SchemaVersion {
+        /// The version, 1 to [`SCHEMA_VERSION`].
+        version: u32,
+    },
     /// A workspace.
     Workspace(Workspace),
     /// A user.
@@ -139,6 +157,36 @@ pub fn parse_line(line: &str) -> Result<TraceLine> {
         serde_json::from_value(v).map_err(|e| invalid(format!("invalid {kind} record: {e}")))
     }
     Ok(match kind.as_str() {
+        "schema_version" => {
+            let version = match obj.remove("version") {
+                Some(Value::Number(n)) => n.as_u64(),
+                Some(_) => None,
+                None => return Err(invalid("missing \"version\" in schema_version record")),
+            };
+            if let Some(extra) = obj.keys().next() {
+                return Err(invalid(format!(
+                    "unknown field \"{extra}\" in schema_version record"
+                )));
+            }
+            match version {
+                Some(v @ 1..) if v <= u64::from(SCHEMA_VERSION) => TraceLine::SchemaVersion {
+                    version: u32::try_from(v).unwrap_or(SCHEMA_VERSION),
+                },
+                Some(v) if v > u64::from(SCHEMA_VERSION) => {
+                    return Err(Error::new(
+                        ErrorKind::UnsupportedVersion,
+                        format!(
+                            "trace schema version {v} is newer than this build reads (1 to {SCHEMA_VERSION})"
+                        ),
+                    ));
+                }
+                _ => {
+                    return Err(invalid(
+                        "\"version\" in schema_version record must be a positive integer",
+                    ));
+                }
+            }
+        }
         "workspace" => TraceLine::Workspace(typed(&kind, value)?),
         "user" => TraceLine::User(typed(&kind, value)?),
         "membership" => TraceLine::Membership(typed(&kind, value)?),
@@ -178,7 +226,7 @@ pub fn parse_line(line: &str) -> Result<TraceLine> {
         }
         other => {
             return Err(invalid(format!(
-                "unknown record kind \"{other}\" (expected one of {}, event)",
+                "unknown record kind \"{other}\" (expected schema_version, one of {}, or event)",
                 ENTITY_KINDS.join(", ")
             )));
         }
@@ -214,6 +262,9 @@ pub struct Replay {
     clock: Timestamp,
     line: usize,
     in_events: bool,
+    /// Whether a record was fed (the schema version must come first).
+    started: bool,
+    version: u32,
 }
 
 impl Replay {
@@ -225,7 +276,14 @@ impl Replay {
             clock: Timestamp::from_unix_seconds(1_767_225_600).unwrap_or_else(|_| Timestamp::now()),
             line: 0,
             in_events: false,
+            started: false,
+            version: 1,
         }
+    }
+
+    /// The trace's schema version: 1 until a `schema_version` record says otherwise.
+    pub fn schema_version(&self) -> u32 {
+        self.version
     }
 
     /// The directory in its current state.
@@ -257,6 +315,17 @@ impl Replay {
     ///
     /// As [`Self::feed_line`], without the line number.
     pub fn feed(&mut self, record: TraceLine) -> Result<Option<EventOutput>> {
+        let first = !self.started;
+        self.started = true;
+        if let TraceLine::SchemaVersion { version } = record {
+            if !first {
+                return Err(invalid(
+                    "the schema_version record must come before every other record",
+                ));
+            }
+            self.version = version;
+            return Ok(None);
+        }
         if let TraceLine::Event { at, event } = record {
             self.in_events = true;
             check_event(&self.dir, &event)?;
@@ -369,7 +438,7 @@ pub fn load_entity(dir: &mut InMemoryDirectory, record: TraceLine) -> Result<()>
             need_workspace(dir, &a.workspace_id)?;
             dir.put_autopilot(a);
         }
-        TraceLine::Event { .. } => {}
+        TraceLine::SchemaVersion { .. } | TraceLine::Event { .. } => {}
     }
     Ok(())
 }

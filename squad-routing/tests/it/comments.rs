@@ -614,10 +614,8 @@ fn an_agent_and_a_squad_naming_one_leader_are_both_triggered() {
         let q = mention("squad", s.squad.as_str(), "Core");
         let text = order.replace("agent", &a).replace("squad", &q);
         let d = s.w.comment(&issue, member(&alice), &text);
-        let outcomes: Vec<(String, String, Option<String>)> = mentions(&d)
-            .into_iter()
-            .map(|m| (m.0, m.2, m.3))
-            .collect();
+        let outcomes: Vec<(String, String, Option<String>)> =
+            mentions(&d).into_iter().map(|m| (m.0, m.2, m.3)).collect();
         let (o, r) = if pending {
             ("coalesced", Some("pending_task".to_owned()))
         } else {

@@ -11,6 +11,7 @@ mod autopilot;
 mod briefing;
 mod child_done;
 mod comments;
+mod hosts;
 mod invoke;
 mod props;
 mod replay;
