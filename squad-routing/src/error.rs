@@ -14,6 +14,8 @@ pub enum ErrorKind {
     UnknownReference,
     /// The trace declares a schema version newer than this crate reads.
     UnsupportedVersion,
+    /// The storage behind a directory failed (a database error); retrying may succeed.
+    Storage,
 }
 
 /// An error from parsing or replaying a trace.
@@ -56,10 +58,10 @@ impl Error {
         &self.message
     }
 
-    /// Always `false`: every error here is about the input, and retrying the same input fails
-    /// the same way.
+    /// `true` only for [`ErrorKind::Storage`]: every other error is about the input, and
+    /// retrying the same input fails the same way.
     pub fn is_retryable(&self) -> bool {
-        false
+        self.kind == ErrorKind::Storage
     }
 }
 

@@ -245,7 +245,8 @@ pub struct EventOutput {
     pub decisions: Decisions,
 }
 
-/// Replays a trace line by line into an [`InMemoryDirectory`].
+/// Replays a trace line by line into a directory: an [`InMemoryDirectory`] by default, or any
+/// other ([`Replay::with_directory`]), for example a `SqliteDirectory` that keeps the state.
 ///
 /// ```
 /// use squad_routing::{Replay, Engine};
@@ -256,9 +257,9 @@ pub struct EventOutput {
 /// assert_eq!(err.to_string(), "line 2: unknown event kind \"frobnicate\"");
 /// ```
 #[derive(Debug)]
-pub struct Replay {
+pub struct Replay<D = InMemoryDirectory> {
     engine: Engine,
-    dir: InMemoryDirectory,
+    dir: D,
     clock: Timestamp,
     line: usize,
     in_events: bool,
@@ -268,11 +269,19 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// A replay with an empty directory; the clock starts at 2026-01-01T00:00:00Z.
+    /// A replay with an empty in-memory directory; the clock starts at 2026-01-01T00:00:00Z.
     pub fn new(engine: Engine) -> Self {
+        Self::with_directory(engine, InMemoryDirectory::new())
+    }
+}
+
+impl<D: Directory> Replay<D> {
+    /// A replay into `dir`, which may already hold records (a later replay continuing an earlier
+    /// one); the clock starts at 2026-01-01T00:00:00Z.
+    pub fn with_directory(engine: Engine, dir: D) -> Self {
         Self {
             engine,
-            dir: InMemoryDirectory::new(),
+            dir,
             clock: Timestamp::from_unix_seconds(1_767_225_600).unwrap_or_else(|_| Timestamp::now()),
             line: 0,
             in_events: false,
@@ -287,8 +296,18 @@ impl Replay {
     }
 
     /// The directory in its current state.
-    pub fn directory(&self) -> &InMemoryDirectory {
+    pub fn directory(&self) -> &D {
         &self.dir
+    }
+
+    /// The directory, for writes outside the replay (a database transaction, say).
+    pub fn directory_mut(&mut self) -> &mut D {
+        &mut self.dir
+    }
+
+    /// The directory, ending the replay.
+    pub fn into_directory(self) -> D {
+        self.dir
     }
 
     /// Feeds the next line. Blank lines and entity records return `Ok(None)`.
@@ -354,7 +373,7 @@ impl Replay {
 /// # Errors
 ///
 /// [`ErrorKind::UnknownReference`] for a duplicate id or a dangling reference.
-pub fn load_entity(dir: &mut InMemoryDirectory, record: TraceLine) -> Result<()> {
+pub fn load_entity(dir: &mut dyn Directory, record: TraceLine) -> Result<()> {
     match record {
         TraceLine::Workspace(w) => {
             if dir.workspace(&w.id).is_some() {

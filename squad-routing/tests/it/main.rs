@@ -11,6 +11,7 @@ mod autopilot;
 mod briefing;
 mod child_done;
 mod comments;
+mod conformance;
 mod hosts;
 mod invoke;
 mod props;
