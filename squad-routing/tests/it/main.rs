@@ -12,6 +12,7 @@ mod briefing;
 mod child_done;
 mod comments;
 mod conformance;
+mod equivalence;
 mod hosts;
 mod invoke;
 mod props;
