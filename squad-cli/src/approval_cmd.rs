@@ -14,7 +14,7 @@ use squad_notify::{
     StaticAuthorizer, SystemClock, Trigger, verify_log,
 };
 
-use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::ctx::{CliError, CmdResult, Ctx, errln, outln};
 
 /// `squad approval` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -83,7 +83,9 @@ pub(crate) struct RequestArgs {
     #[arg(long, value_name = "ID")]
     run: Option<String>,
     /// Seconds until the gate expires (expiry never approves).
-    #[arg(long, value_name = "SECS", default_value_t = squad_notify::DEFAULT_EXPIRES_IN_SECS)]
+    /// At most one year (31536000).
+    #[arg(long, value_name = "SECS", default_value_t = squad_notify::DEFAULT_EXPIRES_IN_SECS,
+          value_parser = crate::ctx::bounded(1, crate::ctx::ONE_YEAR_SECS), allow_negative_numbers = true)]
     expires_in: u64,
 }
 
@@ -94,10 +96,12 @@ pub(crate) struct WaitArgs {
     #[arg(long, value_name = "ID")]
     gate: Option<String>,
     /// Give up after SECS seconds (exit 5; the gate stays pending).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = crate::ctx::bounded(0, crate::ctx::ONE_YEAR_SECS),
+          allow_negative_numbers = true)]
     timeout: Option<u64>,
     /// Seconds between polls of remote channels.
-    #[arg(long, value_name = "SECS", default_value_t = 2)]
+    #[arg(long, value_name = "SECS", default_value_t = 2, value_parser = crate::ctx::bounded(1, 86_400),
+          allow_negative_numbers = true)]
     interval: u64,
 }
 
@@ -117,8 +121,19 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))
 }
 
-fn approvals(ctx: &Ctx) -> Approvals {
-    Approvals::new(StateDir::new(ctx.state_dir()), Arc::new(SystemClock))
+fn approvals(ctx: &Ctx) -> Result<Approvals, CliError> {
+    Ok(Approvals::new(
+        StateDir::new(ctx.state_dir()?),
+        Arc::new(SystemClock),
+    ))
+}
+
+/// The service over an existing state directory, for commands that only read state.
+fn existing_approvals(ctx: &Ctx) -> Result<Approvals, CliError> {
+    Ok(Approvals::new(
+        StateDir::new(ctx.existing_state_dir()?),
+        Arc::new(SystemClock),
+    ))
 }
 
 /// Maps a library error to the CLI's exit codes (2 for bad input, 1 otherwise).
@@ -185,19 +200,20 @@ fn configure(args: &ConfigureArgs, ctx: &Ctx) -> CmdResult {
     };
     let settings = NotifySettings::from_value(settings.to_value())
         .map_err(|e| CliError::usage(format!("invalid notify settings: {e}")))?;
-    approvals(ctx)
+    approvals(ctx)?
         .configure(settings.clone())
         .map_err(|e| cli_err(&e))?;
     if ctx.json {
-        ctx.print_json(&settings.to_value());
+        ctx.print_json(&settings.to_value())?;
     } else {
-        println!(
+        outln!(
+            ctx,
             "notify: channel {channel}{}",
             if settings.enabled { " (enabled)" } else { "" }
-        );
+        )?;
     }
     if channel == ChannelKind::Webhook && std::env::var_os("SQUAD_WEBHOOK_URL").is_none() {
-        eprintln!("note: SQUAD_WEBHOOK_URL is not set; pings degrade to in-chat until it is");
+        errln!("note: SQUAD_WEBHOOK_URL is not set; pings degrade to in-chat until it is");
     }
     Ok(0)
 }
@@ -226,7 +242,7 @@ fn github_channel(settings: Option<&NotifySettings>) -> Option<Arc<GithubIssueCh
     match GithubIssueChannel::from_env(s, Arc::new(SystemClock)) {
         Ok(c) => Some(Arc::new(c)),
         Err(e) => {
-            eprintln!("note: the github-issue channel degrades to in-chat: {e}");
+            errln!("note: the github-issue channel degrades to in-chat: {e}");
             None
         }
     }
@@ -239,10 +255,10 @@ fn channels(settings: Option<&NotifySettings>, chat: Arc<InChatChannel>) -> FanO
         Some(ChannelKind::Webhook) => {
             match WebhookChannel::from_env(webhook_config(), Arc::new(SystemClock)) {
                 Ok(w) if w.is_configured() => fan = fan.with(Arc::new(w)),
-                Ok(_) => eprintln!(
+                Ok(_) => errln!(
                     "note: the webhook channel degrades to in-chat: SQUAD_WEBHOOK_URL is not set"
                 ),
-                Err(e) => eprintln!("note: the webhook channel degrades to in-chat: {e}"),
+                Err(e) => errln!("note: the webhook channel degrades to in-chat: {e}"),
             }
         }
         Some(ChannelKind::GithubIssue) => {
@@ -275,7 +291,7 @@ async fn request(args: &RequestArgs, ctx: &Ctx) -> CmdResult {
         awaiting: args.awaiting.clone(),
         detail: args.detail.clone(),
     };
-    let svc = approvals(ctx);
+    let svc = approvals(ctx)?;
     let settings = svc.state().map_err(|e| cli_err(&e))?.notify;
     let chat = Arc::new(InChatChannel::new(
         Box::new(std::io::stderr()),
@@ -289,48 +305,49 @@ async fn request(args: &RequestArgs, ctx: &Ctx) -> CmdResult {
     match outcome {
         RequestOutcome::NoGate { reason } => {
             if ctx.json {
-                ctx.print_json(&json!({"gate": null, "reason": reason}));
+                ctx.print_json(&json!({"gate": null, "reason": reason}))?;
             } else {
-                println!("no gate: {reason}");
+                outln!(ctx, "no gate: {reason}")?;
             }
         }
         RequestOutcome::PreApproved(gate) => {
-            eprintln!(
+            errln!(
                 "note: gate {} is pre-approved by an earlier /approve-all of run {}; no ping sent",
-                gate.id, gate.run
+                gate.id,
+                gate.run
             );
-            print_gate(ctx, &gate);
+            print_gate(ctx, &gate)?;
         }
         RequestOutcome::Opened { gate, deliveries } => {
             for d in &deliveries {
                 if let Ok(ok) = &d.result
                     && d.channel == ChannelKind::GithubIssue
                 {
-                    eprintln!("note: approval issue {}", ok.approval_ref);
+                    errln!("note: approval issue {}", ok.approval_ref);
                 }
                 if let Err(e) = &d.result {
-                    eprintln!(
+                    errln!(
                         "warning: {} channel: {e}; the gate stays pending, approve in-chat",
                         d.channel
                     );
                 }
             }
-            print_gate(ctx, &gate);
+            print_gate(ctx, &gate)?;
         }
     }
     Ok(0)
 }
 
-fn print_gate(ctx: &Ctx, gate: &Gate) {
+fn print_gate(ctx: &Ctx, gate: &Gate) -> Result<(), CliError> {
     if ctx.json {
-        ctx.print_json(&gate_json(gate));
+        ctx.print_json(&gate_json(gate))
     } else {
-        println!("{}", gate.id);
+        outln!(ctx, "{}", gate.id)
     }
 }
 
 fn status(ctx: &Ctx) -> CmdResult {
-    let svc = approvals(ctx);
+    let svc = existing_approvals(ctx)?;
     let doc = svc.state().map_err(|e| cli_err(&e))?;
     let a = &doc.approval;
     let log = match std::fs::read_to_string(svc.dir().log_path()) {
@@ -351,26 +368,32 @@ fn status(ctx: &Ctx) -> CmdResult {
             "recent": recent.iter().map(|g| gate_json(g)).collect::<Vec<_>>(),
             "notify": doc.notify.as_ref().map(NotifySettings::to_value),
             "log": log_json,
-        }));
+        }))?;
     } else {
         let channel = doc
             .notify
             .as_ref()
             .map_or(ChannelKind::InChat, |n| n.approval_channel);
-        println!("channel: {channel}");
+        outln!(ctx, "channel: {channel}")?;
         match &a.current_run {
             Some(r) => {
                 let stopped = a.run(r).is_some_and(|r| r.stopped.is_some());
-                println!("run: {r}{}", if stopped { " (stopped)" } else { "" });
+                outln!(ctx, "run: {r}{}", if stopped { " (stopped)" } else { "" })?;
             }
-            None => println!("run: none"),
+            None => outln!(ctx, "run: none")?,
         }
         match &a.pending_gate {
-            Some(g) => println!(
+            Some(g) => outln!(
+                ctx,
                 "pending: {} {} ({}) — {} — awaiting: {} — expires {}",
-                g.id, g.trigger, g.mode, g.topic, g.awaiting, g.expires
-            ),
-            None => println!("pending: none"),
+                g.id,
+                g.trigger,
+                g.mode,
+                g.topic,
+                g.awaiting,
+                g.expires
+            )?,
+            None => outln!(ctx, "pending: none")?,
         }
         for g in recent {
             let at = g
@@ -378,15 +401,19 @@ fn status(ctx: &Ctx) -> CmdResult {
                 .as_ref()
                 .map(|d| d.at.to_string())
                 .unwrap_or_default();
-            println!(
+            outln!(
+                ctx,
                 "decided: {} {} {} at {at} — {}",
-                g.id, g.state, g.trigger, g.topic
-            );
+                g.id,
+                g.state,
+                g.trigger,
+                g.topic
+            )?;
         }
         match &log {
-            Some(Err(e)) => println!("log: TAMPERED: {e}"),
-            Some(Ok(r)) => println!("log: {} entries, hash chain intact", r.entries),
-            None => println!("log: none"),
+            Some(Err(e)) => outln!(ctx, "log: TAMPERED: {e}")?,
+            Some(Ok(r)) => outln!(ctx, "log: {} entries, hash chain intact", r.entries)?,
+            None => outln!(ctx, "log: none")?,
         }
     }
     Ok(0)
@@ -402,7 +429,17 @@ fn exit_code(state: GateState) -> u8 {
     }
 }
 
+/// Prints the decision and returns its exit code. The decision stands whether or not it could be
+/// printed: a failure to print is reported on stderr (silently for a closed pipe) and the exit
+/// code still tells the decision.
 fn report(ctx: &Ctx, gate: &Gate) -> u8 {
+    if let Err(e) = print_decision(ctx, gate) {
+        let _ = e.report();
+    }
+    exit_code(gate.state)
+}
+
+fn print_decision(ctx: &Ctx, gate: &Gate) -> Result<(), CliError> {
     let note = gate.decision.as_ref().and_then(|d| d.note.clone());
     if ctx.json {
         ctx.print_json(&json!({
@@ -410,13 +447,13 @@ fn report(ctx: &Ctx, gate: &Gate) -> u8 {
             "state": gate.state,
             "note": note,
             "decision": gate.decision,
-        }));
+        }))?;
     } else if gate.state == GateState::ChangesRequested {
-        println!("{}", note.unwrap_or_default());
+        outln!(ctx, "{}", note.unwrap_or_default())?;
     } else {
-        println!("{}", gate.state);
+        outln!(ctx, "{}", gate.state)?;
     }
-    exit_code(gate.state)
+    Ok(())
 }
 
 fn spawn_stdin_reader() -> tokio::sync::mpsc::UnboundedReceiver<String> {
@@ -441,7 +478,7 @@ async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
         .map(GateId::new)
         .transpose()
         .map_err(|e| cli_err(&e))?;
-    let svc = approvals(ctx);
+    let svc = existing_approvals(ctx)?;
     let gate = svc.target(gate_id.as_ref()).map_err(|e| cli_err(&e))?;
     if gate.state.is_terminal() {
         return Ok(report(ctx, &gate));
@@ -477,7 +514,7 @@ async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
         Arc::new(SystemClock),
     ));
     let fan = FanOut::new().with(chat.clone());
-    eprintln!(
+    errln!(
         "waiting for a decision on gate {} ({}: {}); type /approve, /approve-all, /changes: <note> or /stop{}",
         gate.id,
         gate.trigger,
@@ -506,7 +543,7 @@ async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
                     backoff = gh.pause_hint().filter(|h| *h > interval);
                 }
                 Err(e) if e.is_retryable() => {
-                    eprintln!("warning: github-issue channel: {e}; retrying");
+                    errln!("warning: github-issue channel: {e}; retrying");
                     backoff = Some(
                         gh.pause_hint()
                             .unwrap_or(interval.saturating_mul(4).max(Duration::from_secs(5))),
@@ -524,7 +561,7 @@ async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
             return Err(cli_err(&e));
         }
         for i in &polled.ignored {
-            eprintln!("warning: ignored a signal: {}", i.reason);
+            errln!("warning: ignored a signal: {}", i.reason);
         }
         match svc
             .consume(&polled.signals, &rules, authorizer.as_ref())
@@ -532,7 +569,7 @@ async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
         {
             Ok(consumed) => {
                 for i in &consumed.ignored {
-                    eprintln!("warning: ignored a signal: {}", i.reason);
+                    errln!("warning: ignored a signal: {}", i.reason);
                 }
                 if let Some(decided) = consumed.decided {
                     if let Some(gh) = &github {
@@ -549,12 +586,12 @@ async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
             Err(e) => return Err(cli_err(&e)),
         }
         if polled.exhausted && github.is_none() {
-            eprintln!("note: end of input; gate {} stays pending", gate.id);
+            errln!("note: end of input; gate {} stays pending", gate.id);
             return Ok(report(ctx, &gate));
         }
         let now = Instant::now();
         if deadline.is_some_and(|d| now >= d) {
-            eprintln!(
+            errln!(
                 "note: timeout; gate {} stays pending (a timeout never approves)",
                 gate.id
             );
@@ -602,12 +639,12 @@ async fn resolve_on_github(svc: &Approvals, gh: &GithubIssueChannel, gate: &Gate
             if let Err(e) =
                 svc.record_resolution(gate, ChannelKind::GithubIssue, &approval_ref, &action)
             {
-                eprintln!("warning: cannot record the resolution: {e}");
+                errln!("warning: cannot record the resolution: {e}");
             }
         }
         Ok(None) => {}
         Err(e) => {
-            eprintln!("warning: github-issue channel: cannot show the decision on the issue: {e}")
+            errln!("warning: github-issue channel: cannot show the decision on the issue: {e}")
         }
     }
 }

@@ -1,5 +1,7 @@
 //! What every command shares: the working directory, output mode and error reporting.
 
+use std::fmt;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -12,6 +14,47 @@ pub(crate) struct CliError {
     code: u8,
     message: String,
     hint: Option<String>,
+}
+
+/// Prints a formatted line on stdout through [`Ctx::out`]; evaluates to `Result<(), CliError>`.
+macro_rules! outln {
+    ($ctx:expr) => {
+        $ctx.out(format_args!("\n"))
+    };
+    ($ctx:expr, $($arg:tt)*) => {
+        $ctx.out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use outln;
+
+/// Prints a formatted line on stderr (warnings, notes, progress). A failure to write to stderr
+/// is ignored: there is nowhere left to report it, and it must not become a panic.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::ctx::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use errln;
+
+/// Writes to stderr, ignoring failures (see [`errln!`]).
+pub(crate) fn write_stderr(args: fmt::Arguments<'_>) {
+    let _ = io::stderr().lock().write_fmt(args);
+}
+
+/// Maps a failure to write to stdout: a reader that went away (closed pipe) ends the command
+/// quietly with status 0, as `git log | head` does; anything else (a full disk) is exit 1.
+fn stdout_error(e: &io::Error) -> CliError {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        CliError::closed_stdout()
+    } else {
+        CliError::failure(format!("cannot write to stdout: {e}"))
+    }
+}
+
+/// Flushes stdout; called once when a command ends, so that a buffered tail that cannot be
+/// written is reported instead of lost silently at exit.
+pub(crate) fn flush_stdout() -> Result<(), CliError> {
+    io::stdout().lock().flush().map_err(|e| stdout_error(&e))
 }
 
 impl CliError {
@@ -33,8 +76,16 @@ impl CliError {
         }
     }
 
+    /// Stdout was closed by its reader: a quiet exit with status 0 and no message.
+    pub(crate) fn closed_stdout() -> Self {
+        Self {
+            code: 0,
+            message: String::new(),
+            hint: None,
+        }
+    }
+
     /// Adds a hint line.
-    #[allow(dead_code, reason = "used by the command modules as they land")]
     pub(crate) fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self
@@ -42,9 +93,11 @@ impl CliError {
 
     /// Prints the error to stderr and returns its exit code.
     pub(crate) fn report(&self) -> ExitCode {
-        eprintln!("error: {}", self.message);
-        if let Some(hint) = &self.hint {
-            eprintln!("hint: {hint}");
+        if !self.message.is_empty() {
+            errln!("error: {}", self.message);
+            if let Some(hint) = &self.hint {
+                errln!("hint: {hint}");
+            }
         }
         ExitCode::from(self.code)
     }
@@ -90,36 +143,190 @@ impl Ctx {
         })
     }
 
-    /// The root of the enclosing git work tree (the nearest ancestor holding `.git`),
-    /// or the working directory when there is none.
-    #[allow(dead_code, reason = "used by the command modules as they land")]
-    pub(crate) fn repo_root(&self) -> PathBuf {
+    /// The root of the enclosing git work tree (the nearest ancestor holding `.git`).
+    ///
+    /// Outside a git repository this is a usage error (exit 2) naming the directory, with a hint
+    /// to pass `-C`, as git itself answers.
+    pub(crate) fn repo_root(&self) -> Result<PathBuf, CliError> {
         self.dir
             .ancestors()
             .find(|p| p.join(".git").exists())
-            .unwrap_or(&self.dir)
-            .to_path_buf()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| {
+                CliError::usage(format!(
+                    "not a git repository (or any of the parent directories): {}",
+                    self.dir.display()
+                ))
+                .with_hint("run inside a git repository, or pass -C <path>")
+            })
     }
 
-    /// Where squad state lives: `--state-dir`, else `<repo root>/.squad`.
-    #[allow(dead_code, reason = "used by the command modules as they land")]
-    pub(crate) fn state_dir(&self) -> PathBuf {
-        self.state_dir
-            .clone()
-            .unwrap_or_else(|| self.repo_root().join(".squad"))
-    }
-
-    /// Prints one JSON document on stdout.
-    pub(crate) fn print_json(&self, value: &serde_json::Value) {
-        match serde_json::to_string_pretty(value) {
-            Ok(s) => println!("{s}"),
-            Err(e) => eprintln!("error: cannot print JSON: {e}"),
+    /// Where squad state lives: `--state-dir`, else `<repo root>/.squad` (which needs a git
+    /// repository). For commands that write state; the directory need not exist yet.
+    pub(crate) fn state_dir(&self) -> Result<PathBuf, CliError> {
+        match &self.state_dir {
+            Some(dir) => Ok(dir.clone()),
+            None => Ok(self.repo_root()?.join(".squad")),
         }
     }
 
+    /// The state directory for commands that only read state: an explicit `--state-dir` that
+    /// does not exist is an error (exit 2) rather than an empty state.
+    pub(crate) fn existing_state_dir(&self) -> Result<PathBuf, CliError> {
+        let dir = self.state_dir()?;
+        if self.state_dir.is_some() && !dir.is_dir() {
+            return Err(CliError::usage(format!(
+                "state directory '{}' does not exist",
+                dir.display()
+            ))
+            .with_hint("check --state-dir, or omit it to use <repository>/.squad"));
+        }
+        Ok(dir)
+    }
+
+    /// Prints one JSON document on stdout.
+    pub(crate) fn print_json(&self, value: &serde_json::Value) -> Result<(), CliError> {
+        let text = serde_json::to_string_pretty(value)
+            .map_err(|e| CliError::failure(format!("cannot print JSON: {e}")))?;
+        outln!(self, "{text}")
+    }
+
+    /// Writes to stdout, the one way commands print: a closed pipe or a full disk becomes a
+    /// [`CliError`], never a panic. Use [`outln!`] for lines.
+    pub(crate) fn out(&self, args: fmt::Arguments<'_>) -> Result<(), CliError> {
+        io::stdout()
+            .lock()
+            .write_fmt(args)
+            .map_err(|e| stdout_error(&e))
+    }
+
+    /// Writes raw bytes to stdout (see [`Ctx::out`]).
+    pub(crate) fn out_bytes(&self, bytes: &[u8]) -> Result<(), CliError> {
+        io::stdout()
+            .lock()
+            .write_all(bytes)
+            .map_err(|e| stdout_error(&e))
+    }
+
     /// Makes `path` relative to the working directory (for `-C`).
-    #[allow(dead_code, reason = "used by the command modules as they land")]
     pub(crate) fn resolve(&self, path: &Path) -> PathBuf {
         self.dir.join(path)
     }
 }
+
+/// Reports a command-line parsing error the way every other error is reported: one `error:`
+/// line and, where clap has a suggestion or the command is known, one `hint:` line; exit 2.
+/// `--help` and `--version` print on stdout and exit 0.
+pub(crate) fn report_usage_error(e: &clap::Error, root: &clap::Command) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let mut text = e.render().to_string();
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            return match io::stdout().lock().write_all(text.as_bytes()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => stdout_error(&err).report(),
+            };
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let path = command_path(root);
+            return CliError::usage(format!("'{path}' needs a subcommand"))
+                .with_hint(format!("try '{path} --help'"))
+                .report();
+        }
+        ErrorKind::InvalidUtf8 => {
+            return CliError::usage(non_utf8_argument(std::env::args_os().skip(1)))
+                .with_hint("arguments must be valid UTF-8 text")
+                .report();
+        }
+        _ => {}
+    }
+    let text = e.render().to_string();
+    // The first paragraph is the error (clap indents what continues it, such as the list of
+    // missing arguments); later paragraphs hold tips and the usage line.
+    let (head, tail) = text.split_once("\n\n").unwrap_or((&text, ""));
+    let message = head
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let message = message.strip_prefix("error:").unwrap_or(&message).trim();
+    let rest: Vec<&str> = tail.lines().map(str::trim).collect();
+    let tips: Vec<&str> = rest
+        .iter()
+        .filter_map(|l| l.strip_prefix("tip:").map(str::trim))
+        .collect();
+    let hint = if tips.is_empty() {
+        rest.iter()
+            .find_map(|l| l.strip_prefix("Usage:"))
+            .map(|usage| {
+                let command: Vec<&str> = usage
+                    .split_whitespace()
+                    .take_while(|w| !w.starts_with(['[', '<', '-']))
+                    .collect();
+                format!("try '{} --help'", command.join(" "))
+            })
+            .unwrap_or_else(|| format!("try '{} --help'", command_path(root)))
+    } else {
+        tips.join("; ")
+    };
+    CliError::usage(message).with_hint(hint).report()
+}
+
+/// The subcommand path the command line names (`squad approval request`), for hints.
+fn command_path(root: &clap::Command) -> String {
+    let mut path = vec![root.get_name().to_owned()];
+    let mut current = root;
+    for arg in std::env::args_os().skip(1) {
+        let Some(word) = arg.to_str() else { break };
+        if let Some(sub) = current.find_subcommand(word) {
+            path.push(sub.get_name().to_owned());
+            current = sub;
+        }
+    }
+    path.join(" ")
+}
+
+/// Names the first argument that is not UTF-8: the flag it is the value of, or its position.
+fn non_utf8_argument(args: impl Iterator<Item = std::ffi::OsString>) -> String {
+    let mut previous: Option<String> = None;
+    for (n, arg) in args.enumerate() {
+        match arg.to_str() {
+            Some(text) => previous = Some(text.to_owned()),
+            None => {
+                let lossy = arg.to_string_lossy();
+                if lossy.starts_with("--") {
+                    let flag = lossy.split('=').next().unwrap_or_default();
+                    return format!("the value of {flag} is not valid UTF-8");
+                }
+                return match previous.filter(|p| p.starts_with('-') && p.len() > 1) {
+                    Some(flag) => format!("the value of {flag} is not valid UTF-8"),
+                    None => format!("argument {} is not valid UTF-8", n + 1),
+                };
+            }
+        }
+    }
+    "an argument is not valid UTF-8".to_owned()
+}
+
+/// A value parser for a whole number in `min..=max`: a negative number or one out of range is
+/// refused with the range (exit 2), never read as a flag or wrapped. Pair it with
+/// `allow_negative_numbers = true` on the argument so that `-1` reaches it.
+pub(crate) fn bounded(min: u64, max: u64) -> impl clap::builder::TypedValueParser<Value = u64> {
+    move |text: &str| -> Result<u64, String> {
+        let value: i128 = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("{text:?} is not a whole number"))?;
+        u64::try_from(value)
+            .ok()
+            .filter(|v| (min..=max).contains(v))
+            .ok_or_else(|| format!("{value} is out of range ({min} to {max})"))
+    }
+}
+
+/// One year in seconds: the upper bound of every duration flag.
+pub(crate) const ONE_YEAR_SECS: u64 = 365 * 24 * 60 * 60;

@@ -1,10 +1,4 @@
 //! The `squad` command-line tool. See the crate README and `squad --help`.
-#![allow(
-    clippy::print_stdout,
-    clippy::print_stderr,
-    reason = "a command-line tool prints its results and errors"
-)]
-
 mod approval_cmd;
 mod ctx;
 mod memory_cmd;
@@ -14,10 +8,11 @@ mod notes_setup_cmd;
 mod notes_sync_cmd;
 mod route_cmd;
 mod schema_cmd;
+mod shell_cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::ctx::Ctx;
 
@@ -64,11 +59,21 @@ enum Command {
     Approval(approval_cmd::Cmd),
     /// Replay routing traces and print leader briefings (the squad routing rules).
     Route(route_cmd::Args),
+    /// Print a shell completion script (e.g. `squad completions bash > /etc/bash_completion.d/squad`).
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum, value_name = "shell")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `squad man > squad.1 && man ./squad.1`.
+    Man,
 }
 
 fn main() -> ExitCode {
-    quiet_on_closed_stdout();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return ctx::report_usage_error(&e, &Cli::command()),
+    };
     let ctx = match Ctx::new(cli.dir, cli.state_dir, cli.json) {
         Ok(ctx) => ctx,
         Err(e) => return e.report(),
@@ -79,29 +84,13 @@ fn main() -> ExitCode {
         Command::Memory(args) => memory_cmd::run(&args, &ctx),
         Command::Approval(cmd) => approval_cmd::run(cmd, &ctx),
         Command::Route(args) => route_cmd::run(&args, &ctx),
+        Command::Completions { shell } => shell_cmd::completions(shell, &mut Cli::command(), &ctx),
+        Command::Man => shell_cmd::man(&Cli::command(), &ctx),
     };
-    match result {
+    // A tail still buffered when the command ends is written now, so that a failure to write it
+    // is reported rather than lost at exit.
+    match result.and_then(|code| ctx::flush_stdout().map(|()| code)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => e.report(),
     }
-}
-
-/// Ends the process quietly (exit 1) when stdout is closed early, as in `squad notes show | head`.
-///
-/// `println!` panics on a broken pipe; a command-line tool should stop without a backtrace
-/// instead. Every other panic keeps the default report.
-fn quiet_on_closed_stdout() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or_default();
-        if message.contains("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(1);
-        }
-        default(info);
-    }));
 }

@@ -6,7 +6,7 @@ use squad_memory::{
 };
 use squad_model::{AgentName, Timestamp};
 
-use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::ctx::{CliError, CmdResult, Ctx, outln};
 
 /// Arguments of `squad memory`.
 #[derive(Debug, clap::Args)]
@@ -74,7 +74,11 @@ struct ScribeArgs {
 }
 
 pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
-    let root = ctx.state_dir().join("memory");
+    let state_dir = match &args.cmd {
+        Cmd::Scribe(_) => ctx.state_dir()?,
+        Cmd::Spawn(_) | Cmd::Validate => ctx.existing_state_dir()?,
+    };
+    let root = state_dir.join("memory");
     let store = FsStore::new(&root);
     match &args.cmd {
         Cmd::Spawn(a) => spawn(a, ctx, &store),
@@ -155,9 +159,9 @@ fn spawn(a: &SpawnArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
     if ctx.json {
         let v = serde_json::to_value(&out)
             .map_err(|e| CliError::failure(format!("cannot encode the manifest: {e}")))?;
-        ctx.print_json(&v);
+        ctx.print_json(&v)?;
     } else {
-        print!("{}", out.prompt);
+        ctx.out(format_args!("{}", out.prompt))?;
     }
     Ok(0)
 }
@@ -172,14 +176,15 @@ fn scribe(a: &ScribeArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
     if ctx.json {
         let v = serde_json::to_value(&report)
             .map_err(|e| CliError::failure(format!("cannot encode the report: {e}")))?;
-        ctx.print_json(&v);
+        ctx.print_json(&v)?;
     } else {
         let moved: Vec<String> = report
             .moved
             .iter()
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
-        println!(
+        outln!(
+            ctx,
             "entries before {} = kept {} + moved {} + merged {}; created {} from {} hot line(s); after {}",
             report.before,
             report.kept,
@@ -188,12 +193,12 @@ fn scribe(a: &ScribeArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
             report.created,
             report.summarized_lines,
             report.after
-        );
+        )?;
         if !moved.is_empty() {
-            println!("moved: {}", moved.join(", "));
+            outln!(ctx, "moved: {}", moved.join(", "))?;
         }
         for w in &report.written {
-            println!("wrote {}", display_path(ctx, store, w));
+            outln!(ctx, "wrote {}", display_path(ctx, store, w))?;
         }
     }
     Ok(0)
@@ -213,10 +218,10 @@ fn validate(ctx: &Ctx, store: &FsStore) -> CmdResult {
                 })
             })
             .collect();
-        ctx.print_json(&serde_json::json!({ "ok": problems.is_empty(), "problems": list }));
+        ctx.print_json(&serde_json::json!({ "ok": problems.is_empty(), "problems": list }))?;
     } else {
         for p in &problems {
-            println!("{}", problem_line(ctx, store, p));
+            outln!(ctx, "{}", problem_line(ctx, store, p))?;
         }
     }
     if problems.is_empty() {

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 use squad_model::{AgentName, EntryId, NoteEntry, NoteType, Timestamp};
 use squad_notes::{GixNotes, Notes, Oid};
 
-use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::ctx::{CliError, CmdResult, Ctx, errln, outln};
 
 /// Arguments of `squad notes`.
 #[derive(Debug, clap::Args)]
@@ -111,6 +111,7 @@ fn name(value: &str, what: &str) -> Result<AgentName, CliError> {
 }
 
 fn open(ctx: &Ctx) -> Result<GixNotes, CliError> {
+    ctx.repo_root()?;
     GixNotes::discover(&ctx.dir).map_err(|e| {
         CliError::usage(e.to_string()).with_hint("run inside a git repository or pass -C <path>")
     })
@@ -182,9 +183,9 @@ fn write(args: &WriteArgs, ctx: &Ctx) -> CmdResult {
         .write(&namespace, &commit, &entry)
         .map_err(lib_err)?;
     if ctx.json {
-        ctx.print_json(&entry.to_value());
+        ctx.print_json(&entry.to_value())?;
     } else {
-        println!("{}", entry.id);
+        outln!(ctx, "{}", entry.id)?;
     }
     Ok(0)
 }
@@ -197,15 +198,15 @@ fn show(args: &ShowArgs, ctx: &Ctx) -> CmdResult {
         .show(&namespace, &commit)
         .map_err(lib_err)?;
     for u in &note.unparsed {
-        eprintln!("warning: {commit} line {}: {}", u.line, u.error);
+        errln!("warning: {commit} line {}: {}", u.line, u.error);
     }
     if ctx.json {
         ctx.print_json(&Value::Array(
             note.entries.iter().map(NoteEntry::to_value).collect(),
-        ));
+        ))?;
     } else {
         for e in &note.entries {
-            println!("{} {} {} {}", e.timestamp, e.agent, e.kind, e.id);
+            outln!(ctx, "{} {} {} {}", e.timestamp, e.agent, e.kind, e.id)?;
             let text = e
                 .content
                 .as_deref()
@@ -213,7 +214,7 @@ fn show(args: &ShowArgs, ctx: &Ctx) -> CmdResult {
                 .or(e.topic.as_deref());
             if let Some(text) = text {
                 for line in text.lines() {
-                    println!("    {line}");
+                    outln!(ctx, "    {line}")?;
                 }
             }
         }
@@ -232,10 +233,10 @@ fn list(args: &ListArgs, ctx: &Ctx) -> CmdResult {
                     serde_json::json!({"commit": commit.as_str(), "entries": note.entries.len()})
                 })
                 .collect(),
-        ));
+        ))?;
     } else {
         for (commit, note) in &all {
-            println!("{commit} {}", note.entries.len());
+            outln!(ctx, "{commit} {}", note.entries.len())?;
         }
     }
     Ok(0)

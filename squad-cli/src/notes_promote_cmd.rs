@@ -12,7 +12,7 @@ use squad_notes::promote::{
 };
 use squad_notes::state::OrphanBranchStore;
 
-use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::ctx::{CliError, CmdResult, Ctx, errln, outln};
 
 /// Arguments of `squad notes promote`.
 #[derive(Debug, clap::Args)]
@@ -70,7 +70,7 @@ fn open(ctx: &Ctx) -> Result<Opened, CliError> {
     let not_repo = |e: squad_notes::Error| {
         CliError::usage(e.to_string()).with_hint("run inside a git repository or pass -C <path>")
     };
-    let root = ctx.repo_root();
+    let root = ctx.repo_root()?;
     let state = OrphanBranchStore::open(&root).map_err(not_repo)?;
     let promoter = Promoter::open(&ctx.dir, state).map_err(not_repo)?;
     let Some(bar) = progress_bar() else {
@@ -124,9 +124,12 @@ fn unparseable_json(u: &Unparseable) -> Value {
 
 fn warn_unparseable(list: &[Unparseable]) {
     for u in list {
-        eprintln!(
+        errln!(
             "warning: {} {} line {}: {} (skipped, left in the note)",
-            u.notes_ref, u.commit, u.line.line, u.line.error
+            u.notes_ref,
+            u.commit,
+            u.line.line,
+            u.line.error
         );
     }
 }
@@ -155,7 +158,7 @@ pub(crate) fn promote(args: &PromoteArgs, ctx: &Ctx) -> CmdResult {
             "commits_scanned": report.commits_scanned,
             "incremental": report.incremental,
             "dry_run": report.dry_run,
-        }));
+        }))?;
     } else {
         let verb = if report.dry_run {
             "would promote"
@@ -163,9 +166,16 @@ pub(crate) fn promote(args: &PromoteArgs, ctx: &Ctx) -> CmdResult {
             "promoted"
         };
         for f in &report.promoted {
-            println!("{verb} {} ({} on {})", f.entry.id, f.notes_ref, f.commit);
+            outln!(
+                ctx,
+                "{verb} {} ({} on {})",
+                f.entry.id,
+                f.notes_ref,
+                f.commit
+            )?;
         }
-        println!(
+        outln!(
+            ctx,
             "{verb} {}, skipped {} ({} unflagged, {} unparseable), already promoted {} ({} commits of {})",
             report.promoted.len(),
             report.skipped(),
@@ -174,7 +184,7 @@ pub(crate) fn promote(args: &PromoteArgs, ctx: &Ctx) -> CmdResult {
             report.already_promoted,
             report.commits_scanned,
             report.branch
-        );
+        )?;
     }
     Ok(0)
 }
@@ -199,7 +209,7 @@ pub(crate) fn archive(args: &ArchiveArgs, ctx: &Ctx) -> CmdResult {
             "already_archived": report.already_archived,
             "commits_scanned": report.commits_scanned,
             "dry_run": report.dry_run,
-        }));
+        }))?;
     } else {
         let verb = if report.dry_run {
             "would archive"
@@ -207,15 +217,16 @@ pub(crate) fn archive(args: &ArchiveArgs, ctx: &Ctx) -> CmdResult {
             "archived"
         };
         for (f, key) in &report.archived {
-            println!("{verb} {} to {key}", f.entry.id);
+            outln!(ctx, "{verb} {} to {key}", f.entry.id)?;
         }
-        println!(
+        outln!(
+            ctx,
             "{verb} {}, skipped {}, already archived {} ({} commits)",
             report.archived.len(),
             report.skipped(),
             report.already_archived,
             report.commits_scanned
-        );
+        )?;
     }
     Ok(0)
 }

@@ -6,7 +6,7 @@
 use serde_json::json;
 use squad_notes::transport::GitCliTransport;
 
-use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::ctx::{CliError, CmdResult, Ctx, outln};
 
 /// Arguments of `squad notes setup`.
 #[derive(Debug, clap::Args)]
@@ -19,7 +19,7 @@ pub(crate) struct SetupArgs {
 
 /// Adds the notes fetch refspec once, and removes refspecs that fetch into local notes refs.
 pub(crate) fn run(args: &SetupArgs, ctx: &Ctx) -> CmdResult {
-    let transport = GitCliTransport::new(ctx.repo_root());
+    let transport = GitCliTransport::new(ctx.repo_root()?);
     let report = transport.setup(&args.remote).map_err(|e| {
         let err = if e.is_user_error() {
             CliError::usage(e.to_string())
@@ -37,17 +37,20 @@ pub(crate) fn run(args: &SetupArgs, ctx: &Ctx) -> CmdResult {
             "remote": args.remote,
             "added": report.added,
             "removed": report.removed,
-        }));
+        }))?;
     } else {
         let key = format!("remote.{}.fetch", args.remote);
         for spec in &report.removed {
-            println!("removed {key} {spec} (it fetched into local notes refs)");
+            outln!(
+                ctx,
+                "removed {key} {spec} (it fetched into local notes refs)"
+            )?;
         }
         for spec in &report.added {
-            println!("added {key} {spec}");
+            outln!(ctx, "added {key} {spec}")?;
         }
         if report.added.is_empty() && report.removed.is_empty() {
-            println!("{key} is already set up");
+            outln!(ctx, "{key} is already set up")?;
         }
     }
     Ok(0)

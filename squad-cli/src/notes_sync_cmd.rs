@@ -7,7 +7,7 @@ use serde_json::json;
 use squad_notes::GixNotes;
 use squad_notes::transport::GitCliTransport;
 
-use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::ctx::{CliError, CmdResult, Ctx, outln};
 
 /// Arguments of `squad notes sync`.
 #[derive(Debug, clap::Args)]
@@ -22,7 +22,7 @@ pub(crate) struct SyncArgs {
 
 /// Runs one sync of every `refs/notes/squad/*` ref with the remote.
 pub(crate) fn run(args: &SyncArgs, ctx: &Ctx) -> CmdResult {
-    let root = ctx.repo_root();
+    let root = ctx.repo_root()?;
     let backend = GixNotes::discover(&root).map_err(|e| {
         CliError::usage(e.to_string()).with_hint("run inside a git repository or pass -C <path>")
     })?;
@@ -50,9 +50,10 @@ pub(crate) fn run(args: &SyncArgs, ctx: &Ctx) -> CmdResult {
             "pushed": report.pushed,
             "refs": report.refs,
             "rounds": report.rounds,
-        }));
+        }))?;
     } else {
-        println!(
+        outln!(
+            ctx,
             "{}: fetched {}, merged {}, pushed {} ({} notes refs, {} round{})",
             args.remote,
             report.fetched,
@@ -61,7 +62,7 @@ pub(crate) fn run(args: &SyncArgs, ctx: &Ctx) -> CmdResult {
             report.refs,
             report.rounds,
             if report.rounds == 1 { "" } else { "s" }
-        );
+        )?;
     }
     Ok(0)
 }

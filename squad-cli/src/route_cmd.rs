@@ -1,13 +1,13 @@
 //! `squad route`: replay routing traces, print leader briefings, generate synthetic traces.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use squad_model::SquadId;
 use squad_routing::generate::{GenConfig, generate};
 use squad_routing::{Directory, Engine, Replay, RoutingPolicy};
 
-use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::ctx::{CliError, CmdResult, Ctx, outln};
 
 /// Arguments of `squad route`.
 #[derive(Debug, clap::Args)]
@@ -90,7 +90,7 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
                 }
                 Ok(())
             })?;
-            write_stdout(&out)
+            ctx.out_bytes(&out).map(|()| 0)
         }
         Sub::Briefing {
             trace,
@@ -119,10 +119,10 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
                     "squad_id": found.id,
                     "owns_issue_status": owns_status,
                     "briefing": text,
-                }));
+                }))?;
                 Ok(0)
             } else {
-                write_stdout(format!("{text}\n").as_bytes())
+                outln!(ctx, "{text}").map(|()| 0)
             }
         }
         Sub::Generate {
@@ -137,18 +137,9 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
                 events: *events,
                 seed: *seed,
             });
-            write_stdout(g.to_jsonl().as_bytes())
+            ctx.out_bytes(g.to_jsonl().as_bytes()).map(|()| 0)
         }
     }
-}
-
-fn write_stdout(bytes: &[u8]) -> CmdResult {
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(bytes)
-        .and_then(|()| stdout.flush())
-        .map_err(|e| CliError::failure(format!("cannot write to stdout: {e}")))?;
-    Ok(0)
 }
 
 fn read_policy(path: &Path) -> Result<RoutingPolicy, CliError> {

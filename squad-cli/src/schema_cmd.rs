@@ -27,9 +27,9 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
     if ctx.json {
         let value: serde_json::Value = serde_json::from_str(schema.text())
             .map_err(|e| CliError::failure(format!("shipped schema is not JSON: {e}")))?;
-        ctx.print_json(&value);
+        ctx.print_json(&value)?;
     } else {
-        print!("{}", schema.text());
+        ctx.out(format_args!("{}", schema.text()))?;
     }
     Ok(0)
 }

@@ -386,7 +386,8 @@ fn request_refuses_bad_input_with_exit_2_and_changes_nothing() {
 #[test]
 fn in_chat_end_to_end_with_every_exit_code() {
     let f = Fixture::new();
-    // No gate yet: exit 1.
+    // No gate yet: exit 1 (the state directory exists; one that does not is a usage error).
+    std::fs::create_dir_all(f.state_dir()).unwrap();
     let o = f.squad(&["approval", "wait"], Some("/approve\n"));
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stderr.contains("no gate is pending"));

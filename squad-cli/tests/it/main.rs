@@ -13,5 +13,6 @@ mod memory;
 mod notes;
 mod notes_promote;
 mod notes_sync;
+mod output;
 mod route;
 mod schema;
