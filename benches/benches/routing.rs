@@ -78,7 +78,8 @@ fn fixture(squads: usize) -> &'static Fixture {
             issues_per_squad: 4,
             events: CHUNK * CHUNKS,
             seed: 42,
-        });
+        })
+        .unwrap();
         let jsonl = if squads == 1_000 {
             let head: Vec<String> = g.entities.iter().map(TraceLine::to_json).collect();
             let events = g.events[..CHUNK].iter().map(|(at, e)| {

@@ -14,6 +14,10 @@ pub enum ErrorKind {
     UnknownReference,
     /// The trace declares a schema version newer than this crate reads.
     UnsupportedVersion,
+    /// A size or count is over its documented limit.
+    OutOfRange,
+    /// A policy file is not a JSON object of known policy fields.
+    InvalidPolicy,
     /// The storage behind a directory failed (a database error); retrying may succeed.
     Storage,
 }

@@ -15,13 +15,15 @@ use squad_model::{
 use crate::apply::apply;
 use crate::directory::{Directory, InMemoryDirectory};
 use crate::engine::Engine;
+use crate::error::{Error, ErrorKind, Result};
 use crate::event::{
     BatchUpdate, ClaimTask, CreateIssue, Event, PostComment, SetTaskStatus, UpdateIssue,
 };
 use crate::records::{Membership, Principal, User, Workspace, WorkspaceRole};
 use crate::trace::{IssueRecord, TraceLine};
 
-/// What to generate.
+/// What to generate. Each size has an upper bound (the `MAX_*` constants), so that a trace fits
+/// in memory: [`generate`] refuses a larger one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GenConfig {
     /// Number of squads (each: a leader, two workers, one human).
@@ -32,6 +34,56 @@ pub struct GenConfig {
     pub events: usize,
     /// Seed of the pseudo-random choices.
     pub seed: u64,
+}
+
+impl GenConfig {
+    /// The most squads a trace may have.
+    pub const MAX_SQUADS: usize = 100_000;
+    /// The most background issues per squad.
+    pub const MAX_ISSUES_PER_SQUAD: usize = 100;
+    /// The most background issues in all (`squads * issues_per_squad`).
+    pub const MAX_ISSUES: usize = 1_000_000;
+    /// The most events a trace may have.
+    pub const MAX_EVENTS: usize = 2_000_000;
+
+    /// Checks every size against its bound.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::OutOfRange`] naming the field and its limit.
+    ///
+    /// ```
+    /// use squad_routing::generate::GenConfig;
+    ///
+    /// let big = GenConfig { squads: 4_000_000_000, ..GenConfig::default() };
+    /// assert_eq!(big.check().unwrap_err().to_string(), "squads is 4000000000, more than the limit of 100000");
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        let over = |field: &str, value: usize, max: usize| {
+            Error::new(
+                ErrorKind::OutOfRange,
+                format!("{field} is {value}, more than the limit of {max}"),
+            )
+        };
+        if self.squads > Self::MAX_SQUADS {
+            return Err(over("squads", self.squads, Self::MAX_SQUADS));
+        }
+        if self.issues_per_squad > Self::MAX_ISSUES_PER_SQUAD {
+            return Err(over(
+                "issues_per_squad",
+                self.issues_per_squad,
+                Self::MAX_ISSUES_PER_SQUAD,
+            ));
+        }
+        if self.events > Self::MAX_EVENTS {
+            return Err(over("events", self.events, Self::MAX_EVENTS));
+        }
+        let issues = self.squads * self.issues_per_squad;
+        if issues > Self::MAX_ISSUES {
+            return Err(over("squads * issues_per_squad", issues, Self::MAX_ISSUES));
+        }
+        Ok(())
+    }
 }
 
 impl Default for GenConfig {
@@ -65,23 +117,28 @@ impl Generated {
         dir
     }
 
+    /// The trace's lines (JSON, without newlines): the schema version, the entities, the
+    /// events.
+    pub fn lines(&self) -> impl Iterator<Item = String> + '_ {
+        let version = TraceLine::SchemaVersion {
+            version: crate::trace::SCHEMA_VERSION,
+        };
+        std::iter::once(version.to_json())
+            .chain(self.entities.iter().map(TraceLine::to_json))
+            .chain(self.events.iter().map(|(at, event)| {
+                TraceLine::Event {
+                    at: Some(*at),
+                    event: event.clone(),
+                }
+                .to_json()
+            }))
+    }
+
     /// The whole trace as JSON Lines.
     pub fn to_jsonl(&self) -> String {
-        let mut out = TraceLine::SchemaVersion {
-            version: crate::trace::SCHEMA_VERSION,
-        }
-        .to_json();
-        out.push('\n');
-        for e in &self.entities {
-            out.push_str(&e.to_json());
-            out.push('\n');
-        }
-        for (at, event) in &self.events {
-            let line = TraceLine::Event {
-                at: Some(*at),
-                event: event.clone(),
-            };
-            out.push_str(&line.to_json());
+        let mut out = String::new();
+        for line in self.lines() {
+            out.push_str(&line);
             out.push('\n');
         }
         out
@@ -228,14 +285,19 @@ impl Sim {
 
 /// Generates a trace.
 ///
+/// # Errors
+///
+/// [`ErrorKind::OutOfRange`] when a size is over its bound ([`GenConfig::check`]).
+///
 /// ```
 /// use squad_routing::generate::{generate, GenConfig};
 ///
-/// let g = generate(&GenConfig { squads: 3, issues_per_squad: 2, events: 40, seed: 7 });
+/// let g = generate(&GenConfig { squads: 3, issues_per_squad: 2, events: 40, seed: 7 }).unwrap();
 /// assert_eq!(g.events.len(), 40);
 /// assert!(g.to_jsonl().lines().count() > 40);
 /// ```
-pub fn generate(cfg: &GenConfig) -> Generated {
+pub fn generate(cfg: &GenConfig) -> Result<Generated> {
+    cfg.check()?;
     let t0 = Timestamp::from_unix_seconds(1_796_032_800).unwrap_or_else(|_| Timestamp::now());
     let ws = WorkspaceId::new("00000000-0000-4000-8000-000000000001").expect("valid id");
     let mut entities = vec![TraceLine::Workspace(Workspace {
@@ -373,10 +435,10 @@ pub fn generate(cfg: &GenConfig) -> Generated {
         let team = &teams[rng.below(teams.len())];
         episode(&mut sim, &mut rng, &ws, team);
     }
-    Generated {
+    Ok(Generated {
         entities,
         events: sim.events,
-    }
+    })
 }
 
 fn mention(kind: &str, id: &str, label: &str) -> String {

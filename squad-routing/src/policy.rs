@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, ErrorKind, Result};
+
 /// Policy choices, so that researchers can replay one trace under several variants.
 ///
 /// The defaults are the project's decisions (routing reference, "Decisions"):
@@ -47,6 +49,45 @@ pub struct RoutingPolicy {
     pub autopilot_dedup_seconds: u32,
     /// Attempts a task gets before a failure is final (retries, §1); `0`: the host retries.
     pub max_attempts: u32,
+}
+
+impl RoutingPolicy {
+    /// Reads a policy file: one JSON object of the fields above. Absent fields keep their
+    /// defaults; anything else (an unknown or misspelt field, a value of the wrong type, an
+    /// array, a number) is refused.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidPolicy`] naming the problem.
+    ///
+    /// ```
+    /// use squad_routing::{ErrorKind, RoutingPolicy};
+    ///
+    /// assert_eq!(RoutingPolicy::from_json("{}").unwrap(), RoutingPolicy::default());
+    /// for bad in ["[]", "3", r#"{"max_attempts": -1}"#, r#"{"cancel_task_on_reassign": false}"#] {
+    ///     assert_eq!(RoutingPolicy::from_json(bad).unwrap_err().kind(), ErrorKind::InvalidPolicy);
+    /// }
+    /// ```
+    pub fn from_json(text: &str) -> Result<Self> {
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| Error::new(ErrorKind::InvalidPolicy, format!("invalid JSON: {e}")))?;
+        let kind = match &value {
+            serde_json::Value::Object(_) => None,
+            serde_json::Value::Array(_) => Some("an array"),
+            serde_json::Value::String(_) => Some("a string"),
+            serde_json::Value::Number(_) => Some("a number"),
+            serde_json::Value::Bool(_) => Some("a boolean"),
+            serde_json::Value::Null => Some("null"),
+        };
+        if let Some(kind) = kind {
+            return Err(Error::new(
+                ErrorKind::InvalidPolicy,
+                format!("a policy must be a JSON object, not {kind}"),
+            ));
+        }
+        serde_json::from_value(value)
+            .map_err(|e| Error::new(ErrorKind::InvalidPolicy, e.to_string()))
+    }
 }
 
 impl Default for RoutingPolicy {

@@ -447,7 +447,7 @@ proptest! {
         events in 10..120usize,
         seed in any::<u64>(),
     ) {
-        let text = generate(&GenConfig { squads, issues_per_squad, events, seed }).to_jsonl();
+        let text = generate(&GenConfig { squads, issues_per_squad, events, seed }).unwrap().to_jsonl();
         let run = |mut feed: Box<dyn FnMut(&str) -> Option<serde_json::Value>>| {
             text.lines().filter_map(|l| feed(l)).collect::<Vec<_>>()
         };

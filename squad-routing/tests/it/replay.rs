@@ -22,7 +22,8 @@ fn generated_traces_validate_against_the_schema_and_replay() {
         issues_per_squad: 4,
         events: 200,
         seed: 3,
-    });
+    })
+    .unwrap();
     let text = g.to_jsonl();
     let schema: serde_json::Value = serde_json::from_str(TRACE_SCHEMA).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
