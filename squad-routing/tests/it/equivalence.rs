@@ -448,15 +448,15 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let text = generate(&GenConfig { squads, issues_per_squad, events, seed }).unwrap().to_jsonl();
-        let run = |mut feed: Box<dyn FnMut(&str) -> Option<serde_json::Value>>| {
-            text.lines().filter_map(|l| feed(l)).collect::<Vec<_>>()
-        };
-        let mut r1 = Replay::new(Engine::default());
-        let a = run(Box::new(move |l| r1.feed_line(l).unwrap().map(|o| serde_json::to_value(o).unwrap())));
-        let mut r2 = Replay::with_directory(Engine::default(), SimpleDirectory::new());
-        let b = run(Box::new(move |l| r2.feed_line(l).unwrap().map(|o| serde_json::to_value(o).unwrap())));
-        let mut r3 = Replay::with_directory(Engine::default(), SqliteDirectory::open_in_memory().unwrap());
-        let c = run(Box::new(move |l| r3.feed_line(l).unwrap().map(|o| serde_json::to_value(o).unwrap())));
+        fn replay_on<D: Directory>(text: &str, dir: D) -> Vec<serde_json::Value> {
+            let mut r = Replay::with_directory(Engine::default(), dir);
+            text.lines()
+                .filter_map(|l| r.feed_line(l).unwrap().map(|o| serde_json::to_value(o).unwrap()))
+                .collect()
+        }
+        let a = replay_on(&text, InMemoryDirectory::new());
+        let b = replay_on(&text, SimpleDirectory::new());
+        let c = replay_on(&text, SqliteDirectory::open_in_memory().unwrap());
         prop_assert_eq!(a.len(), events);
         prop_assert_eq!(&a, &b);
         prop_assert_eq!(&a, &c);

@@ -345,12 +345,13 @@ fn quick_create_refusals() {
         },
     );
     let stranger = squad_model::UserId::new("u-stranger").unwrap();
-    let cases: [(
-        &squad_model::UserId,
-        &str,
+    type Case<'a> = (
+        &'a squad_model::UserId,
+        &'a str,
         String,
-        Result<&str, (u16, &str)>,
-    ); 6] = [
+        Result<&'a str, (u16, &'a str)>,
+    );
+    let cases: [Case<'_>; 6] = [
         (
             &stranger,
             "squad",

@@ -213,7 +213,7 @@ fn schema_version_records() {
     assert_eq!(r.schema_version(), 1, "no record: version 1");
     let cases = [
         (
-            format!("\n{{\"kind\":\"schema_version\",\"version\":1}}\n"),
+            "\n{\"kind\":\"schema_version\",\"version\":1}\n".to_owned(),
             ErrorKind::InvalidTrace,
             "",
         ),
