@@ -33,7 +33,8 @@ use std::sync::{Mutex, OnceLock};
 use squad_model::{Assignee, Issue, IssueId, IssueStatus, SquadId, Timestamp, WorkspaceId};
 use squad_routing::generate::{GenConfig, Generated, generate};
 use squad_routing::{
-    Decisions, Directory, Engine, Event, InMemoryDirectory, Replay, TraceLine, apply_drain,
+    Decisions, Directory, Engine, Event, InMemoryDirectory, Replay, SqliteDirectory, TraceLine,
+    apply_drain,
 };
 
 /// mimalloc under divan's allocation profiler. The engine allocates about 3.5 small strings and
@@ -47,6 +48,8 @@ static ALLOC: divan::AllocProfiler<mimalloc::MiMalloc> =
     divan::AllocProfiler::new(mimalloc::MiMalloc);
 
 const CHUNK: usize = 50_000;
+/// Events per sample on `SqliteDirectory` (each sample is one transaction).
+const SQLITE_CHUNK: usize = 5_000;
 const CHUNKS: usize = 12;
 const ISSUES: usize = 100_000;
 
@@ -61,6 +64,7 @@ fn main() {
 
 struct Fixture {
     state: Mutex<(InMemoryDirectory, usize)>,
+    entities: Vec<TraceLine>,
     events: Vec<(Timestamp, Event)>,
     jsonl: String,
 }
@@ -98,6 +102,7 @@ fn fixture(squads: usize) -> &'static Fixture {
         };
         Fixture {
             state: Mutex::new((g.directory(), 0)),
+            entities: g.entities.clone(),
             events: g.events,
             jsonl,
         }
@@ -123,6 +128,39 @@ fn engine(bencher: divan::Bencher<'_, '_>, squads: usize) {
                 engine.decide_into(dir, *at, ev, &mut out);
                 apply_drain(dir, &mut out);
             }
+        });
+}
+
+/// Decide + apply on `SqliteDirectory` for `SQLITE_CHUNK` events of the 1k-squad trace, in
+/// one transaction per sample: an in-memory database, and a file (a temporary directory; one
+/// sync per commit). Each sample continues where the previous one stopped, on the same database.
+#[divan::bench(args = ["memory", "disk"], sample_count = 5, sample_size = 1)]
+fn sqlite(bencher: divan::Bencher<'_, '_>, storage: &str) {
+    let f = fixture(1_000);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dir = match storage {
+        "memory" => SqliteDirectory::open_in_memory().unwrap(),
+        _ => SqliteDirectory::open(tmp.path().join("routing.db")).unwrap(),
+    };
+    dir.begin().unwrap();
+    for e in &f.entities {
+        squad_routing::trace::load_entity(&mut dir, e.clone()).unwrap();
+    }
+    dir.commit().unwrap();
+    let engine = Engine::default();
+    let mut next = 0;
+    bencher
+        .counter(divan::counter::ItemsCount::new(SQLITE_CHUNK))
+        .bench_local(|| {
+            let start = next * SQLITE_CHUNK;
+            next += 1;
+            dir.begin().unwrap();
+            let mut out = Decisions::default();
+            for (at, ev) in &f.events[start..start + SQLITE_CHUNK] {
+                engine.decide_into(&dir, *at, ev, &mut out);
+                apply_drain(&mut dir, &mut out);
+            }
+            dir.commit().unwrap();
         });
 }
 

@@ -314,7 +314,10 @@ pub enum Decision {
         /// `issue_created` or `running`.
         status: &'static str,
     },
-    /// The claim response (§5).
+    /// The claim response (§5). The instructions the agent runs with (its own, then the
+    /// briefing when injected) are rendered from it by
+    /// [`briefing::claim_instructions`](crate::briefing::claim_instructions); a trace replay
+    /// prints them next to the decisions.
     Claim {
         /// The task.
         task_id: TaskId,
@@ -331,11 +334,6 @@ pub enum Decision {
         owns_issue_status: Option<bool>,
         /// Always `true`.
         leader_role_resolved: bool,
-        /// The instructions the agent runs with: its own, then (when injected) the briefing,
-        /// separated by a blank line; the briefing alone when its own are blank. Absent when
-        /// there are none.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        instructions: Option<String>,
     },
     /// An agent's runtime changes.
     SetRuntime {

@@ -64,7 +64,7 @@ type Map<K, V> = HashMap<K, V, FixedState>;
 /// Lookups return references, so an implementation owns the records it serves: load the rows an
 /// event touches into memory (or keep a cache) and answer from there. [`InMemoryDirectory`] is the
 /// fast reference implementation (its source is a guide to the indexes that keep every read
-/// O(1)); [`SimpleDirectory`] is the readable one (plain maps, scans); `SqliteDirectory` (feature
+/// O(1)); [`SimpleDirectory`](crate::SimpleDirectory) is the readable one (plain maps, scans); `SqliteDirectory` (feature
 /// `sqlite`) keeps everything in an embedded database and serves references from a per-event
 /// arena. Run the conformance suite on yours.
 ///

@@ -243,6 +243,10 @@ pub struct EventOutput {
     /// What the engine decided.
     #[serde(flatten)]
     pub decisions: Decisions,
+    /// For a claim: the instructions the agent runs with
+    /// ([`briefing::claim_instructions`](crate::briefing::claim_instructions)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
 /// Replays a trace line by line into a directory: an [`InMemoryDirectory`] by default, or any
@@ -352,11 +356,16 @@ impl<D: Directory> Replay<D> {
                 self.clock = at;
             }
             let decisions = self.engine.decide(&self.dir, self.clock, &event);
+            let instructions = decisions
+                .decisions
+                .iter()
+                .find_map(|d| crate::briefing::claim_instructions(&self.dir, d));
             apply(&mut self.dir, &decisions);
             return Ok(Some(EventOutput {
                 line: self.line,
                 event: event.kind(),
                 decisions,
+                instructions,
             }));
         }
         if self.in_events {

@@ -3,7 +3,6 @@
 use squad_model::{Agent, Assignee, Squad, Task, TaskContext, TaskStatus};
 
 use super::{Cx, bound};
-use crate::briefing;
 use crate::decision::{Decision, NoopReason, TriggerSource};
 use crate::event::{ClaimTask, QuickCreate, SetTaskStatus};
 use crate::invoke::can_invoke_agent;
@@ -89,8 +88,9 @@ fn retry(cx: &mut Cx<'_>, failed: &Task) {
     });
 }
 
-/// The claim response (§5): whether the leader briefing is injected, and the instructions the
-/// agent runs with (its own, then the briefing).
+/// The claim response (§5): whether the leader briefing is injected, for which squad and with
+/// which responsibility 6 ([`briefing::claim_instructions`](crate::briefing::claim_instructions)
+/// renders the text).
 pub(super) fn claim(cx: &mut Cx<'_>, e: &ClaimTask) {
     let dir = cx.dir;
     let Some(task) = dir.task(&e.task_id) else {
@@ -102,8 +102,6 @@ pub(super) fn claim(cx: &mut Cx<'_>, e: &ClaimTask) {
             status: TaskStatus::Dispatched,
         });
     }
-    let agent = dir.agent(&task.agent_id);
-    let own = agent.map_or("", |a| a.instructions.as_str());
     if let Some(TaskContext::QuickCreate {
         squad_id: Some(sid),
         ..
@@ -111,13 +109,13 @@ pub(super) fn claim(cx: &mut Cx<'_>, e: &ClaimTask) {
     {
         // Quick-create: no issue yet, so the leader never owns its status.
         match dir.squad(sid).filter(|s| s.leader_id == task.agent_id) {
-            Some(squad) => return briefed(cx, task, squad, false, own, true),
-            None => return plain_claim(cx, task, own),
+            Some(squad) => return briefed(cx, task, squad, false, true),
+            None => return plain_claim(cx, task),
         }
     }
     if !task.is_leader_task {
         cx.noop(NoopReason::NotLeaderTask);
-        return plain_claim(cx, task, own);
+        return plain_claim(cx, task);
     }
     let issue = task.issue_id.as_ref().and_then(|i| cx.issue(i));
     let squad = task
@@ -128,16 +126,15 @@ pub(super) fn claim(cx: &mut Cx<'_>, e: &ClaimTask) {
             issue.is_none_or(|i| i.workspace_id == s.workspace_id) && s.leader_id == task.agent_id
         });
     let Some(squad) = squad else {
-        return plain_claim(cx, task, own);
+        return plain_claim(cx, task);
     };
     let owns =
         issue.is_some_and(|i| matches!(i.assignee, Some(Assignee::Squad(s)) if s == &squad.id));
-    briefed(cx, task, squad, owns, own, false);
+    briefed(cx, task, squad, owns, false);
 }
 
-/// A claim without a briefing: `is_leader_task` is cleared, and the agent runs with its own
-/// instructions.
-fn plain_claim(cx: &mut Cx<'_>, task: &Task, own: &str) {
+/// A claim without a briefing: `is_leader_task` is cleared.
+fn plain_claim(cx: &mut Cx<'_>, task: &Task) {
     cx.push(Decision::Claim {
         task_id: task.id.clone(),
         is_leader_task: false,
@@ -145,13 +142,11 @@ fn plain_claim(cx: &mut Cx<'_>, task: &Task, own: &str) {
         squad_name: None,
         owns_issue_status: None,
         leader_role_resolved: true,
-        instructions: (!own.trim().is_empty()).then(|| own.to_owned()),
     });
 }
 
-/// A claim with the leader briefing appended to the agent's own instructions.
-fn briefed(cx: &mut Cx<'_>, task: &Task, squad: &Squad, owns: bool, own: &str, quick: bool) {
-    let text = briefing::leader_instructions(cx.dir, squad, own, owns);
+/// A claim with the leader briefing (`quick`: a quick-create task, which also names the squad).
+fn briefed(cx: &mut Cx<'_>, task: &Task, squad: &Squad, owns: bool, quick: bool) {
     cx.push(Decision::Claim {
         task_id: task.id.clone(),
         is_leader_task: true,
@@ -159,7 +154,6 @@ fn briefed(cx: &mut Cx<'_>, task: &Task, squad: &Squad, owns: bool, own: &str, q
         squad_name: quick.then(|| squad.name.clone()),
         owns_issue_status: Some(owns),
         leader_role_resolved: true,
-        instructions: Some(text),
     });
 }
 

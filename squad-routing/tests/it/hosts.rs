@@ -29,7 +29,8 @@ type ClaimView = (
     Option<String>,
 );
 
-fn claim_of(d: &Decisions) -> ClaimView {
+/// The claim of `d`, with the instructions it hands the agent (rendered from `dir`).
+fn claim_of(dir: &dyn Directory, d: &Decisions) -> ClaimView {
     d.decisions
         .iter()
         .find_map(|d| match d {
@@ -38,14 +39,13 @@ fn claim_of(d: &Decisions) -> ClaimView {
                 squad_id,
                 squad_name,
                 owns_issue_status,
-                instructions,
                 ..
             } => Some((
                 *is_leader_task,
                 squad_id.as_ref().map(ToString::to_string),
                 squad_name.clone(),
                 *owns_issue_status,
-                instructions.clone(),
+                squad_routing::briefing::claim_instructions(dir, d),
             )),
             _ => None,
         })
@@ -234,7 +234,7 @@ fn claims_carry_the_agents_own_instructions() {
         let issue = w.issue(IssueStatus::Todo, Some(Assignee::Squad(squad.clone())));
         let task = w.task(&lead, &issue, TaskStatus::Queued, leader.then_some(&squad));
         let d = w.event(Event::Claim(ClaimTask { task_id: task }));
-        let (is_leader, _, _, owns, text) = claim_of(&d);
+        let (is_leader, _, _, owns, text) = claim_of(&w.dir, &d);
         assert_eq!(is_leader, briefed, "{own:?} {leader}");
         assert_eq!(owns, briefed.then_some(true));
         match prefix {
@@ -292,7 +292,7 @@ fn quick_create_tasks_and_their_claims() {
     let d = w.peek(&Event::Claim(ClaimTask {
         task_id: task.id.clone(),
     }));
-    let (is_leader, sid, name, owns, text) = claim_of(&d);
+    let (is_leader, sid, name, owns, text) = claim_of(&w.dir, &d);
     assert!(is_leader);
     assert_eq!(sid.as_deref(), Some(squad.as_str()));
     assert_eq!(name.as_deref(), Some("Core"));
@@ -314,7 +314,7 @@ fn quick_create_tasks_and_their_claims() {
     let d = w.peek(&Event::Claim(ClaimTask {
         task_id: task.id.clone(),
     }));
-    assert_eq!(claim_of(&d), (false, None, None, None, None));
+    assert_eq!(claim_of(&w.dir, &d), (false, None, None, None, None));
     // An agent: a plain task, a plain claim.
     let d = w.event(quick("agent", solo.as_str(), &alice));
     let t = d.enqueued().next().unwrap().clone();
@@ -326,7 +326,7 @@ fn quick_create_tasks_and_their_claims() {
         })
     );
     let d = w.peek(&Event::Claim(ClaimTask { task_id: t.id }));
-    assert_eq!(claim_of(&d), (false, None, None, None, None));
+    assert_eq!(claim_of(&w.dir, &d), (false, None, None, None, None));
 }
 
 #[test]

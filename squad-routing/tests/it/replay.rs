@@ -309,7 +309,7 @@ fn an_old_format_trace_still_replays() {
     assert_eq!(claim["is_leader_task"], true);
     assert_eq!(claim["owns_issue_status"], true);
     assert!(
-        claim["instructions"]
+        out[1]["instructions"]
             .as_str()
             .unwrap()
             .starts_with("## Squad Operating Protocol")
@@ -356,7 +356,7 @@ fn a_version_2_trace_says_what_hosts_record() {
     assert_eq!(claim["squad_name"], "Core");
     assert_eq!(claim["owns_issue_status"], false);
     assert!(
-        claim["instructions"]
+        out[3]["instructions"]
             .as_str()
             .unwrap()
             .starts_with("You lead the core team.\n\n## Squad Operating Protocol")
