@@ -7,6 +7,16 @@ fn main() {
     };
     for (a, t) in &corpus.agents { println!("{a}: {} bytes, {} sections", t.len(), t.matches("\n### ").count()); }
     println!("decisions: {} bytes, {} sections", corpus.decisions.len(), corpus.decisions.matches("\n### ").count());
+    if let Ok(dir) = std::env::var("DUMP") {
+        let dir = std::path::Path::new(&dir);
+        for (a, t) in &corpus.agents {
+            std::fs::create_dir_all(dir.join("agents").join(a.as_str())).unwrap();
+            std::fs::write(dir.join("agents").join(a.as_str()).join("history.md"), t).unwrap();
+        }
+        std::fs::write(dir.join("decisions.md"), &corpus.decisions).unwrap();
+        let q: Vec<String> = corpus.questions.iter().map(|q| format!("{}\t{}\t{}", q.agent, q.question, q.evidence)).collect();
+        std::fs::write(dir.join("questions.tsv"), q.join("\n")).unwrap();
+    }
     let store = squad_memory::InMemoryStore::new();
     let f = squad_memory::conformance::realistic::measure(&corpus, &store).unwrap();
     println!("agents {} questions {} naive {} prompt {} reduction {:.3} recall {:.3} ({} / {}) lines_in {} lost {} max_prompt {}",

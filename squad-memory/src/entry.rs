@@ -318,6 +318,9 @@ impl Entry {
     /// fence. Empty when the body is safe. `add` refuses such a body.
     pub fn body_problems(&self) -> Vec<String> {
         let mut out = Vec::new();
+        if self.body.contains('\0') || self.heading.contains('\0') {
+            out.push("the text holds a NUL byte".to_owned());
+        }
         let mut fence: Option<Fence> = None;
         for (i, line) in self.body.lines().enumerate() {
             if let Some(f) = fence {
@@ -640,6 +643,17 @@ impl MemoryDoc {
             prev = Some(item);
         }
         out
+    }
+
+    /// The text [`MemoryDoc::to_text`] settles on: written, read back and written again, so
+    /// that writing what was read back changes nothing (blank lines between items settle on
+    /// the first rewrite).
+    pub fn to_stable_text(&self, file: &str) -> String {
+        let once = self.to_text();
+        match MemoryDoc::parse(file, &once) {
+            Ok(doc) => doc.to_text(),
+            Err(_) => once,
+        }
     }
 
     /// `true` when the document holds no text and no entries.

@@ -234,6 +234,11 @@ pub fn import(
     } else {
         Some(store.lock()?)
     };
+    // Files hold times to the millisecond; stamping more would make a re-read differ.
+    let options = &ImportOptions {
+        now: Timestamp::from_unix_millis(options.now.unix_millis())?,
+        ..*options
+    };
     let mut report = ImportReport {
         dry_run: options.dry_run,
         ..ImportReport::default()
@@ -419,7 +424,7 @@ pub fn import(
     // Conservation: every line of the sources is in what is about to be written.
     let mut planned: Vec<(&Target, String)> = Vec::new();
     for t in others.iter().rev().chain(hot.iter()) {
-        planned.push((t, t.parsed.to_text()));
+        planned.push((t, t.parsed.to_stable_text(&t.doc.path())));
     }
     let mut stored: HashSet<String> = HashSet::new();
     for (t, text) in &planned {

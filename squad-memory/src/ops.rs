@@ -329,8 +329,11 @@ pub fn search(
             .map(|(_, _, e)| format!("{}\n{}", e.heading, e.search_text())),
     );
     let ranked = Bm25::new(&texts).rank(query);
-    let mut hits = Vec::new();
-    for (i, score) in ranked.into_iter().take(limit) {
+    let mut hits: Vec<Hit> = Vec::new();
+    for (i, score) in ranked {
+        if hits.len() >= limit {
+            break;
+        }
         let hit = match units.get(i) {
             Some(u) => Hit {
                 id: u.entry.map(|e| e.id.to_string()),
@@ -360,6 +363,13 @@ pub fn search(
                 }
             }
         };
+        // The parts of one long section count once, at the best part's score.
+        if hits
+            .iter()
+            .any(|h| h.path == hit.path && h.id == hit.id && h.line == hit.line)
+        {
+            continue;
+        }
         hits.push(hit);
     }
     Ok(hits)

@@ -433,6 +433,8 @@ impl<'a> Scribe<'a> {
     /// memory file (nothing written); [`ErrorKind::Backend`] on storage failure, a failed
     /// read-back, or a failed conservation check (nothing written).
     pub fn run(&self, agent: &AgentName, now: Timestamp) -> Result<ScribeReport> {
+        // Files hold times to the millisecond; stamping more would make a re-read differ.
+        let now = Timestamp::from_unix_millis(now.unix_millis())?;
         let _lock = self.store.lock()?;
         let hot_ref = DocRef::Hot(agent.clone());
         let cold_ref = DocRef::Cold(agent.clone());
@@ -709,7 +711,7 @@ impl<'a> Scribe<'a> {
             let how = absorb(&mut archive.doc, &arch_file, e, &mut used, &mut report.warnings);
             count_move(&mut report, &id, "archive", how);
         }
-        let cold_text = cold.doc.to_text();
+        let cold_text = cold.doc.to_stable_text(&cold_file);
         if cold_text.len() > cold_cap {
             report.warnings.push(Problem::warning(
                 &cold_file,
@@ -727,9 +729,14 @@ impl<'a> Scribe<'a> {
         let mut planned: Vec<(DocRef, String, Option<String>, bool)> = Vec::new();
         for (topic, l) in &wiki {
             let d = DocRef::Wiki(topic.clone());
-            planned.push((d, l.doc.to_text(), l.old.clone(), l.changed));
+            let text = l.doc.to_stable_text(&d.path());
+            planned.push((d, text, l.old.clone(), l.changed));
         }
-        let a = (archive.doc.to_text(), archive.old.clone(), archive.changed);
+        let a = (
+            archive.doc.to_stable_text(&arch_ref.path()),
+            archive.old.clone(),
+            archive.changed,
+        );
         planned.push((arch_ref.clone(), a.0, a.1, a.2));
         planned.push((cold_ref.clone(), cold_text, cold.old.clone(), true));
         let hot_text = if hot.old.is_some() && !hot.doc.is_empty() {
