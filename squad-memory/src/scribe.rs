@@ -477,7 +477,7 @@ impl<'a> Scribe<'a> {
         let mut text_before: BTreeSet<String> = BTreeSet::new();
         for l in [&hot, &cold, &archive].into_iter().chain(wiki.values()) {
             originals.extend(ids_of(&l.doc));
-            text_before.extend(l.doc.content_lines().into_iter().map(str::to_owned));
+            text_before.extend(l.doc.content_lines().into_iter().map(normalize));
             report.before += l.doc.entries().count();
         }
         let mut used: HashSet<MemoryId> = originals.clone();
@@ -750,12 +750,12 @@ impl<'a> Scribe<'a> {
             let doc = MemoryDoc::parse(&d.path(), text)?;
             after_ids.extend(ids_of(&doc));
             report.after += doc.entries().count();
-            text_after.extend(doc.content_lines().into_iter().map(str::to_owned));
+            text_after.extend(doc.content_lines().into_iter().map(normalize));
         }
         if hot_text.is_none() {
             after_ids.extend(ids_of(&hot.doc));
             report.after += hot.doc.entries().count();
-            text_after.extend(hot.doc.content_lines().into_iter().map(str::to_owned));
+            text_after.extend(hot.doc.content_lines().into_iter().map(normalize));
         }
         report.kept = report
             .before
