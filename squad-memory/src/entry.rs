@@ -910,7 +910,13 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
             fence = opens;
         }
     }
-    if let Some(o) = open.take() {
+    if let Some(mut o) = open.take() {
+        // A fence left open runs to the end of the file; the writer closes it, so the body
+        // read here already holds the closing line (a re-read gives the same entry).
+        if let Some(f) = fence {
+            o.body.push_str(&f.marker());
+            o.body.push('\n');
+        }
         close(o, &mut doc, &mut seen, &mut used);
     }
     while matches!(doc.items.last(), Some(Item::Line(l)) if l.text.trim().is_empty()) {
