@@ -30,7 +30,7 @@ heading: **id:**, **superseded_by:**, **topic:**, **entered:**, **last_loaded:**
 An entry ends at `---`, at the next heading, or at the end of the file. The seed's hot template
 (`Current task: ...`, `Active decisions: ...`) is plain free text.
 
-From an existing history.md to a first tiered spawn:
+Example: from an existing history.md to a first tiered spawn in three commands:
   squad memory import --agent data .squad/agents/data/history.md
   squad memory import --wiki decisions .squad/decisions.md
   squad memory spawn --agent data --situation resuming --task \"finish the login fix\"";
@@ -67,7 +67,7 @@ enum Cmd {
     /// heading style) into the tiers. Every line lands somewhere; importing twice changes
     /// nothing.
     #[command(
-        after_help = "Examples:\n  squad memory import --agent data .squad/agents/data/history.md --dry-run\n  squad memory import --wiki decisions .squad/decisions.md"
+        after_help = "Example:\n  squad memory import --agent data .squad/agents/data/history.md --dry-run\n  squad memory import --wiki decisions .squad/decisions.md"
     )]
     Import(ImportArgs),
     /// Add one entry to an agent's hot tier (refused when hot would go over its cap: run the
