@@ -1,34 +1,12 @@
 //! Okapi BM25 ranking, offline and model-free.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-/// FNV-1a: terms are short, and the index is rebuilt per spawn, so a fast non-keyed hash beats
-/// SipHash here. The input is the caller's own memory files, not adversarial network input.
-#[derive(Debug, Clone, Copy)]
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
-
-type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+/// foldhash: terms are short and the index is rebuilt per spawn, so a fast non-keyed hash beats
+/// SipHash here (the input is the caller's own memory files). Fixed state: deterministic.
+type FnvMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
@@ -71,18 +49,53 @@ fn is_stop(w: &str) -> bool {
 /// Calls `f` with each word of `text` (two characters or more), lowercased into the reused
 /// buffer `buf`.
 fn each_word(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
-    for raw in text.split(|c: char| !c.is_alphanumeric()) {
-        if raw.len() < 2 || raw.chars().nth(1).is_none() {
+    each_raw_word(text, |raw| {
+        lower(raw, buf);
+        f(buf);
+    });
+}
+
+/// Lowercases `raw` into `buf`.
+fn lower(raw: &str, buf: &mut String) {
+    buf.clear();
+    if raw.is_ascii() {
+        buf.push_str(raw);
+        buf.make_ascii_lowercase();
+    } else {
+        buf.extend(raw.chars().flat_map(char::to_lowercase));
+    }
+}
+
+/// Calls `f` with each word of `text` as it is written: runs of alphanumeric characters, two
+/// characters or more. ASCII is scanned byte by byte; runs holding other characters are split
+/// by `char::is_alphanumeric`.
+fn each_raw_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !(b[i].is_ascii_alphanumeric() || b[i] >= 0x80) {
+            i += 1;
             continue;
         }
-        buf.clear();
-        if raw.is_ascii() {
-            buf.push_str(raw);
-            buf.make_ascii_lowercase();
-        } else {
-            buf.extend(raw.chars().flat_map(char::to_lowercase));
+        let start = i;
+        let mut ascii = true;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] >= 0x80) {
+            ascii &= b[i] < 0x80;
+            i += 1;
         }
-        f(buf);
+        // `start` and `i` sit next to ASCII bytes or the ends: character boundaries.
+        let run = &text[start..i];
+        if ascii {
+            if run.len() >= 2 {
+                f(run);
+            }
+        } else {
+            for w in run.split(|c: char| !c.is_alphanumeric()) {
+                if w.chars().nth(1).is_some() {
+                    f(w);
+                }
+            }
+        }
     }
 }
 
@@ -131,35 +144,38 @@ fn related(q: &str, t: &str) -> bool {
     common >= 5 && common * 5 >= short.chars().count() * 4
 }
 
-/// Maps words to term ids, stemming each distinct word once.
-struct Terms {
+/// Maps words to term ids, stemming each distinct word once (cached by the word as written,
+/// so a repeated word costs one lookup).
+struct Terms<'t> {
     stemmer: Stemmer,
-    /// Lowercased word -> term id (`None` for a stop word).
-    words: FnvMap<String, Option<usize>>,
+    words: FnvMap<&'t str, Option<usize>>,
+    buf: String,
 }
 
-impl Terms {
+impl<'t> Terms<'t> {
     fn new() -> Self {
         Self {
             stemmer: Stemmer::create(Algorithm::English),
             words: FnvMap::default(),
+            buf: String::new(),
         }
     }
 
     /// The term id of `word`, adding its stem to `vocab` (with a new postings list) if new.
     fn id(
         &mut self,
-        word: &str,
+        word: &'t str,
         vocab: &mut FnvMap<String, usize>,
         postings: &mut Vec<Vec<(u32, u32)>>,
     ) -> Option<usize> {
         if let Some(id) = self.words.get(word) {
             return *id;
         }
-        let id = if is_stop(word) {
+        lower(word, &mut self.buf);
+        let id = if is_stop(&self.buf) {
             None
         } else {
-            let stem = self.stemmer.stem(word);
+            let stem = self.stemmer.stem(&self.buf);
             Some(match vocab.get(stem.as_ref()) {
                 Some(&id) => id,
                 None => {
@@ -169,7 +185,7 @@ impl Terms {
                 }
             })
         };
-        self.words.insert(word.to_owned(), id);
+        self.words.insert(word, id);
         id
     }
 }
@@ -207,15 +223,15 @@ impl Bm25 {
             lens: Vec::new(),
             avg_len: 0.0,
         };
-        let mut buf = String::new();
+        let docs: Vec<S> = docs.into_iter().collect();
         let mut terms = Terms::new();
-        for (doc, d) in docs.into_iter().enumerate() {
+        for (doc, d) in docs.iter().enumerate() {
             let doc = u32::try_from(doc).unwrap_or(u32::MAX);
             let mut len = 0usize;
             let Self {
                 vocab, postings, ..
             } = &mut out;
-            each_word(d.as_ref(), &mut buf, |w| {
+            each_raw_word(d.as_ref(), |w| {
                 let Some(id) = terms.id(w, vocab, postings) else {
                     return;
                 };

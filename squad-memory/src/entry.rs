@@ -734,23 +734,28 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
     let mut group: Option<String> = None;
     let mut fence: Option<Fence> = None;
     let mut after_entry = false;
-    let mut seen: HashMap<MemoryId, (usize, (String, String))> = HashMap::new();
-    let mut used: std::collections::HashSet<MemoryId> = std::collections::HashSet::new();
-    // Explicit ids are reserved first, so that a renamed duplicate never takes one.
-    if options.fields {
-        for l in lines(text) {
-            if let Some(("id", v)) = field_line(l)
-                && let Ok(id) = MemoryId::new(v)
-            {
-                used.insert(id);
+    // Id -> index (in `doc.items`) of the first entry with it. Content is compared only when
+    // an id repeats, and the explicit ids of the file are gathered only then.
+    let mut seen: HashMap<MemoryId, usize> = HashMap::new();
+    let mut used: Option<std::collections::HashSet<MemoryId>> = None;
+    let explicit_ids = || {
+        let mut set = std::collections::HashSet::new();
+        if options.fields {
+            for l in lines(text) {
+                if let Some(("id", v)) = field_line(l)
+                    && let Ok(id) = MemoryId::new(v)
+                {
+                    set.insert(id);
+                }
             }
         }
-    }
+        set
+    };
 
     let close = |o: Open,
                  doc: &mut MemoryDoc,
-                 seen: &mut HashMap<MemoryId, (usize, (String, String))>,
-                 used: &mut std::collections::HashSet<MemoryId>| {
+                 seen: &mut HashMap<MemoryId, usize>,
+                 used: &mut Option<std::collections::HashSet<MemoryId>>| {
         let mut e = o.entry;
         e.body = trim_blank_lines(&o.body).to_owned();
         if !o.has_id {
@@ -764,9 +769,13 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
             ));
             e.superseded_by = None;
         }
-        let key = e.content_key();
-        match seen.get(&e.id) {
-            Some((line, k)) if *k == key => {
+        let first = seen.get(&e.id).and_then(|&i| match &doc.items[i] {
+            Item::Entry(x) => Some(x),
+            Item::Line(_) => None,
+        });
+        if let Some(x) = first {
+            let line = x.line;
+            if x.content_key() == e.content_key() {
                 doc.problems.push(Problem::warning(
                     file,
                     e.line,
@@ -776,9 +785,13 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
                         e.id
                     ),
                 ));
-            }
-            Some((line, _)) => {
-                let new = rename(&e.id, used);
+            } else {
+                let taken = used.get_or_insert_with(|| {
+                    let mut set = explicit_ids();
+                    set.extend(seen.keys().cloned());
+                    set
+                });
+                let new = rename(&e.id, taken);
                 doc.problems.push(Problem::warning(
                     file,
                     e.line,
@@ -789,13 +802,14 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
                     ),
                 ));
                 e.id = new;
-                seen.insert(e.id.clone(), (e.line, key));
+                seen.insert(e.id.clone(), doc.items.len());
             }
-            None => {
-                seen.insert(e.id.clone(), (e.line, key));
-            }
+        } else {
+            seen.insert(e.id.clone(), doc.items.len());
         }
-        used.insert(e.id.clone());
+        if let Some(u) = used.as_mut() {
+            u.insert(e.id.clone());
+        }
         doc.items.push(Item::Entry(e));
     };
 
