@@ -221,14 +221,22 @@ impl Entry {
     /// assert_eq!((e.kind, e.title.as_str()), (Kind::Decision, "keep RS256"));
     /// ```
     pub fn from_heading(heading: impl Into<String>) -> Self {
-        Self::read_heading(heading.into()).0
+        let mut e = Self::read_heading(heading.into()).0;
+        e.id = Self::derived_id(&e.heading);
+        e
     }
 
+    /// The entry a heading opens, without its id (derived when the entry closes without an
+    /// `**id:**` field), and the warning the heading deserves, if any.
     fn read_heading(heading: String) -> (Self, Option<String>) {
-        let heading = normalize_heading(&heading);
+        let heading = if heading.contains(['\n', '\r']) || heading.trim().len() != heading.len() {
+            normalize_heading(&heading)
+        } else {
+            heading
+        };
         let parts = heading_parts(&heading);
         let entry = Self {
-            id: Self::derived_id(&heading),
+            id: MemoryId(String::new()),
             title: parts.title,
             date: parts.date,
             kind: parts.kind,

@@ -688,14 +688,14 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
                 left.push(u.left(score, Reason::NotRelevant));
                 continue;
             }
+            if chosen.len() >= budget.top_k {
+                left.push(u.left(score, Reason::Rank));
+                continue;
+            }
             if let Some(e) = u.entry
                 && !seen_content.insert((e.content_key(), u.piece.map_or(0, |p| p.0)))
             {
                 left.push(u.left(score, Reason::Duplicate));
-                continue;
-            }
-            if chosen.len() >= budget.top_k {
-                left.push(u.left(score, Reason::Rank));
                 continue;
             }
             let room = if u.tier == Tier::Wiki {
