@@ -1,46 +1,4 @@
-//! Safe access to a squad state directory (`.squad/`): the one way the squad crates read and
-//! write under it.
-//!
-//! The state directory is a trust boundary: its files arrive through pull requests and
-//! clones, so a symlink committed under `.squad/` must never make a command read or write
-//! outside it. [`StateDir`] guarantees that:
-//!
-//! - every path is relative to the state root and made only of plain components: no `..`, no
-//!   `.`, no absolute path, no NUL ([`RelPath`]);
-//! - **no symlink below the root is ever followed**, for reading or for writing: every
-//!   directory on the way and the file itself are opened with no-follow semantics (on top of
-//!   [`cap_std`]'s sandbox, which refuses any path that would leave the root). A symlink is
-//!   reported as [`ErrorKind::Symlink`], and [`StateDir::audit`] lists every one so that
-//!   `validate`, `status` and `doctor` commands can report them;
-//! - the root itself may be a symlink the user chose (it is resolved once, as given);
-//! - writes are atomic: a temporary file in the same directory, fsynced, renamed over the
-//!   target, and the directory fsynced, so a reader sees the old or the new bytes, never a
-//!   mix; a crash leaves at most a temporary file that [`StateDir::leftover_temp_files`]
-//!   finds (its name carries the writer's process id);
-//! - appends are single `O_APPEND` writes, fsynced;
-//! - locks are advisory OS locks (`flock`) on a lock file, released when the process exits, so
-//!   a dead process never leaves a lock behind.
-//!
-//! # Example
-//!
-//! ```
-//! use squad_fs::StateDir;
-//!
-//! # fn main() -> Result<(), squad_fs::Error> {
-//! let tmp = tempfile::tempdir().map_err(|e| squad_fs::Error::io("tempdir", "", e))?;
-//! let state = StateDir::new(tmp.path().join(".squad"));
-//! state.write_atomic("memory/hot/data.md", b"Current task: auth\n")?;
-//! state.append("notifications.md", b"## entry\n")?;
-//! assert_eq!(
-//!     state.read_to_string("memory/hot/data.md")?.as_deref(),
-//!     Some("Current task: auth\n")
-//! );
-//! assert!(state.read("memory/hot/nobody.md")?.is_none());
-//! // `..` never leaves the root.
-//! assert!(state.read("../outside.md").is_err());
-//! # Ok(())
-//! # }
-//! ```
+#![doc = include_str!("../README.md")]
 
 mod error;
 mod path;
