@@ -47,8 +47,11 @@ static SETUP: LazyLock<Setup> = LazyLock::new(|| {
     let cold = cold_with_sections(1_000);
     fs.write(&DocRef::Cold(who.clone()), &cold).unwrap();
     let corpus = Corpus::generated().unwrap();
-    fs.write(&DocRef::Wiki("decisions".parse().unwrap()), &corpus.decisions)
-        .unwrap();
+    fs.write(
+        &DocRef::Wiki("decisions".parse().unwrap()),
+        &corpus.decisions,
+    )
+    .unwrap();
     let small = FsStore::new(dir.path().join(".squad-small"));
     small
         .write(
@@ -124,7 +127,10 @@ fn main() {
     for (name, plan) in &cases {
         let out = spawn(&s.fs, &s.who, plan, &Budget::default(), Touch::No).unwrap();
         if plan.task.is_some() {
-            assert!(out.prompt.contains("resolver cache TTL"), "relevance must find it");
+            assert!(
+                out.prompt.contains("resolver cache TTL"),
+                "relevance must find it"
+            );
         }
         let t: Vec<Duration> = (0..300)
             .map(|_| {
@@ -141,11 +147,14 @@ fn main() {
             out.prompt.len()
         );
     }
-    let plan = LoadPlan::new(Situation::Debugging).task("the staging deploy timeout is flaky again");
+    let plan =
+        LoadPlan::new(Situation::Debugging).task("the staging deploy timeout is flaky again");
     let t: Vec<Duration> = (0..300)
         .map(|_| {
             let start = Instant::now();
-            divan::black_box(spawn(&s.small, &s.who, &plan, &Budget::default(), Touch::No).unwrap());
+            divan::black_box(
+                spawn(&s.small, &s.who, &plan, &Budget::default(), Touch::No).unwrap(),
+            );
             start.elapsed()
         })
         .collect();
@@ -182,10 +191,16 @@ fn baseline_naive_load() -> usize {
 fn hot_only_spawn() -> usize {
     let s = &*SETUP;
     let plan = LoadPlan::new(Situation::NewTask);
-    spawn(&s.fs, &s.who, divan::black_box(&plan), &Budget::default(), Touch::No)
-        .unwrap()
-        .prompt
-        .len()
+    spawn(
+        &s.fs,
+        &s.who,
+        divan::black_box(&plan),
+        &Budget::default(),
+        Touch::No,
+    )
+    .unwrap()
+    .prompt
+    .len()
 }
 
 /// Debugging: hot, plus the most relevant of 1,000 cold sections (stemmed BM25), from files.
@@ -193,8 +208,14 @@ fn hot_only_spawn() -> usize {
 fn debugging_spawn_1000_sections() -> usize {
     let s = &*SETUP;
     let plan = LoadPlan::new(Situation::Debugging).task("why does the staging deploy time out");
-    spawn(&s.fs, &s.who, divan::black_box(&plan), &Budget::default(), Touch::No)
-        .unwrap()
-        .prompt
-        .len()
+    spawn(
+        &s.fs,
+        &s.who,
+        divan::black_box(&plan),
+        &Budget::default(),
+        Touch::No,
+    )
+    .unwrap()
+    .prompt
+    .len()
 }

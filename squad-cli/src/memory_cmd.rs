@@ -344,8 +344,9 @@ fn lib_error(ctx: &Ctx, store: &FsStore, e: &squad_memory::Error) -> CliError {
             .join("; ")
     };
     match e.kind() {
-        ErrorKind::Locked => CliError::failure(message)
-            .with_hint("another `squad memory` writer (the Scribe) is running; try again when it finishes"),
+        ErrorKind::Locked => CliError::failure(message).with_hint(
+            "another `squad memory` writer (the Scribe) is running; try again when it finishes",
+        ),
         _ if e.is_user_error() => CliError::usage(message),
         _ => CliError::failure(format!("{e:#}")),
     }
@@ -518,8 +519,10 @@ fn validate(ctx: &Ctx, store: &FsStore) -> CmdResult {
     if errors == 0 {
         Ok(0)
     } else {
-        Err(CliError::usage(format!("{errors} problem(s) in memory files"))
-            .with_hint("fix the files named above; `squad memory --help` describes the format"))
+        Err(
+            CliError::usage(format!("{errors} problem(s) in memory files"))
+                .with_hint("fix the files named above; `squad memory --help` describes the format"),
+        )
     }
 }
 
@@ -583,7 +586,11 @@ fn import(a: &ImportArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
             report.merged,
             report.hot_lines
         )?;
-        let verb = if report.dry_run { "would write" } else { "wrote" };
+        let verb = if report.dry_run {
+            "would write"
+        } else {
+            "wrote"
+        };
         for p in &report.plan {
             outln!(
                 ctx,

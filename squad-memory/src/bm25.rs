@@ -136,11 +136,7 @@ fn related(q: &str, t: &str) -> bool {
     if long.starts_with(short) || long.ends_with(short) {
         return true;
     }
-    let common = q
-        .chars()
-        .zip(t.chars())
-        .take_while(|(a, b)| a == b)
-        .count();
+    let common = q.chars().zip(t.chars()).take_while(|(a, b)| a == b).count();
     common >= 5 && common * 5 >= short.chars().count() * 4
 }
 

@@ -52,10 +52,11 @@ fn scan(s: &str, start: usize) -> Scan {
     }
     let (mut hour, mut minute, mut second, mut millis) = (0, 0, 0, 0);
     let mut offset_minutes: i32 = 0;
-    if matches!(b.get(i), Some(b'T' | b't')) {
-        if let (Some(h), Some(sep), Some(m)) =
+    if matches!(b.get(i), Some(b'T' | b't'))
+        && let (Some(h), Some(sep), Some(m)) =
             (digits(b, i + 1, 2), b.get(i + 3), digits(b, i + 4, 2))
-            && (*sep == b':' || *sep == b'-')
+        && (*sep == b':' || *sep == b'-')
+    {
         {
             hour = h;
             minute = m;
@@ -108,8 +109,9 @@ fn scan(s: &str, start: usize) -> Scan {
     }
     let found = (|| {
         let month = Month::try_from(u8::try_from(month).ok()?).ok()?;
-        let date = Date::from_calendar_date(i32::try_from(year).ok()?, month, u8::try_from(day).ok()?)
-            .ok()?;
+        let date =
+            Date::from_calendar_date(i32::try_from(year).ok()?, month, u8::try_from(day).ok()?)
+                .ok()?;
         let time = Time::from_hms_milli(
             u8::try_from(hour).ok()?,
             u8::try_from(minute).ok()?,
@@ -164,9 +166,7 @@ pub(crate) fn inside(s: &str) -> Option<Found> {
         if b[i].is_ascii_digit()
             && let Some(Ok(f)) = scan(s, i)
         {
-            let in_paren = s[..f.start]
-                .rfind(['(', ')'])
-                .is_some_and(|p| b[p] == b'(');
+            let in_paren = s[..f.start].rfind(['(', ')']).is_some_and(|p| b[p] == b'(');
             if in_paren {
                 last_paren = Some(f);
             }
@@ -196,8 +196,18 @@ mod tests {
         assert_eq!(d("2026-03-07T01-50-00Z"), "2026-03-07T01:50:00Z");
         assert_eq!(d("2026-03-15T05:30:00Z"), "2026-03-15T05:30:00Z");
         assert_eq!(d("2026-11-02T12:00:00+0200"), "2026-11-02T10:00:00Z");
-        assert_eq!(d("2026-11-02T12:00:00.123-01:30"), "2026-11-02T13:30:00.123Z");
-        for bad in ["2026-13-01", "2026-02-30", "1.", "20260314", "2026-03-14x", ""] {
+        assert_eq!(
+            d("2026-11-02T12:00:00.123-01:30"),
+            "2026-11-02T13:30:00.123Z"
+        );
+        for bad in [
+            "2026-13-01",
+            "2026-02-30",
+            "1.",
+            "20260314",
+            "2026-03-14x",
+            "",
+        ] {
             assert_eq!(d(bad), "", "{bad}");
         }
     }
@@ -205,10 +215,19 @@ mod tests {
     #[test]
     fn dates_inside_headings() {
         let at = |s: &str| inside(s).map(|f| f.at.to_string()).unwrap_or_default();
-        assert_eq!(at("Fix the tag (#977) (2026-05-01)"), "2026-05-01T00:00:00Z");
-        assert_eq!(at("Release (2026-03-23 Release Incident)"), "2026-03-23T00:00:00Z");
+        assert_eq!(
+            at("Fix the tag (#977) (2026-05-01)"),
+            "2026-05-01T00:00:00Z"
+        );
+        assert_eq!(
+            at("Release (2026-03-23 Release Incident)"),
+            "2026-03-23T00:00:00Z"
+        );
         assert_eq!(at("📌 Sync — 2026-03-07T01-50-00Z"), "2026-03-07T01:50:00Z");
-        assert_eq!(at("INCIDENT REPORT: x (2026-03-XX)"), "2026-03-01T00:00:00Z");
+        assert_eq!(
+            at("INCIDENT REPORT: x (2026-03-XX)"),
+            "2026-03-01T00:00:00Z"
+        );
         assert_eq!(at("CLI Entry Point Architecture"), "");
         assert_eq!(at("1. Title: 2026 plans"), "");
     }

@@ -341,8 +341,7 @@ impl Entry {
                 fence = Some(f);
                 continue;
             }
-            if line.trim() == "---" || is_entry_heading(line).is_some() || is_group_heading(line)
-            {
+            if line.trim() == "---" || is_entry_heading(line).is_some() || is_group_heading(line) {
                 out.push(format!(
                     "body line {} ({line:?}) would end the entry; indent it or put it in a code \
                      fence",
@@ -441,6 +440,10 @@ pub struct FreeLine {
 
 /// One item of a memory file, in file order.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "most items of a memory file are entries: boxing them would add an allocation each"
+)]
 pub enum Item {
     /// A line outside any entry.
     Line(FreeLine),

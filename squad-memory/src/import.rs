@@ -266,7 +266,9 @@ pub fn import(
         ImportTarget::Wiki(t) => {
             others.push(Target::load(store, DocRef::Wiki(t.clone()))?);
             for n in 2..1000 {
-                let Some(name) = continuation(t, n) else { break };
+                let Some(name) = continuation(t, n) else {
+                    break;
+                };
                 let d = Target::load(store, DocRef::Wiki(name))?;
                 if d.old.is_none() {
                     break;
@@ -368,7 +370,10 @@ pub fn import(
         for line in hot_lines {
             let size = h.parsed.to_text().len() + line.len() + 1;
             if size <= options.budget.hot {
-                h.parsed.items.push(Item::Line(FreeLine { line: 0, text: line }));
+                h.parsed.items.push(Item::Line(FreeLine {
+                    line: 0,
+                    text: line,
+                }));
                 h.lines_added += 1;
                 report.hot_lines += 1;
             } else {
@@ -380,7 +385,13 @@ pub fn import(
                         options.budget.hot
                     ),
                 ));
-                new_items.insert(0, Item::Line(FreeLine { line: 0, text: line }));
+                new_items.insert(
+                    0,
+                    Item::Line(FreeLine {
+                        line: 0,
+                        text: line,
+                    }),
+                );
             }
         }
     }
@@ -453,8 +464,7 @@ pub fn import(
 
     // Write: destinations first (archive or continuations), then the main document, then hot.
     for (t, text) in &planned {
-        if t.old.as_deref() == Some(text.as_str()) || (t.old.is_none() && text.trim().is_empty())
-        {
+        if t.old.as_deref() == Some(text.as_str()) || (t.old.is_none() && text.trim().is_empty()) {
             continue;
         }
         report.plan.push(PlannedDoc {
@@ -489,7 +499,12 @@ fn continuation(topic: &TopicName, n: usize) -> Option<TopicName> {
 
 /// Moves cold's oldest entries (then its free-text chunks, from the top) to the archive until
 /// cold fits `cap`.
-fn overflow_to_archive(cold: &mut Target, archive: &mut Target, cap: usize, warnings: &mut Vec<Problem>) {
+fn overflow_to_archive(
+    cold: &mut Target,
+    archive: &mut Target,
+    cap: usize,
+    warnings: &mut Vec<Problem>,
+) {
     let mut size = cold.parsed.to_text().len();
     if size <= cap {
         return;

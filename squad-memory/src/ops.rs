@@ -142,9 +142,13 @@ pub fn show(store: &dyn MemoryStore, id: &MemoryId) -> Result<Found> {
     let docs = all_docs(store)?;
     for pass in [false, true] {
         for (d, doc) in &docs {
-            let hit = doc
-                .entries()
-                .find(|e| if pass { e.merged.contains(id) } else { &e.id == id });
+            let hit = doc.entries().find(|e| {
+                if pass {
+                    e.merged.contains(id)
+                } else {
+                    &e.id == id
+                }
+            });
             if let Some(e) = hit {
                 return Ok(Found {
                     tier: d.tier(),
@@ -289,11 +293,7 @@ pub fn search(
             Err(e) if !e.problems().is_empty() => Vec::new(),
             Err(e) => return Err(e),
         };
-        docs.extend(
-            names
-                .iter()
-                .filter_map(|n| DocRef::new(Tier::Wiki, n).ok()),
-        );
+        docs.extend(names.iter().filter_map(|n| DocRef::new(Tier::Wiki, n).ok()));
     }
     let mut sources = Vec::new();
     for d in docs {

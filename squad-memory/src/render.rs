@@ -389,7 +389,9 @@ fn pack<'t>(blocks: Vec<Vec<&'t str>>) -> Vec<Vec<&'t str>> {
     let size = |ls: &[&str]| ls.iter().map(|l| l.len() + 1).sum::<usize>();
     let mut split: Vec<Vec<&'t str>> = Vec::new();
     for b in blocks {
-        let fenced = b.first().is_some_and(|l| crate::entry::Fence::opens(l).is_some());
+        let fenced = b
+            .first()
+            .is_some_and(|l| crate::entry::Fence::opens(l).is_some());
         if size(&b) > 2 * PIECE_TARGET && !fenced {
             let mut cur = Vec::new();
             for l in b {
@@ -623,7 +625,11 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
         for (tier, src) in [(Tier::Cold, &inputs.cold), (Tier::Archive, &inputs.archive)] {
             if let Some(src) = src {
                 pool.extend(ranked_units(tier, src, &mut left));
-                reports.entry(tier).or_default().files.push(file_report(src));
+                reports
+                    .entry(tier)
+                    .or_default()
+                    .files
+                    .push(file_report(src));
             }
         }
         reports.entry(Tier::Cold).or_default();
@@ -873,11 +879,7 @@ fn drop_order(units: &[Unit<'_>]) -> Vec<usize> {
 
 /// Keeps units in file order within `budget`, giving them up in [`drop_order`]; cuts the text
 /// when what is left still exceeds the budget.
-fn fit_in_order(
-    units: &[Unit<'_>],
-    budget: usize,
-    left: &mut Vec<LeftOut>,
-) -> (String, Vec<bool>) {
+fn fit_in_order(units: &[Unit<'_>], budget: usize, left: &mut Vec<LeftOut>) -> (String, Vec<bool>) {
     let mut keep = vec![true; units.len()];
     let mut total: usize = units.iter().map(|u| u.text.len()).sum();
     for i in drop_order(units) {

@@ -97,7 +97,12 @@ impl Summarizer for ExtractiveSummarizer {
             let value = value.trim();
             match key.trim().to_ascii_lowercase().as_str() {
                 "current task" if !is_none(value) => {
-                    out.push(session_entry(now, Kind::Note, &format!("Task: {value}"), ""));
+                    out.push(session_entry(
+                        now,
+                        Kind::Note,
+                        &format!("Task: {value}"),
+                        "",
+                    ));
                 }
                 "active decisions" => {
                     for d in value.split(';').filter(|d| !is_none(d)) {
@@ -536,7 +541,13 @@ impl<'a> Scribe<'a> {
                 report.created += 1;
             }
             match (
-                absorb(&mut cold.doc, &cold_file, e, &mut used, &mut report.warnings),
+                absorb(
+                    &mut cold.doc,
+                    &cold_file,
+                    e,
+                    &mut used,
+                    &mut report.warnings,
+                ),
                 origin,
             ) {
                 (Absorbed::Merged, Origin::Created) => report.merged_created += 1,
@@ -708,7 +719,13 @@ impl<'a> Scribe<'a> {
             set.insert(e.id.clone());
             set.extend(e.merged.iter().cloned());
             let id = e.id.clone();
-            let how = absorb(&mut archive.doc, &arch_file, e, &mut used, &mut report.warnings);
+            let how = absorb(
+                &mut archive.doc,
+                &arch_file,
+                e,
+                &mut used,
+                &mut report.warnings,
+            );
             count_move(&mut report, &id, "archive", how);
         }
         let cold_text = cold.doc.to_stable_text(&cold_file);

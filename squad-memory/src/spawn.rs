@@ -218,7 +218,9 @@ pub fn validate(store: &dyn MemoryStore, budget: &Budget) -> Result<Vec<Problem>
             {
                 let next = match tier {
                     Tier::Hot => "run `squad memory scribe --agent <name>` to move it to cold",
-                    Tier::Cold => "run `squad memory scribe --agent <name>`: it moves the oldest entries to the archive",
+                    Tier::Cold => {
+                        "run `squad memory scribe --agent <name>`: it moves the oldest entries to the archive"
+                    }
                     _ => "split it into several topics",
                 };
                 problems.push(Problem::error(

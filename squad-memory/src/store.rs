@@ -369,7 +369,10 @@ fn fs_error(state: &StateDir, op: &'static str, fallback: &str, e: squad_fs::Err
     } else {
         message
     };
-    Error::malformed(op, vec![Problem::error(file, e.line().unwrap_or(1), message)])
+    Error::malformed(
+        op,
+        vec![Problem::error(file, e.line().unwrap_or(1), message)],
+    )
 }
 
 fn utf8(file: &str, bytes: Vec<u8>) -> Result<String> {

@@ -82,9 +82,9 @@ fn spawn_json_has_the_contract_shape() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let prompt = v["prompt"].as_str().unwrap();
-    assert!(
-        prompt.contains("### Cold (summarized history)\n#### 2026-11-20T00:00:00Z: note: staging deploy timeout")
-    );
+    assert!(prompt.contains(
+        "### Cold (summarized history)\n#### 2026-11-20T00:00:00Z: note: staging deploy timeout"
+    ));
     assert!(prompt.contains("### Wiki (durable reference: auth)\n# Auth\nTokens are RS256.\n"));
     let tiers = &v["manifest"]["tiers"];
     assert_eq!(tiers["hot"]["bytes"], HOT.len());
@@ -125,7 +125,14 @@ fn spawn_only_reads_and_touch_records_the_ttl_refresh() {
     let dir = repo();
     let before = read(dir.path(), "cold/data.md");
     for extra in [&[][..], &["--no-touch"][..]] {
-        let mut args = vec!["memory", "spawn", "--agent", "data", "--situation", "resuming"];
+        let mut args = vec![
+            "memory",
+            "spawn",
+            "--agent",
+            "data",
+            "--situation",
+            "resuming",
+        ];
         args.extend_from_slice(extra);
         let o = squad(dir.path(), &args);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -193,10 +200,21 @@ fn bad_names_and_values_are_exit_2_and_change_nothing() {
 #[test]
 fn a_malformed_file_is_reported_by_validate_and_skipped_by_spawn() {
     let dir = repo();
-    write(dir.path(), "cold/data.md", "intro\n\n### 2026-11-02: note: y\nbad \0 byte\n");
+    write(
+        dir.path(),
+        "cold/data.md",
+        "intro\n\n### 2026-11-02: note: y\nbad \0 byte\n",
+    );
     let o = squad(
         dir.path(),
-        &["memory", "spawn", "--agent", "data", "--situation", "resuming"],
+        &[
+            "memory",
+            "spawn",
+            "--agent",
+            "data",
+            "--situation",
+            "resuming",
+        ],
     );
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains("Current task: fix login"));
@@ -290,7 +308,14 @@ fn a_second_scribe_is_refused_while_one_holds_the_lock() {
 #[test]
 fn every_memory_command_has_help_with_an_example() {
     for sub in [
-        "spawn", "scribe", "validate", "import", "add", "supersede", "search", "show",
+        "spawn",
+        "scribe",
+        "validate",
+        "import",
+        "add",
+        "supersede",
+        "search",
+        "show",
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_squad"))
             .args(["memory", sub, "--help"])
@@ -343,7 +368,14 @@ fn the_three_command_walkthrough_works_on_a_real_history() {
     .unwrap();
     let o = squad(
         dir.path(),
-        &["memory", "import", "--agent", "data", ".squad/agents/data/history.md", "--json"],
+        &[
+            "memory",
+            "import",
+            "--agent",
+            "data",
+            ".squad/agents/data/history.md",
+            "--json",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -352,23 +384,45 @@ fn the_three_command_walkthrough_works_on_a_real_history() {
     assert!(v["warnings"].is_array());
     let o = squad(
         dir.path(),
-        &["memory", "import", "--wiki", "decisions", ".squad/decisions.md"],
+        &[
+            "memory",
+            "import",
+            "--wiki",
+            "decisions",
+            ".squad/decisions.md",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = squad(
         dir.path(),
         &[
-            "memory", "spawn", "--agent", "data", "--situation", "post-incident", "--task",
+            "memory",
+            "spawn",
+            "--agent",
+            "data",
+            "--situation",
+            "post-incident",
+            "--task",
             "why did the published package lack its build output",
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("- Root cause: `npm publish` ran before `npm run build` — café"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("- Root cause: `npm publish` ran before `npm run build` — café"),
+        "{}",
+        stdout(&o)
+    );
     // Twice changes nothing.
     let before = read(dir.path(), "cold/data.md");
     let o = squad(
         dir.path(),
-        &["memory", "import", "--agent", "data", ".squad/agents/data/history.md"],
+        &[
+            "memory",
+            "import",
+            "--agent",
+            "data",
+            ".squad/agents/data/history.md",
+        ],
     );
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains("nothing to change"));
@@ -384,8 +438,17 @@ fn add_search_show_supersede_round_trip_with_json() {
         .arg("-C")
         .arg(dir.path())
         .args([
-            "memory", "add", "--agent", "data", "--kind", "decision", "--title", "keep RS256",
-            "--body-file", "-", "--json",
+            "memory",
+            "add",
+            "--agent",
+            "data",
+            "--kind",
+            "decision",
+            "--title",
+            "keep RS256",
+            "--body-file",
+            "-",
+            "--json",
         ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -393,7 +456,10 @@ fn add_search_show_supersede_round_trip_with_json() {
         .spawn()
         .and_then(|mut c| {
             use std::io::Write;
-            c.stdin.take().unwrap().write_all(b"Keys rotate monthly.\n")?;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(b"Keys rotate monthly.\n")?;
             c.wait_with_output()
         })
         .unwrap();
@@ -403,7 +469,17 @@ fn add_search_show_supersede_round_trip_with_json() {
     assert_eq!(e["body"], "Keys rotate monthly.");
     let id = e["id"].as_str().unwrap().to_owned();
     assert!(read(dir.path(), "hot/data.md").contains(&format!("**id:** {id}")));
-    let o = squad(dir.path(), &["memory", "search", "--agent", "data", "RS256 keys", "--json"]);
+    let o = squad(
+        dir.path(),
+        &[
+            "memory",
+            "search",
+            "--agent",
+            "data",
+            "RS256 keys",
+            "--json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let hits: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(hits[0]["id"], id.as_str());
@@ -412,7 +488,10 @@ fn add_search_show_supersede_round_trip_with_json() {
     }
     let o = squad(dir.path(), &["memory", "show", &id, "--json"]);
     let shown: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!((shown["tier"].as_str(), shown["path"].as_str()), (Some("hot"), Some("hot/data.md")));
+    assert_eq!(
+        (shown["tier"].as_str(), shown["path"].as_str()),
+        (Some("hot"), Some("hot/data.md"))
+    );
     let o = squad(dir.path(), &["memory", "supersede", "c1", "--by", &id]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(read(dir.path(), "cold/data.md").contains(&format!("**superseded_by:** {id}")));
@@ -420,20 +499,46 @@ fn add_search_show_supersede_round_trip_with_json() {
     assert_eq!(o.status.code(), Some(2));
     // Over the hot cap: refused, with the next step.
     let big = "x".repeat(5000);
-    let o = squad(dir.path(), &["memory", "add", "--agent", "data", "--kind", "note", "--title", "big", "--body", &big]);
+    let o = squad(
+        dir.path(),
+        &[
+            "memory", "add", "--agent", "data", "--kind", "note", "--title", "big", "--body", &big,
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("squad memory scribe --agent data"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("squad memory scribe --agent data"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn closed_sets_suggest_and_numbers_are_bounded() {
     let dir = repo();
     let cases: [(&[&str], &str); 5] = [
-        (&["spawn", "--agent", "data", "--situation", "resume"], "'resuming'"),
-        (&["add", "--agent", "data", "--kind", "decison", "--title", "t"], "'decision'"),
-        (&["search", "--agent", "data", "q", "--tier", "archiv"], "'archive'"),
-        (&["search", "--agent", "data", "q", "--limit", "-1"], "-1 is out of range (1 to 1000)"),
-        (&["search", "--agent", "data", "q", "--limit", "100000"], "out of range (1 to 1000)"),
+        (
+            &["spawn", "--agent", "data", "--situation", "resume"],
+            "'resuming'",
+        ),
+        (
+            &[
+                "add", "--agent", "data", "--kind", "decison", "--title", "t",
+            ],
+            "'decision'",
+        ),
+        (
+            &["search", "--agent", "data", "q", "--tier", "archiv"],
+            "'archive'",
+        ),
+        (
+            &["search", "--agent", "data", "q", "--limit", "-1"],
+            "-1 is out of range (1 to 1000)",
+        ),
+        (
+            &["search", "--agent", "data", "q", "--limit", "100000"],
+            "out of range (1 to 1000)",
+        ),
     ];
     for (args, want) in cases {
         let mut full = vec!["memory"];
@@ -458,13 +563,26 @@ fn symlinks_in_memory_are_never_followed_and_validate_names_them() {
     .unwrap();
     let o = squad(
         dir.path(),
-        &["memory", "spawn", "--agent", "data", "--situation", "onboarding", "--task", "auth tokens"],
+        &[
+            "memory",
+            "spawn",
+            "--agent",
+            "data",
+            "--situation",
+            "onboarding",
+            "--task",
+            "auth tokens",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stdout(&o).contains("SECRET"));
     let o = squad(dir.path(), &["memory", "validate"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stdout(&o).contains(".squad/memory/wiki/tokens.md:1: is a symbolic link"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains(".squad/memory/wiki/tokens.md:1: is a symbolic link"),
+        "{}",
+        stdout(&o)
+    );
     // A symlinked cold directory: the Scribe writes nothing through it.
     std::fs::remove_dir_all(dir.path().join(".squad/memory/cold")).unwrap();
     std::os::unix::fs::symlink(outside.path(), dir.path().join(".squad/memory/cold")).unwrap();
@@ -477,10 +595,17 @@ fn symlinks_in_memory_are_never_followed_and_validate_names_them() {
 #[test]
 fn outside_a_repository_memory_commands_say_so() {
     let dir = tempfile::tempdir().unwrap();
-    for args in [&["memory", "spawn", "--agent", "data"][..], &["memory", "import", "--agent", "data", "x.md"][..]] {
+    for args in [
+        &["memory", "spawn", "--agent", "data"][..],
+        &["memory", "import", "--agent", "data", "x.md"][..],
+    ] {
         let o = squad(dir.path(), args);
         assert_eq!(o.status.code(), Some(2));
-        assert!(stderr(&o).contains("not a git repository"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("not a git repository"),
+            "{}",
+            stderr(&o)
+        );
         assert!(!dir.path().join(".squad").exists());
     }
 }

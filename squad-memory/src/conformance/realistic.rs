@@ -415,7 +415,14 @@ const NOTES: &[&str] = &[
     "Works on Linux, macOS and Windows runners.",
     "The naïve fix made things worse; reverted within the hour.",
 ];
-const LABELS: &[&str] = &["Context", "Problem", "Pattern", "PR", "Task", "Key learning"];
+const LABELS: &[&str] = &[
+    "Context",
+    "Problem",
+    "Pattern",
+    "PR",
+    "Task",
+    "Key learning",
+];
 
 /// One generated section: a heading in one of the real shapes and a body of bullets, bold
 /// pseudo-headings and, now and then, code, a table or `####` headings.
@@ -428,10 +435,18 @@ fn filler_section(rng: &mut Lcg, i: usize) -> (String, String) {
     let title = format!("{} {prob}", capitalize(sub));
     let heading = match i % 9 {
         0 => format!("{title} (#{pr}) ({date})"),
-        1 => format!("{title} ({date}T{:02}:{:02}:00Z)", rng.next() % 24, rng.next() % 60),
+        1 => format!(
+            "{title} ({date}T{:02}:{:02}:00Z)",
+            rng.next() % 24,
+            rng.next() % 60
+        ),
         2 => format!("{date}: {title}"),
         3 => format!("{}: {title}", &date[..7]),
-        4 => format!("{date}T{:02}:{:02}Z: {title}", rng.next() % 24, rng.next() % 60),
+        4 => format!(
+            "{date}T{:02}:{:02}Z: {title}",
+            rng.next() % 24,
+            rng.next() % 60
+        ),
         5 => format!("{}. {title}: what we learned", 1 + rng.next() % 9),
         6 => format!("{} → {fix}", capitalize(sub)),
         7 => format!("{title} — follow-up & cleanup ({date} Release Incident)"),

@@ -27,7 +27,10 @@ fn a_symlinked_wiki_document_is_never_loaded_and_validate_names_it() {
     let outside = dir.path().join("outside.md");
     std::fs::write(&outside, "SECRET auth tokens rotate nightly\n").unwrap();
     store
-        .write(&DocRef::Wiki("deploy".parse().unwrap()), "# Deploy\ncanary first\n")
+        .write(
+            &DocRef::Wiki("deploy".parse().unwrap()),
+            "# Deploy\ncanary first\n",
+        )
         .unwrap();
     symlink(&outside, dir.path().join(".squad/memory/wiki/auth.md")).unwrap();
     let plan = LoadPlan::new(Situation::Onboarding).task("auth tokens");
@@ -35,15 +38,22 @@ fn a_symlinked_wiki_document_is_never_loaded_and_validate_names_it() {
     assert!(!out.prompt.contains("SECRET"), "{}", out.prompt);
     // Named explicitly, it is an error naming the file.
     let named = LoadPlan::new(Situation::Onboarding).include_wiki("auth".parse().unwrap());
-    let e = spawn(&store, &agent("data"), &named, &Budget::default(), Touch::No).unwrap_err();
+    let e = spawn(
+        &store,
+        &agent("data"),
+        &named,
+        &Budget::default(),
+        Touch::No,
+    )
+    .unwrap_err();
     assert!(e.is_user_error());
     assert!(e.to_string().starts_with("wiki/auth.md:1:"), "{e}");
     assert!(e.to_string().contains("symbolic link"), "{e}");
     let problems = validate(&store, &Budget::default()).unwrap();
     assert!(
-        problems
-            .iter()
-            .any(|p| p.is_error() && p.file == "wiki/auth.md" && p.message.contains("symbolic link")),
+        problems.iter().any(|p| p.is_error()
+            && p.file == "wiki/auth.md"
+            && p.message.contains("symbolic link")),
         "{problems:?}"
     );
 }
@@ -68,7 +78,10 @@ fn a_symlinked_cold_directory_is_never_written_through() {
         "Current task: auth tokens\n"
     );
     let problems = validate(&store, &Budget::default()).unwrap();
-    assert!(problems.iter().any(|p| p.file == "cold" && p.is_error()), "{problems:?}");
+    assert!(
+        problems.iter().any(|p| p.file == "cold" && p.is_error()),
+        "{problems:?}"
+    );
 }
 
 #[test]
@@ -94,7 +107,10 @@ fn a_symlinked_memory_directory_is_refused_but_the_state_root_may_be_a_link() {
     let e = store.read(&DocRef::Hot(agent("data"))).unwrap_err();
     assert!(e.to_string().contains("symbolic link"), "{e}");
     let problems = validate(&store, &Budget::default()).unwrap();
-    assert!(problems.iter().any(|p| p.file.is_empty() && p.is_error()), "{problems:?}");
+    assert!(
+        problems.iter().any(|p| p.file.is_empty() && p.is_error()),
+        "{problems:?}"
+    );
 }
 
 #[test]
@@ -126,7 +142,10 @@ fn spawn_writes_nothing_and_works_on_a_read_only_state_directory() {
         for t in ["hot", "cold"] {
             for e in std::fs::read_dir(p.join(t)).unwrap() {
                 let e = e.unwrap();
-                v.push((e.path().display().to_string(), std::fs::read(e.path()).unwrap()));
+                v.push((
+                    e.path().display().to_string(),
+                    std::fs::read(e.path()).unwrap(),
+                ));
             }
         }
         v.sort();

@@ -4,9 +4,9 @@
 
 use proptest::prelude::*;
 use squad_memory::{
-    Budget, DocRef, ExtractiveSummarizer, ImportOptions, ImportSource, ImportTarget,
-    InMemoryStore, LoadPlan, MemoryDoc, MemoryStore, Scribe, ScribeConfig, Situation, Touch,
-    import, spawn, validate,
+    Budget, DocRef, ExtractiveSummarizer, ImportOptions, ImportSource, ImportTarget, InMemoryStore,
+    LoadPlan, MemoryDoc, MemoryStore, Scribe, ScribeConfig, Situation, Touch, import, spawn,
+    validate,
 };
 
 use crate::{agent, at};

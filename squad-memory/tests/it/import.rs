@@ -26,7 +26,10 @@ fn all_lines(store: &dyn MemoryStore) -> BTreeSet<String> {
                 .read(&DocRef::new(tier, &name).unwrap())
                 .unwrap()
                 .unwrap();
-            out.extend(t.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")));
+            out.extend(
+                t.lines()
+                    .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")),
+            );
         }
     }
     out
@@ -56,7 +59,10 @@ fn every_heading_shape_imports_and_every_line_is_stored() {
         }
     }
     let hot = store.read(&DocRef::Hot(who.clone())).unwrap().unwrap();
-    assert_eq!(hot, "Current task: ship the tiered memory\nBlockers: none\n");
+    assert_eq!(
+        hot,
+        "Current task: ship the tiered memory\nBlockers: none\n"
+    );
     let cold = MemoryDoc::parse("c", &store.read(&DocRef::Cold(who)).unwrap().unwrap()).unwrap();
     let e: Vec<_> = cold.entries().collect();
     let date = |i: usize| e[i].date.map(|d| d.to_string()).unwrap_or_default();
@@ -67,12 +73,19 @@ fn every_heading_shape_imports_and_every_line_is_stored() {
     assert_eq!(e[3].title, "Title with: colon");
     assert_eq!(date(4), "2025-07-01T00:00:00Z");
     assert_eq!(date(5), "2026-03-01T00:34:00Z");
-    assert_eq!((date(6), e[6].heading.as_str()), (String::new(), "1. Numbered: not a date"));
+    assert_eq!(
+        (date(6), e[6].heading.as_str()),
+        (String::new(), "1. Numbered: not a date")
+    );
     assert_eq!(date(7), "");
     assert_eq!(e[0].group.as_deref(), Some("Learnings"));
     assert!(e.iter().all(|e| e.entered.is_some()));
     // A heading shaped like a bad date is a warning, never a refusal.
-    assert!(r.warnings.iter().any(|w| w.line == 46 && !w.is_error()), "{:?}", r.warnings);
+    assert!(
+        r.warnings.iter().any(|w| w.line == 46 && !w.is_error()),
+        "{:?}",
+        r.warnings
+    );
 }
 
 #[test]
@@ -80,12 +93,24 @@ fn importing_twice_changes_nothing() {
     let store = InMemoryStore::new();
     let target = ImportTarget::Agent(agent("data"));
     let sources = [src("history.md", HISTORY)];
-    import(&store, &target, &sources, &ImportOptions::new(at("2026-06-01T00:00:00Z"))).unwrap();
+    import(
+        &store,
+        &target,
+        &sources,
+        &ImportOptions::new(at("2026-06-01T00:00:00Z")),
+    )
+    .unwrap();
     let before: Vec<Option<String>> = [Tier::Hot, Tier::Cold, Tier::Archive]
         .iter()
         .map(|t| store.read(&DocRef::new(*t, "data").unwrap()).unwrap())
         .collect();
-    let r = import(&store, &target, &sources, &ImportOptions::new(at("2026-07-01T00:00:00Z"))).unwrap();
+    let r = import(
+        &store,
+        &target,
+        &sources,
+        &ImportOptions::new(at("2026-07-01T00:00:00Z")),
+    )
+    .unwrap();
     assert_eq!(r.added, 0);
     assert!(r.plan.is_empty(), "{:?}", r.plan);
     let after: Vec<Option<String>> = [Tier::Hot, Tier::Cold, Tier::Archive]
@@ -100,7 +125,13 @@ fn a_dry_run_writes_nothing_and_reports_the_plan() {
     let store = InMemoryStore::new();
     let mut o = ImportOptions::new(at("2026-06-01T00:00:00Z"));
     o.dry_run = true;
-    let r = import(&store, &ImportTarget::Agent(agent("data")), &[src("h.md", HISTORY)], &o).unwrap();
+    let r = import(
+        &store,
+        &ImportTarget::Agent(agent("data")),
+        &[src("h.md", HISTORY)],
+        &o,
+    )
+    .unwrap();
     assert!(r.dry_run);
     assert_eq!(r.lines_in, r.lines_stored);
     let paths: Vec<&str> = r.plan.iter().map(|p| p.path.as_str()).collect();
@@ -145,7 +176,11 @@ fn a_long_history_keeps_cold_within_its_cap() {
     let store = InMemoryStore::new();
     let mut h = String::from("# BIG\n\n## Learnings\n\n");
     for i in 0..300 {
-        h.push_str(&format!("### 2025-{:02}-01: Lesson {i}\n{}\n\n", 1 + i % 12, "text ".repeat(60)));
+        h.push_str(&format!(
+            "### 2025-{:02}-01: Lesson {i}\n{}\n\n",
+            1 + i % 12,
+            "text ".repeat(60)
+        ));
     }
     let r = import(
         &store,
@@ -158,7 +193,12 @@ fn a_long_history_keeps_cold_within_its_cap() {
     assert!(r.warnings.iter().any(|w| w.message.contains("archive")));
     let cold = store.read(&DocRef::Cold(agent("big"))).unwrap().unwrap();
     assert!(cold.len() <= Budget::default().cold_file);
-    assert!(store.read(&DocRef::Archive(agent("big"))).unwrap().is_some());
+    assert!(
+        store
+            .read(&DocRef::Archive(agent("big")))
+            .unwrap()
+            .is_some()
+    );
 }
 
 #[test]

@@ -83,7 +83,12 @@ fn a_malformed_file_is_skipped_by_the_spawn_and_named_in_the_manifest() {
     .unwrap();
     assert!(out.prompt.contains("Current task: x"));
     assert!(out.prompt.contains("still readable"), "{}", out.prompt);
-    let skipped: Vec<String> = out.manifest.skipped.iter().map(ToString::to_string).collect();
+    let skipped: Vec<String> = out
+        .manifest
+        .skipped
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(skipped, ["cold/data.md:3: line contains a NUL byte"]);
     // A field line with a bad value is read as text, and reported by validate.
     store

@@ -32,12 +32,7 @@ fn census(store: &dyn MemoryStore) -> BTreeMap<String, usize> {
 }
 
 fn run(store: &dyn MemoryStore, who: &AgentName, now: &str) -> Result<squad_memory::ScribeReport> {
-    Scribe::new(
-        store,
-        &ExtractiveSummarizer::default(),
-        ScribeConfig::default(),
-    )
-    .run(who, at(now))
+    Scribe::new(store, &ExtractiveSummarizer, ScribeConfig::default()).run(who, at(now))
 }
 
 fn entry(date: &str, kind: &str, summary: &str, fields: &str) -> String {
@@ -90,7 +85,12 @@ fn a_history_shaped_hot_file_loses_no_line() {
     let mut all = String::new();
     for tier in Tier::ALL {
         for name in store.list(tier).unwrap() {
-            all.push_str(&store.read(&DocRef::new(tier, &name).unwrap()).unwrap().unwrap());
+            all.push_str(
+                &store
+                    .read(&DocRef::new(tier, &name).unwrap())
+                    .unwrap()
+                    .unwrap(),
+            );
         }
     }
     let lines: BTreeSet<&str> = all.lines().map(str::trim).collect();
@@ -114,9 +114,16 @@ fn a_fresh_import_is_not_archived_on_the_first_run() {
     let who = agent("data");
     let mut history = String::from("# DATA\n\n## Learnings\n\n");
     for d in 1..=30 {
-        history.push_str(&format!("### 2025-{:02}-{:02}: Lesson {d}\n- text {d}\n\n", 1 + d % 12, 1 + d % 28));
+        history.push_str(&format!(
+            "### 2025-{:02}-{:02}: Lesson {d}\n- text {d}\n\n",
+            1 + d % 12,
+            1 + d % 28
+        ));
     }
-    let src = squad_memory::ImportSource { name: "history.md".into(), text: history };
+    let src = squad_memory::ImportSource {
+        name: "history.md".into(),
+        text: history,
+    };
     squad_memory::import(
         &store,
         &squad_memory::ImportTarget::Agent(who.clone()),
@@ -280,8 +287,14 @@ fn union_merge_duplicates_are_merged_not_fatal() {
     assert_eq!((r.before, r.merged, r.after), (3, 1, 2));
     let text = format!(
         "{}{}",
-        store.read(&DocRef::Cold(who.clone())).unwrap().unwrap_or_default(),
-        store.read(&DocRef::Archive(who)).unwrap().unwrap_or_default()
+        store
+            .read(&DocRef::Cold(who.clone()))
+            .unwrap()
+            .unwrap_or_default(),
+        store
+            .read(&DocRef::Archive(who))
+            .unwrap()
+            .unwrap_or_default()
     );
     assert_eq!(text.matches("5 minutes early").count(), 1, "{text}");
     assert_eq!(text.matches("4 minutes early").count(), 1);
@@ -340,11 +353,24 @@ fn a_malformed_wiki_document_blocks_nothing_else() {
         .write(&DocRef::Wiki("broken".parse().unwrap()), "# Broken\n\0\n")
         .unwrap();
     store
-        .write(&DocRef::Wiki("auth".parse().unwrap()), "# Auth\nRS256 keys rotate monthly.\n")
+        .write(
+            &DocRef::Wiki("auth".parse().unwrap()),
+            "# Auth\nRS256 keys rotate monthly.\n",
+        )
         .unwrap();
     let r = run(&store, &who, "2026-11-30T00:00:00Z").unwrap();
-    assert!(r.warnings.iter().any(|w| w.file == "wiki/broken.md"), "{:?}", r.warnings);
-    assert!(store.read(&DocRef::Cold(who.clone())).unwrap().unwrap().contains("Current task: x"));
+    assert!(
+        r.warnings.iter().any(|w| w.file == "wiki/broken.md"),
+        "{:?}",
+        r.warnings
+    );
+    assert!(
+        store
+            .read(&DocRef::Cold(who.clone()))
+            .unwrap()
+            .unwrap()
+            .contains("Current task: x")
+    );
     // A task-ranked wiki spawn still works, and names what it skipped.
     let plan = LoadPlan::new(Situation::Onboarding).task("auth key rotation");
     let out = spawn(&store, &who, &plan, &Budget::default(), Touch::No).unwrap();
@@ -595,7 +621,7 @@ proptest! {
                 }
                 Op::Scribe(days) => {
                     clock = clock.plus_seconds(days * 86_400);
-                    let r = Scribe::new(&store, &ExtractiveSummarizer::default(), ScribeConfig::default()).run(&who, clock).unwrap();
+                    let r = Scribe::new(&store, &ExtractiveSummarizer, ScribeConfig::default()).run(&who, clock).unwrap();
                     prop_assert_eq!(r.before, r.kept + r.moved_total() + r.merged);
                     let c = census(&store);
                     prop_assert!(c.values().all(|n| *n == 1), "duplicated: {:?}", c);
@@ -603,7 +629,7 @@ proptest! {
                 Op::Crash(days, k) => {
                     clock = clock.plus_seconds(days * 86_400);
                     let crashing = CrashAfter { inner: store.clone(), budget: AtomicUsize::new(k) };
-                    let _ = Scribe::new(&crashing, &ExtractiveSummarizer::default(), ScribeConfig::default()).run(&who, clock);
+                    let _ = Scribe::new(&crashing, &ExtractiveSummarizer, ScribeConfig::default()).run(&who, clock);
                 }
                 Op::Touch(days) => {
                     let plan = LoadPlan::new(Situation::Resuming).task("fact 1 fact 2");
@@ -615,7 +641,7 @@ proptest! {
                 prop_assert!(c.contains_key(id), "lost {}: {:?}", id, c);
             }
         }
-        Scribe::new(&store, &ExtractiveSummarizer::default(), ScribeConfig::default()).run(&who, clock).unwrap();
+        Scribe::new(&store, &ExtractiveSummarizer, ScribeConfig::default()).run(&who, clock).unwrap();
         let c = census(&store);
         prop_assert!(c.values().all(|n| *n == 1), "duplicated after a clean run: {:?}", c);
         for id in &expected {
