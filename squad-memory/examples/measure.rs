@@ -1,4 +1,6 @@
-//! Prints the realistic-fixture figures (development aid).
+//! Prints the figures of the memory measurement on the realistic fixture, or on a directory of
+//! real files (`cargo run -p squad-memory --features conformance --example measure -- <dir>`),
+//! with the questions whose evidence was not loaded.
 #![allow(clippy::print_stdout, clippy::unwrap_used, missing_docs)]
 fn main() {
     let corpus = match std::env::args().nth(1) {
