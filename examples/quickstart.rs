@@ -218,7 +218,7 @@ fn memory_round(root: &Path) -> anyhow::Result<()> {
     use squad_memory::{Budget, DocRef, FsStore, LoadPlan, MemoryStore, Situation, Touch, spawn};
 
     println!("\n== 3. Memory: a spawn prompt from hot, cold and wiki");
-    let store = FsStore::new(root.join(".squad/memory"));
+    let store = FsStore::new(root.join(".squad"));
     let data: AgentName = "data".parse()?;
     store.write(
         &DocRef::Hot(data.clone()),
