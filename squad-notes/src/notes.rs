@@ -70,9 +70,10 @@ pub struct WriteOutcome {
 /// - Every entry is checked against the note-entry schema before anything is written.
 /// - **Namespace rule:** the entry's `agent` may write its own namespace and the shared ones
 ///   (`research`, `review`) only; anything else is [`ErrorKind::PermissionDenied`].
-/// - **Append-only:** a write appends. Writing an entry whose id is already in the note is a
-///   no-op when the entry is identical; with different content it replaces the old entry in the
-///   agent's own namespace, and is refused ([`ErrorKind::PermissionDenied`]) in a shared one.
+/// - **Append-only, in every namespace:** a write appends. Writing an entry whose id is already
+///   in the note is a no-op when its line is byte-identical to the stored one (so a retried
+///   write with a fixed id changes nothing), and is refused with [`ErrorKind::InvalidInput`]
+///   otherwise: a correction is a new entry naming the old one in `supersedes`.
 /// - **Lossless under concurrency:** each write is a read-modify-write at one tip, published by
 ///   compare-and-swap and retried with jittered back-off ([`RetryPolicy`]).
 ///
@@ -120,8 +121,9 @@ impl<B: NotesBackend> Notes<B> {
     /// # Errors
     ///
     /// - [`ErrorKind::InvalidInput`]: the entry breaks the note-entry schema.
-    /// - [`ErrorKind::PermissionDenied`]: `entry.agent` may not write `namespace`, or the entry
-    ///   would replace a different entry with the same id in a shared namespace.
+    /// - [`ErrorKind::PermissionDenied`]: `entry.agent` may not write `namespace`.
+    /// - [`ErrorKind::InvalidInput`] also when the note holds an entry with the same id and
+    ///   other bytes (entries are append-only).
     /// - [`ErrorKind::Conflict`]: the retries ran out. In every error case nothing was written.
     pub fn write(
         &self,
@@ -250,6 +252,20 @@ impl<B: NotesBackend> Notes<B> {
             .unwrap_or_default())
     }
 
+    /// The note bytes of `object` in `namespace`, exactly as stored (`None` without a note).
+    /// Parse them with [`format::parse_note_sourced`] to show or copy entries byte for byte.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures only.
+    pub fn read_raw(&self, namespace: &AgentName, object: &Oid) -> Result<Option<Vec<u8>>> {
+        let notes_ref = NotesRef::squad(namespace);
+        match self.backend.tip(&notes_ref)? {
+            Some(tip) => self.backend.read(&tip, object),
+            None => Ok(None),
+        }
+    }
+
     /// The commits that have a note in `namespace`, sorted.
     ///
     /// # Errors
@@ -295,65 +311,53 @@ fn check_entry(namespace: &AgentName, entry: &NoteEntry) -> Result<()> {
 }
 
 /// The new bytes of one note after adding `new`, or `None` when nothing changes.
+///
+/// Entries are append-only in every namespace: an entry whose id the note already holds is a
+/// no-op when its line is byte-identical to the stored one, and refused otherwise (a
+/// correction is a new entry that names the old one in `supersedes`).
 fn merge_entries(
     namespace: &AgentName,
     commit: &Oid,
     old: &[u8],
     new: &[&NoteEntry],
 ) -> Result<Option<Vec<u8>>> {
-    let parsed = format::parse_note(old);
-    let mut by_id: HashMap<&squad_model::EntryId, &NoteEntry> =
-        parsed.entries.iter().map(|e| (&e.id, e)).collect();
-    let mut appended: Vec<&NoteEntry> = Vec::new();
-    let mut replaced: HashMap<squad_model::EntryId, NoteEntry> = HashMap::new();
+    let parsed = format::parse_note_sourced(old);
+    let stored: HashMap<&squad_model::EntryId, &str> = parsed
+        .entries
+        .iter()
+        .map(|e| (&e.entry.id, e.text(old)))
+        .collect();
+    let mut bytes: Option<Vec<u8>> = None;
+    let mut added: HashMap<&squad_model::EntryId, String> = HashMap::new();
     for entry in new {
-        match by_id.get(&entry.id) {
-            Some(existing) if existing.to_value() == entry.to_value() => {}
-            Some(_) if namespace.is_shared() => {
+        let line = entry.to_line();
+        let existing = stored
+            .get(&entry.id)
+            .copied()
+            .or_else(|| added.get(&entry.id).map(String::as_str));
+        match existing {
+            Some(text) if text.trim() == line.trim_end() => {}
+            Some(_) => {
                 return Err(Error::new(
-                    ErrorKind::PermissionDenied,
+                    ErrorKind::InvalidInput,
                     "notes.write",
                     format!(
-                        "namespace {} is append-only: entry {} on commit {commit} exists with different content",
+                        "entry {} already exists on {commit} in {} with different content; entries \
+                         are append-only: to correct it, write a new entry with \"supersedes\": \"{}\"",
+                        entry.id,
                         NotesRef::squad(namespace),
                         entry.id
                     ),
                 ));
             }
-            Some(_) => {
-                replaced.insert(entry.id.clone(), (*entry).clone());
-            }
             None => {
-                by_id.insert(&entry.id, entry);
-                appended.push(entry);
+                let base = bytes.take().unwrap_or_else(|| old.to_vec());
+                bytes = Some(format::append_line(&base, &line));
+                added.insert(&entry.id, line);
             }
         }
     }
-    if appended.is_empty() && replaced.is_empty() {
-        return Ok(None);
-    }
-    if replaced.is_empty() {
-        let mut bytes = old.to_vec();
-        for e in appended {
-            bytes = format::append_line(&bytes, &e.to_line());
-        }
-        return Ok(Some(bytes));
-    }
-    // A replacement in the agent's own namespace: rewrite the note from its parsed form, keeping
-    // every other entry and every unparsed line.
-    let mut entries: Vec<NoteEntry> = parsed
-        .entries
-        .iter()
-        .map(|e| replaced.get(&e.id).cloned().unwrap_or_else(|| e.clone()))
-        .collect();
-    entries.extend(appended.into_iter().cloned());
-    entries.sort_by(NoteEntry::display_order);
-    let mut bytes = format::serialize_entries(&entries);
-    for u in &parsed.unparsed {
-        bytes.extend_from_slice(u.text.as_bytes());
-        bytes.push(b'\n');
-    }
-    Ok(Some(bytes))
+    Ok(bytes)
 }
 
 /// Parses note blobs, on several threads for large sets (parsing is pure).

@@ -9,6 +9,9 @@
 //! See the crate README, section *Promotion*, for the ledger and watermark rules.
 
 mod markdown;
+mod merge;
+
+pub use merge::merge_state_file;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;

@@ -274,8 +274,13 @@ impl Transport for GitCliTransport {
         let mut out = Vec::new();
         for spec in refspecs {
             let pattern = spec.dst().strip_suffix('*').unwrap_or(spec.dst());
-            for r in self.for_each_ref(pattern)? {
-                let matches = if spec.dst().ends_with("/*") {
+            // for-each-ref matches whole path components: list the directory of a partial glob.
+            let listed = match pattern.rfind('/') {
+                Some(i) if !pattern.ends_with('/') => &pattern[..=i],
+                _ => pattern,
+            };
+            for r in self.for_each_ref(listed)? {
+                let matches = if spec.dst().ends_with('*') {
                     r.name.starts_with(pattern)
                 } else {
                     r.name == spec.dst()

@@ -28,7 +28,10 @@ pub use git_cli::{GitCliTransport, SetupReport};
 ///
 /// The destination must lie in a tracking namespace of the remote being fetched:
 /// `refs/notes/remotes/<remote>/` or `refs/remotes/<remote>/`. Tracking refs are always
-/// force-updated, since they only mirror the remote.
+/// force-updated, since they only mirror the remote. A refspec may end in `*` (both sides):
+/// `refs/notes/squad/*` matches every ref below that directory, `refs/heads/squad-state*`
+/// every branch whose name starts so (a glob that matches nothing is not an error, where an
+/// exact name missing on the remote would fail the whole fetch).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchRefspec {
     src: String,
@@ -78,11 +81,12 @@ impl FetchRefspec {
                 "the destination must be a tracking ref under {notes_ns} or {branch_ns}"
             ));
         }
-        if self.src.ends_with("/*") != self.dst.ends_with("/*") {
-            return bad("source and destination must both end in /* or neither".into());
+        if self.src.ends_with('*') != self.dst.ends_with('*') {
+            return bad("source and destination must both end in * or neither".into());
         }
         for part in [&self.src, &self.dst] {
             let plain = part.strip_suffix("/*").unwrap_or(part);
+            let plain = plain.strip_suffix('*').unwrap_or(plain);
             if let Err(why) = check_ref_name(plain) {
                 return bad(why);
             }

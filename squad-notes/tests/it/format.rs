@@ -87,16 +87,49 @@ fn append_line_keeps_one_entry_per_line() {
 }
 
 #[test]
-fn union_keeps_every_entry_once_and_unparsed_lines_verbatim() {
+fn union_keeps_ours_verbatim_and_adds_the_lines_it_lacks() {
     let a = entry_at(A, "2026-03-23T14:00:00Z");
     let b = entry_at(B, "2026-03-23T14:00:01Z");
     let c = entry_at(C, "2026-03-23T14:00:02Z");
     let ours = format!("{}{}human note\n", a.to_line(), b.to_line());
-    let theirs = format!("{}\n\n{}human note\n", c.to_line(), a.to_line());
+    let theirs = format!("{}\n\n{}human note\nhuman note\n", c.to_line(), a.to_line());
     let merged = union_notes(ours.as_bytes(), theirs.as_bytes());
-    let expect = format!("{}{}{}human note\n", a.to_line(), b.to_line(), c.to_line());
-    assert_eq!(String::from_utf8(merged.clone()).unwrap(), expect);
-    assert_eq!(union_notes(&merged, &merged), merged, "idempotent");
+    // Theirs' second "human note" has no counterpart in ours: text is matched line for line.
+    let expect = format!("{ours}{}human note\n", c.to_line());
+    assert_eq!(String::from_utf8(merged.bytes.clone()).unwrap(), expect);
+    assert!(merged.conflicts.is_empty());
+    assert_eq!(
+        union_notes(&merged.bytes, &merged.bytes).bytes,
+        merged.bytes,
+        "idempotent"
+    );
+    assert_eq!(
+        union_notes(&merged.bytes, theirs.as_bytes()).bytes,
+        merged.bytes
+    );
+}
+
+/// An entry git wrote (an offset spelled `+00:00`, milliseconds, a `null` field, its own key
+/// order) comes through a union byte for byte; an id held with other bytes keeps both versions.
+#[test]
+fn union_never_reserialises_an_entry_and_reports_conflicting_ids() {
+    let git_line = format!(
+        "{{\"id\":\"{A}\",\"timestamp\":\"2026-03-23T14:00:00.120+00:00\",\"agent\":\"data\",\"type\":\"research\",\"findings\":null}}"
+    );
+    let b = entry_at(B, "2026-03-23T14:00:01Z");
+    let ours = b.to_line();
+    let theirs = format!("{git_line}\n");
+    let merged = union_notes(ours.as_bytes(), theirs.as_bytes());
+    assert_eq!(merged.bytes, format!("{ours}{git_line}\n").into_bytes());
+    // The other clone edited entry A by hand: both versions stay, and A is reported.
+    let edited = git_line.replace("research", "decision");
+    let again = union_notes(&merged.bytes, format!("{edited}\n").as_bytes());
+    assert_eq!(again.conflicts, vec![EntryId::new(A).unwrap()]);
+    assert!(
+        String::from_utf8(again.bytes)
+            .unwrap()
+            .ends_with(&format!("{git_line}\n{edited}\n"))
+    );
 }
 
 fn arb_entry() -> impl Strategy<Value = NoteEntry> {
@@ -143,7 +176,7 @@ proptest! {
         let k = split.min(entries.len());
         let left: String = entries[..k].iter().map(NoteEntry::to_line).collect();
         let right: String = entries[k..].iter().map(NoteEntry::to_line).collect();
-        let merged = parse_note(&union_notes(left.as_bytes(), right.as_bytes()));
+        let merged = parse_note(&union_notes(left.as_bytes(), right.as_bytes()).bytes);
         let ids: Vec<_> = merged.entries.iter().map(|e| e.id.clone()).collect();
         let want: Vec<_> = expect.iter().map(|e| e.id.clone()).collect();
         prop_assert_eq!(ids, want);
