@@ -141,6 +141,31 @@ impl GixNotes {
         peel_commit(&repo, rev, "notes.resolve").map(|id| from_gix(&id))
     }
 
+    /// The commits of `<base>..<head>` (reachable from `head`, not from `base`), oldest first:
+    /// the commits of a pull request, for [`Notes::carry`](crate::Notes::carry).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] naming a revision that does not resolve to a commit.
+    pub fn commits_between(&self, base: &str, head: &str) -> Result<Vec<Oid>> {
+        const OP: &str = "notes.range";
+        let repo = self.local();
+        let base = peel_commit(&repo, base, OP)?;
+        let head = peel_commit(&repo, head, OP)?;
+        let walk = repo
+            .rev_walk([head])
+            .with_hidden([base])
+            .all()
+            .map_err(backend_err(OP, format!("cannot walk from {head}")))?;
+        let mut out = Vec::new();
+        for info in walk {
+            let info = info.map_err(backend_err(OP, format!("cannot walk from {head}")))?;
+            out.push(from_gix(&info.id));
+        }
+        out.reverse();
+        Ok(out)
+    }
+
     /// Resolves a revision to an object id the way `git notes show` does: `HEAD`, a branch, a
     /// tag (an annotated tag is **not** peeled: it is the tag object), `<rev>^{tree}`,
     /// `<rev>:<path>`, an abbreviated id. A full hex id (40 or 64 digits) is taken as it is,

@@ -36,5 +36,5 @@ pub use git2_backend::Git2Notes;
 #[cfg(feature = "gix")]
 pub use gix_backend::GixNotes;
 pub use memory::InMemoryNotes;
-pub use notes::{APPEND_MESSAGE, Notes, RetryPolicy, WriteOutcome};
+pub use notes::{APPEND_MESSAGE, CARRY_MESSAGE, CarryReport, Notes, RetryPolicy, WriteOutcome};
 pub use oid::{NotesRef, ObjectType, Oid};

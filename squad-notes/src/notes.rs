@@ -212,6 +212,106 @@ impl<B: NotesBackend> Notes<B> {
         }
     }
 
+    /// Copies the entries of `namespace` on the commits `from` (in that order) onto the note of
+    /// `to`, for a squash-merged or rebased pull request whose commits are not on the default
+    /// branch: each copy is the entry's own JSON text with `"carried_from":"<commit>"` added at
+    /// its end (a copy of a copy keeps the first `carried_from`), so every other byte, a
+    /// signature included, stays the author's; ids are unchanged, so promotion still promotes
+    /// each entry once. One notes commit, by compare-and-swap.
+    ///
+    /// Idempotent: an entry whose id the note of `to` already holds is skipped (counted in
+    /// [`CarryReport::skipped`]), so carrying again changes nothing. Lines that are not valid
+    /// entries are not copied (counted in [`CarryReport::unparsed`]).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Conflict`] when the retries ran out; backend failures. Nothing is written
+    /// in either case.
+    ///
+    /// ```
+    /// use squad_model::{AgentName, NoteEntry, NoteType};
+    /// use squad_notes::{InMemoryNotes, Notes, Oid};
+    ///
+    /// let notes = Notes::new(InMemoryNotes::new());
+    /// let data = AgentName::new("data")?;
+    /// let old: Oid = "1111111111111111111111111111111111111111".parse()?;
+    /// let landed: Oid = "2222222222222222222222222222222222222222".parse()?;
+    /// notes.write(&data, &old, &NoteEntry::new(data.clone(), NoteType::Decision))?;
+    /// let report = notes.carry(&data, &[old.clone()], &landed)?;
+    /// assert_eq!(report.carried.len(), 1);
+    /// let copy = &notes.show(&data, &landed)?.entries[0];
+    /// assert_eq!(copy.extra["carried_from"], old.as_str());
+    /// assert_eq!(notes.carry(&data, &[old], &landed)?.skipped, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn carry(&self, namespace: &AgentName, from: &[Oid], to: &Oid) -> Result<CarryReport> {
+        const OP: &str = "notes.carry";
+        let notes_ref = NotesRef::squad(namespace);
+        let _turn = self.backend.lock_writes(&notes_ref)?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let Some(tip) = self.backend.tip(&notes_ref)? else {
+                return Ok(CarryReport::default());
+            };
+            let old = self.backend.read(&tip, to)?.unwrap_or_default();
+            let mut have: std::collections::HashSet<squad_model::EntryId> =
+                format::parse_note(&old)
+                    .entries
+                    .into_iter()
+                    .map(|e| e.id)
+                    .collect();
+            let mut report = CarryReport::default();
+            let mut bytes = old.clone();
+            for source in from {
+                if source == to {
+                    continue;
+                }
+                let Some(blob) = self.backend.read(&tip, source)? else {
+                    continue;
+                };
+                let note = format::parse_note_sourced(&blob);
+                report.unparsed += note.unparsed.len();
+                for sourced in &note.entries {
+                    if !have.insert(sourced.entry.id.clone()) {
+                        report.skipped += 1;
+                        continue;
+                    }
+                    let line = carried_line(sourced, &blob, source)?;
+                    bytes = format::append_line(&bytes, &line);
+                    report
+                        .carried
+                        .push((sourced.entry.id.clone(), source.clone()));
+                }
+            }
+            if report.carried.is_empty() {
+                return Ok(report);
+            }
+            match self.backend.update(
+                &notes_ref,
+                Some(&tip),
+                &[NoteEdit::set(to.clone(), bytes)],
+                CARRY_MESSAGE,
+            ) {
+                Ok(_) => return Ok(report),
+                Err(e) if e.kind() == ErrorKind::Conflict && attempt < self.retry.max_attempts => {
+                    self.retry.sleep(attempt);
+                }
+                Err(e) if e.kind() == ErrorKind::Conflict => {
+                    return Err(Error::new(
+                        ErrorKind::Conflict,
+                        OP,
+                        format!(
+                            "gave up carrying into {notes_ref} after {attempt} attempts: other writers kept moving it"
+                        ),
+                    )
+                    .with_source(e));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// The old note bytes of `commits` at `tip`: one read per commit for small batches, one bulk
     /// read for large ones.
     fn read_old<'a>(
@@ -291,6 +391,52 @@ impl<B: NotesBackend> Notes<B> {
         };
         self.backend.read_all_parsed(&tip)
     }
+}
+
+/// The notes-commit message of [`Notes::carry`], as `git notes copy` writes it.
+pub const CARRY_MESSAGE: &str = "Notes added by 'git notes copy'\n";
+
+/// What [`Notes::carry`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CarryReport {
+    /// The ids copied, in the order written, each with the commit it was copied from.
+    pub carried: Vec<(squad_model::EntryId, Oid)>,
+    /// Entries not copied because the target already holds their id.
+    pub skipped: usize,
+    /// Lines of the source notes that are not valid entries (not copied).
+    pub unparsed: usize,
+}
+
+/// The line of a carried copy: the entry's own text with `carried_from` added before its
+/// closing brace (kept as it is when it has one). An entry spread over several lines is
+/// written again as one compact line, since a note holds one entry per line.
+fn carried_line(sourced: &format::SourcedEntry, blob: &[u8], from: &Oid) -> Result<String> {
+    let text = sourced.text(blob).trim();
+    if sourced.entry.extra.contains_key("carried_from") {
+        return Ok(format!("{text}\n"));
+    }
+    if !text.contains('\n')
+        && let Some(body) = text.strip_suffix('}')
+    {
+        return Ok(format!(
+            "{},\"carried_from\":\"{from}\"}}\n",
+            body.trim_end()
+        ));
+    }
+    let mut value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        Error::new(
+            ErrorKind::Corrupt,
+            "notes.carry",
+            format!("entry {} cannot be copied: {e}", sourced.entry.id),
+        )
+    })?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("carried_from".into(), from.as_str().into());
+    }
+    let mut line = value.to_string();
+    line.push('\n');
+    Ok(line)
 }
 
 /// Checks one entry before anything is written: the schema and the namespace rule.

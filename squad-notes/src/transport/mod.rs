@@ -11,10 +11,12 @@
 //!   rejects the push (reported per ref as [`PushStatus::StaleLease`]) instead of losing
 //!   somebody's notes.
 //!
-//! [`GitCliTransport::setup`] writes the fetch refspec that lets plain `git fetch` / `git pull`
-//! bring the notes into the tracking refs, and removes refspecs that fetch straight into local
-//! notes refs (the seed's `refs/notes/*:refs/notes/*`, which makes `git fetch` fail or overwrite
-//! unpushed notes).
+//! [`GitCliTransport::setup`] writes the fetch refspecs that let plain `git fetch` / `git pull`
+//! bring the notes (and the state branch) into tracking refs, and git's notes rewrite settings;
+//! it keeps the user's own refspecs and reports those that fetch straight into local notes refs
+//! (the seed's `refs/notes/*:refs/notes/*`, which makes `git fetch` fail or overwrite unpushed
+//! notes). Every message built from git's output has credentials in URLs redacted
+//! ([`redact_urls`]).
 
 use std::fmt;
 
@@ -22,7 +24,7 @@ use crate::{Error, ErrorKind, Result};
 
 mod git_cli;
 
-pub use git_cli::{GitCliTransport, SetupReport};
+pub use git_cli::{GitCliTransport, SetupOptions, SetupReport, redact_urls};
 
 /// What to fetch: remote refs (`src`, may end in `/*`) into remote-tracking refs (`dst`).
 ///
