@@ -12,6 +12,7 @@ mod help;
 mod memory;
 mod notes;
 mod notes_git_states;
+mod notes_hardening;
 mod notes_promote;
 mod notes_sync;
 mod output;
