@@ -11,6 +11,7 @@ mod git_repo;
 mod help;
 mod memory;
 mod notes;
+mod notes_across;
 mod notes_git_states;
 mod notes_hardening;
 mod notes_promote;
