@@ -15,6 +15,7 @@ mod notes_across;
 mod notes_git_states;
 mod notes_hardening;
 mod notes_promote;
+mod notes_sign;
 mod notes_sync;
 mod output;
 mod route;
