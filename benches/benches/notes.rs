@@ -239,6 +239,53 @@ mod read_all {
     }
 }
 
+/// The command users run against the same baseline: `squad --json notes list --agent data`
+/// (the release binary, with its own allocator: build it first with
+/// `cargo build --release -p squad-cli`, or point `SQUAD_BIN` at it) vs
+/// `git notes list | git cat-file --batch`, both as processes, output read to the end.
+mod list_json_cli {
+    use super::*;
+
+    #[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
+    fn ours_cli(b: divan::Bencher<'_, '_>, n: usize) {
+        let f = fixture(n);
+        f.reset("refs/notes/squad/data", &f.data_tip);
+        let Some(bin) = squad_bin() else {
+            eprintln!("list_json_cli skipped: build the binary first (cargo build --release -p squad-cli)");
+            b.bench_local(|| ());
+            return;
+        };
+        b.bench_local(|| {
+            let out = Command::new(&bin)
+                .arg("-C")
+                .arg(&f.repo.dir)
+                .args(["--json", "notes", "list", "--agent", "data"])
+                .env("HOME", &f.repo.home)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .stderr(Stdio::inherit())
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            out.stdout.len()
+        });
+    }
+
+    #[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
+    fn git_cli(b: divan::Bencher<'_, '_>, n: usize) {
+        read_all_git(b, fixture(n));
+    }
+
+    /// The release `squad` binary: `SQUAD_BIN`, else `target/release/squad` of this workspace.
+    fn squad_bin() -> Option<std::path::PathBuf> {
+        std::env::var_os("SQUAD_BIN")
+            .map(std::path::PathBuf::from)
+            .or_else(|| {
+                Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/squad"))
+            })
+            .filter(|p| p.is_file())
+    }
+}
+
 /// `read_all` on notes written over time (see [`history`]): the same read and baseline.
 mod read_all_history {
     use super::*;

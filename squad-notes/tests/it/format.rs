@@ -2,6 +2,7 @@
 
 use proptest::prelude::*;
 use squad_model::{AgentName, EntryId, NoteEntry, NoteType, Timestamp};
+use proptest::test_runner::TestCaseError;
 use squad_notes::format::{append_line, parse_note, union_notes};
 
 fn entry_at(id: &str, ts: &str) -> NoteEntry {
@@ -180,5 +181,86 @@ proptest! {
         let ids: Vec<_> = merged.entries.iter().map(|e| e.id.clone()).collect();
         let want: Vec<_> = expect.iter().map(|e| e.id.clone()).collect();
         prop_assert_eq!(ids, want);
+    }
+}
+
+/// Structure-aware mutations of a valid note: each picks a position and breaks the bytes there
+/// the way editors, merges and truncation do.
+fn mutate(blob: &[u8], ops: &[(u8, usize, u8)]) -> Vec<u8> {
+    let mut out = blob.to_vec();
+    for &(op, at, byte) in ops {
+        let at = if out.is_empty() { 0 } else { at % (out.len() + 1) };
+        match op % 8 {
+            0 => out.truncate(at),
+            1 => out.insert(at, byte),
+            2 if at < out.len() => {
+                out.remove(at);
+            }
+            3 => out.splice(at..at, b"{\"id\":".iter().copied()).for_each(drop),
+            4 => out.splice(at..at, [b'"', b'\\', b'}', b']', b'\n'].iter().copied()).for_each(drop),
+            5 => {
+                let copy = out[..at].to_vec();
+                out.extend_from_slice(&copy);
+            }
+            6 => out.splice(at..at, [0xff, 0xc3, 0x28].iter().copied()).for_each(drop),
+            _ => out.splice(at..at, "[".repeat(200).bytes()).for_each(drop),
+        }
+    }
+    out
+}
+
+/// Checks what every parse must give, whatever the input: no panic, each entry's source is in
+/// the blob and holds that entry, every unparsed line number exists.
+fn check_parse(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let plain = parse_note(bytes);
+    let sourced = squad_notes::format::parse_note_sourced(bytes);
+    prop_assert_eq!(
+        plain.entries.clone(),
+        sourced.entries.iter().map(|e| e.entry.clone()).collect::<Vec<_>>()
+    );
+    prop_assert_eq!(&plain.unparsed, &sourced.unparsed);
+    let lines = bytes.split(|&b| b == b'\n').count();
+    for u in &plain.unparsed {
+        prop_assert!(u.line >= 1 && u.line <= lines, "line {} of {}", u.line, lines);
+        prop_assert!(!u.error.is_empty());
+    }
+    for e in &sourced.entries {
+        prop_assert!(e.source.end <= bytes.len());
+        let v: serde_json::Value = serde_json::from_str(e.text(bytes)).unwrap();
+        prop_assert_eq!(v["id"].as_str(), Some(e.entry.id.as_str()));
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Arbitrary bytes: the note parsers, the entry parser and the union never panic; each
+    /// answers with entries, typed errors or unparsed lines.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        check_parse(&bytes)?;
+        let _ = NoteEntry::from_json(&String::from_utf8_lossy(&bytes));
+        let merged = union_notes(&bytes, b"{\"x\":1}\n");
+        prop_assert!(merged.bytes.starts_with(&bytes));
+        let merged = union_notes(b"text\n", &bytes);
+        prop_assert!(merged.bytes.starts_with(b"text\n"));
+    }
+
+    /// Valid notes broken at random places (truncated, bytes inserted or removed, a stray
+    /// `{"id":`, quotes and brackets, duplicated prefixes, invalid UTF-8, deep nesting).
+    #[test]
+    fn mutated_notes_never_panic(
+        entries in proptest::collection::vec(arb_entry(), 1..5),
+        ops in proptest::collection::vec((any::<u8>(), any::<usize>(), any::<u8>()), 1..6),
+    ) {
+        let blob: String = entries.iter().map(NoteEntry::to_line).collect();
+        let bytes = mutate(blob.as_bytes(), &ops);
+        check_parse(&bytes)?;
+        let merged = union_notes(blob.as_bytes(), &bytes);
+        prop_assert!(merged.bytes.starts_with(blob.as_bytes()));
+        for line in bytes.split(|&b| b == b'\n') {
+            let _ = NoteEntry::from_json(&String::from_utf8_lossy(line));
+        }
     }
 }
