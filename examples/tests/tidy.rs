@@ -4,7 +4,11 @@
 //!   write `x.workspace = true` (internal crates too);
 //! - every member inherits the workspace lints and package metadata;
 //! - every library crate uses its README as crate docs and ships it;
-//! - no library crate depends on another library crate except `squad-model`.
+//! - no library crate depends on another library crate except the leaves `squad-model` and
+//!   `squad-fs`;
+//! - the stated MSRV is the highest `rust-version` of every locked dependency, and the README
+//!   states the same;
+//! - the license files every crate ships are there.
 #![allow(
     clippy::unwrap_used,
     reason = "a test panics on failure; that is the point"
@@ -14,8 +18,9 @@ use std::path::{Path, PathBuf};
 
 use toml::Table;
 
-const LIBRARIES: [&str; 5] = [
+const LIBRARIES: [&str; 6] = [
     "squad-model",
+    "squad-fs",
     "squad-notes",
     "squad-notify",
     "squad-memory",
@@ -127,11 +132,73 @@ fn libraries_use_their_readme_as_docs_and_respect_the_dependency_rule() {
         }
         if let Some(deps) = t.get("dependencies").and_then(|d| d.as_table()) {
             for other in LIBRARIES {
-                if other != lib && other != "squad-model" && deps.contains_key(other) {
+                let leaf = matches!(other, "squad-model" | "squad-fs");
+                if other != lib && !leaf && deps.contains_key(other) {
                     problems.push(format!(
-                        "{lib}: depends on {other}; libraries may depend only on squad-model"
+                        "{lib}: depends on {other}; libraries may depend only on squad-model and squad-fs"
                     ));
                 }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Parses `1.89` or `1.89.0` into (major, minor, patch).
+fn version(text: &str) -> (u64, u64, u64) {
+    let mut parts = text.split('.').map(|p| p.parse::<u64>().unwrap());
+    (
+        parts.next().unwrap(),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    )
+}
+
+#[test]
+fn the_stated_msrv_is_the_highest_of_every_locked_dependency() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (highest, who) = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["source"].is_string())
+        .filter_map(|p| {
+            let rv = p["rust_version"].as_str()?;
+            Some((version(rv), format!("{} {}", p["name"], p["version"])))
+        })
+        .max()
+        .unwrap();
+    let root_manifest = manifest(&root().join("Cargo.toml"));
+    let stated = root_manifest["workspace"]["package"]["rust-version"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        version(stated),
+        highest,
+        "rust-version {stated} in Cargo.toml, but {who} needs {highest:?}"
+    );
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let short = format!("Rust {}.{} or newer", highest.0, highest.1);
+    assert!(readme.contains(&short), "README.md must say \"{short}\"");
+}
+
+#[test]
+fn every_crate_ships_both_licenses() {
+    let mut problems = Vec::new();
+    for dir in [".", "squad-cli"].into_iter().chain(LIBRARIES) {
+        for file in ["LICENSE-MIT", "LICENSE-APACHE"] {
+            if !root().join(dir).join(file).is_file() {
+                problems.push(format!("{dir}/{file} is missing"));
             }
         }
     }

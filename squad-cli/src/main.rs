@@ -8,6 +8,7 @@ mod notes_setup_cmd;
 mod notes_sync_cmd;
 mod route_cmd;
 mod schema_cmd;
+mod shell_cmd;
 
 use std::process::ExitCode;
 
@@ -63,6 +64,14 @@ enum Command {
     Approval(approval_cmd::Cmd),
     /// Replay routing traces and print leader briefings (the squad routing rules).
     Route(route_cmd::Args),
+    /// Print a shell completion script (e.g. `squad completions bash > /etc/bash_completion.d/squad`).
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum, value_name = "shell")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `squad man > squad.1 && man ./squad.1`.
+    Man,
 }
 
 fn main() -> ExitCode {
@@ -80,6 +89,8 @@ fn main() -> ExitCode {
         Command::Memory(args) => memory_cmd::run(&args, &ctx),
         Command::Approval(cmd) => approval_cmd::run(cmd, &ctx),
         Command::Route(args) => route_cmd::run(&args, &ctx),
+        Command::Completions { shell } => shell_cmd::completions(shell, &mut Cli::command(), &ctx),
+        Command::Man => shell_cmd::man(&Cli::command(), &ctx),
     };
     // A tail still buffered when the command ends is written now, so that a failure to write it
     // is reported rather than lost at exit.

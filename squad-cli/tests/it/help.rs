@@ -62,3 +62,34 @@ fn top_level_help_documents_every_exit_code() {
         assert!(text.contains(code), "{code:?} missing from:\n{text}");
     }
 }
+
+#[test]
+fn completions_for_every_shell_and_the_man_page() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_squad"))
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let script = String::from_utf8(out.stdout).unwrap();
+        // Every shell's script names the subcommands.
+        for sub in ["notes", "memory", "approval", "route"] {
+            assert!(script.contains(sub), "{shell}: {sub}");
+        }
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_squad"))
+        .arg("man")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.contains(".TH squad 1"), "{page}");
+    assert!(page.contains("completions"), "{page}");
+    // A typo in the shell gets a suggestion.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_squad"))
+        .args(["completions", "bsh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("'bash'"));
+}
