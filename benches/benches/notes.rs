@@ -251,7 +251,9 @@ mod list_json_cli {
         let f = fixture(n);
         f.reset("refs/notes/squad/data", &f.data_tip);
         let Some(bin) = squad_bin() else {
-            eprintln!("list_json_cli skipped: build the binary first (cargo build --release -p squad-cli)");
+            eprintln!(
+                "list_json_cli skipped: build the binary first (cargo build --release -p squad-cli)"
+            );
             b.bench_local(|| ());
             return;
         };
@@ -279,9 +281,7 @@ mod list_json_cli {
     fn squad_bin() -> Option<std::path::PathBuf> {
         std::env::var_os("SQUAD_BIN")
             .map(std::path::PathBuf::from)
-            .or_else(|| {
-                Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/squad"))
-            })
+            .or_else(|| Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/squad")))
             .filter(|p| p.is_file())
     }
 }

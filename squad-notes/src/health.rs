@@ -11,17 +11,19 @@
 //!
 //! [`stale_locks`] lists such files for a whole repository; `squad doctor` builds on it.
 //!
-//! **Who holds a lock.** A lock file is held while a live process has it open (git and gix keep
-//! it open from its creation to the rename). On Linux that is read from `/proc/<pid>/fd`; where
-//! that is not possible (another OS, or `/proc` not readable), a lock file older than
-//! [`STALE_AFTER`] is taken as abandoned, since git holds ref locks for milliseconds.
+//! **Who holds a lock.** git holds a ref lock for milliseconds, and gix does not even keep the
+//! lock file open while it holds it, so a lock file's holder cannot always be seen. A lock file
+//! counts as left over when it is at least [`STALE_AFTER`] old **and** no running process has
+//! it open (on Linux, read from `/proc/<pid>/fd`; elsewhere age alone decides). So a writer
+//! blocked by a lock a killed process left fails within a few seconds, and a lock a live
+//! writer holds for a moment is waited for and retried.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::{Error, ErrorKind, Result};
 
-/// Where open files cannot be inspected, a lock file at least this old counts as abandoned.
+/// A lock file younger than this is taken as held by a live writer.
 pub const STALE_AFTER: Duration = Duration::from_secs(2);
 
 /// A lock file that no running process holds.
@@ -54,8 +56,11 @@ pub struct StaleLock {
 /// let dir = tempfile::tempdir()?;
 /// std::process::Command::new("git").args(["init", "-q"]).arg(dir.path()).status()?;
 /// assert!(squad_notes::health::stale_locks(dir.path())?.is_empty());
-/// // A lock left by a killed `git update-ref`:
-/// std::fs::write(dir.path().join(".git/packed-refs.lock"), "")?;
+/// // A lock left a minute ago by a killed `git update-ref`:
+/// let lock = dir.path().join(".git/packed-refs.lock");
+/// std::fs::write(&lock, "")?;
+/// let a_minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+/// std::fs::File::options().write(true).open(&lock)?.set_modified(a_minute_ago)?;
 /// let stale = squad_notes::health::stale_locks(dir.path())?;
 /// assert!(stale[0].path.ends_with("packed-refs.lock"));
 /// # Ok(()) }
@@ -94,8 +99,7 @@ pub fn stale_locks(repo_dir: &Path) -> Result<Vec<StaleLock>> {
 }
 
 /// The lock files that block an update of `ref_name` (its own `.lock` and `packed-refs.lock`)
-/// and that no running process holds. Each is checked twice a moment apart, so a lock that a
-/// live writer is just renaming into place is not reported.
+/// and that are left over (see the module docs).
 pub(crate) fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock> {
     let mut candidates = vec![common_dir.join("packed-refs.lock")];
     let mut ref_lock = common_dir.to_owned();
@@ -108,34 +112,17 @@ pub(crate) fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock
     if candidates.is_empty() {
         return Vec::new();
     }
-    let mut stale: Vec<StaleLock> = Vec::new();
-    for round in 0..2 {
-        if round == 1 {
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        let held = HeldFiles::scan();
-        let now: Vec<StaleLock> = candidates
-            .iter()
-            .filter_map(|path| {
-                let age = age_of(path)?;
-                (!held.holds(path, age)).then(|| StaleLock {
-                    path: path.clone(),
-                    age,
-                })
+    let held = HeldFiles::scan();
+    candidates
+        .iter()
+        .filter_map(|path| {
+            let age = age_of(path)?;
+            (!held.holds(path, age)).then(|| StaleLock {
+                path: path.clone(),
+                age,
             })
-            .collect();
-        stale = if round == 0 {
-            now
-        } else {
-            now.into_iter()
-                .filter(|s| stale.iter().any(|p| p.path == s.path))
-                .collect()
-        };
-        if stale.is_empty() {
-            break;
-        }
-    }
-    stale
+        })
+        .collect()
 }
 
 /// The error of an update of `what` blocked by the stale lock `lock`.
@@ -297,14 +284,18 @@ impl HeldFiles {
         Self { open: None }
     }
 
-    /// `true` when a live process may hold `path` (a lock file of age `age`).
+    /// `true` when a live process may hold `path` (a lock file of age `age`): it is young, or
+    /// a process has it open.
     fn holds(&self, path: &Path, age: Duration) -> bool {
+        if age < STALE_AFTER {
+            return true;
+        }
         match &self.open {
             Some(open) => {
                 let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
                 open.contains(&canonical) || open.contains(path)
             }
-            None => age < STALE_AFTER,
+            None => false,
         }
     }
 }

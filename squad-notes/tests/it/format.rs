@@ -1,8 +1,8 @@
 //! The note format: stream parsing, de-duplication, ordering, unparsed lines, union.
 
 use proptest::prelude::*;
-use squad_model::{AgentName, EntryId, NoteEntry, NoteType, Timestamp};
 use proptest::test_runner::TestCaseError;
+use squad_model::{AgentName, EntryId, NoteEntry, NoteType, Timestamp};
 use squad_notes::format::{append_line, parse_note, union_notes};
 
 fn entry_at(id: &str, ts: &str) -> NoteEntry {
@@ -189,20 +189,30 @@ proptest! {
 fn mutate(blob: &[u8], ops: &[(u8, usize, u8)]) -> Vec<u8> {
     let mut out = blob.to_vec();
     for &(op, at, byte) in ops {
-        let at = if out.is_empty() { 0 } else { at % (out.len() + 1) };
+        let at = if out.is_empty() {
+            0
+        } else {
+            at % (out.len() + 1)
+        };
         match op % 8 {
             0 => out.truncate(at),
             1 => out.insert(at, byte),
             2 if at < out.len() => {
                 out.remove(at);
             }
-            3 => out.splice(at..at, b"{\"id\":".iter().copied()).for_each(drop),
-            4 => out.splice(at..at, [b'"', b'\\', b'}', b']', b'\n'].iter().copied()).for_each(drop),
+            3 => out
+                .splice(at..at, b"{\"id\":".iter().copied())
+                .for_each(drop),
+            4 => out
+                .splice(at..at, [b'"', b'\\', b'}', b']', b'\n'].iter().copied())
+                .for_each(drop),
             5 => {
                 let copy = out[..at].to_vec();
                 out.extend_from_slice(&copy);
             }
-            6 => out.splice(at..at, [0xff, 0xc3, 0x28].iter().copied()).for_each(drop),
+            6 => out
+                .splice(at..at, [0xff, 0xc3, 0x28].iter().copied())
+                .for_each(drop),
             _ => out.splice(at..at, "[".repeat(200).bytes()).for_each(drop),
         }
     }
@@ -216,12 +226,21 @@ fn check_parse(bytes: &[u8]) -> Result<(), TestCaseError> {
     let sourced = squad_notes::format::parse_note_sourced(bytes);
     prop_assert_eq!(
         plain.entries.clone(),
-        sourced.entries.iter().map(|e| e.entry.clone()).collect::<Vec<_>>()
+        sourced
+            .entries
+            .iter()
+            .map(|e| e.entry.clone())
+            .collect::<Vec<_>>()
     );
     prop_assert_eq!(&plain.unparsed, &sourced.unparsed);
     let lines = bytes.split(|&b| b == b'\n').count();
     for u in &plain.unparsed {
-        prop_assert!(u.line >= 1 && u.line <= lines, "line {} of {}", u.line, lines);
+        prop_assert!(
+            u.line >= 1 && u.line <= lines,
+            "line {} of {}",
+            u.line,
+            lines
+        );
         prop_assert!(!u.error.is_empty());
     }
     for e in &sourced.entries {
