@@ -520,7 +520,7 @@ impl OrphanBranchStore {
         &self,
         theirs: &str,
         source: &str,
-        merge: &dyn Fn(&str, &[u8], &[u8]) -> Vec<u8>,
+        merge: &MergeFile,
     ) -> Result<(crate::sync::MergeAction, String)> {
         use crate::sync::MergeAction;
         let turn = writer_lock(&self.common_dir, &self.ref_name);
@@ -666,6 +666,9 @@ fn is_ancestor(repo: &gix::Repository, ancestor: ObjectId, descendant: ObjectId)
         .map_err(|e| backend("state.merge", "cannot compare state commits", e))?;
     Ok(base.is_some_and(|b| b.detach() == ancestor))
 }
+
+/// Joins two versions of one state file: `(key, ours, theirs) -> merged`.
+pub type MergeFile = dyn Fn(&str, &[u8], &[u8]) -> Vec<u8>;
 
 enum Attempt {
     Done,
