@@ -6,7 +6,7 @@
 //! killed in between leaves the lock file behind, and every later update of that ref fails until
 //! someone removes it. git says so at once (`Unable to create '….lock': File exists`); the
 //! writers of this crate do the same: an update blocked by a lock that no running process holds
-//! fails within a second or two with [`ErrorKind::Locked`](crate::ErrorKind::Locked), naming the
+//! fails within a few seconds with [`ErrorKind::Locked`], naming the
 //! file (see [`crate::Error::path`]), instead of retrying as if it had lost a race.
 //!
 //! [`stale_locks`] lists such files for a whole repository; `squad doctor` builds on it.
