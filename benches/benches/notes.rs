@@ -247,6 +247,10 @@ mod list_json_cli {
     use super::*;
 
     #[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
+    #[allow(
+        clippy::print_stderr,
+        reason = "a bench that cannot run says why, on stderr, instead of failing the whole run"
+    )]
     fn ours_cli(b: divan::Bencher<'_, '_>, n: usize) {
         let f = fixture(n);
         f.reset("refs/notes/squad/data", &f.data_tip);

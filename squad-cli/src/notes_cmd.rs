@@ -383,39 +383,56 @@ fn list(args: &ListArgs, ctx: &Ctx) -> CmdResult {
     use std::fmt::Write as _;
     let namespace = name(&args.agent, "--agent")?;
     let backend = open(ctx)?;
-    let notes = Notes::new(backend);
-    let all = notes.read_all(&namespace).map_err(lib_err)?;
-    let mut text = String::with_capacity(all.len() * 96 + 4);
+    // Only the number of valid entries per note is printed: count them without building them.
+    let all: Vec<(Oid, usize)> = match backend
+        .tip(&squad_notes::NotesRef::squad(&namespace))
+        .map_err(lib_err)?
+    {
+        Some(tip) => backend
+            .read_all_map(&tip, squad_notes::format::count_entries)
+            .map_err(lib_err)?,
+        None => Vec::new(),
+    };
+    // Written in pieces as it is made, rather than as one document of 100 bytes per note.
+    let mut text = String::with_capacity(OUT_CHUNK + 256);
+    let flush = |text: &mut String, force: bool| -> Result<(), CliError> {
+        if force || text.len() >= OUT_CHUNK {
+            ctx.out_bytes(text.as_bytes())?;
+            text.clear();
+        }
+        Ok(())
+    };
     if ctx.json {
         let objects: Vec<Oid> = all.iter().map(|(o, _)| o.clone()).collect();
-        let types = notes.backend().object_types(&objects).map_err(lib_err)?;
+        let types = backend.object_types(&objects).map_err(lib_err)?;
         // The same document serde_json's pretty printer writes, without building a value per
         // note (100k notes are 100k maps).
         if all.is_empty() {
             text.push_str("[]\n");
         } else {
             text.push_str("[\n");
-            for (i, ((commit, note), kind)) in all.iter().zip(&types).enumerate() {
+            for (i, ((commit, entries), kind)) in all.iter().zip(&types).enumerate() {
                 let sep = if i + 1 == all.len() { "" } else { "," };
                 let _ = write!(
                     text,
-                    "  {{\n    \"commit\": \"{commit}\",\n    \"entries\": {},\n    \"type\": \"{kind}\"\n  }}{sep}\n",
-                    note.entries.len()
+                    "  {{\n    \"commit\": \"{commit}\",\n    \"entries\": {entries},\n    \"type\": \"{kind}\"\n  }}{sep}\n"
                 );
+                flush(&mut text, false)?;
             }
             text.push_str("]\n");
         }
     } else {
-        for (commit, note) in &all {
-            let _ = writeln!(text, "{commit} {}", note.entries.len());
+        for (commit, entries) in &all {
+            let _ = writeln!(text, "{commit} {entries}");
+            flush(&mut text, false)?;
         }
     }
-    // The process ends right after printing: leave the parsed notes to the OS instead of
-    // freeing some 600k small allocations one by one.
-    std::mem::forget(all);
-    ctx.out_bytes(text.as_bytes())?;
+    flush(&mut text, true)?;
     Ok(0)
 }
+
+/// The size of the pieces `notes list` writes its output in.
+const OUT_CHUNK: usize = 64 * 1024;
 
 fn carry(args: &CarryArgs, ctx: &Ctx) -> CmdResult {
     let Some((base, head)) = args

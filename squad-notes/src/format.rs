@@ -53,6 +53,91 @@ pub fn parse_note(bytes: &[u8]) -> ParsedNote {
     ParsedNote { entries, unparsed }
 }
 
+/// How many valid entries a note holds, de-duplicated by id: always
+/// `parse_note(bytes).entries.len()`, but cheaper, since the entries are checked without being
+/// built (no strings copied, unknown keys skipped instead of kept). What `squad notes list`
+/// counts on every note of a namespace.
+///
+/// ```
+/// use squad_notes::format::count_entries;
+///
+/// let line = "{\"id\":\"01ARZ3NDEKTSV4RRFFQ69G5FAV\",\"agent\":\"data\",\"timestamp\":\"2026-03-23T14:00:00Z\",\"type\":\"decision\"}\n";
+/// assert_eq!(count_entries(format!("{line}\n{line}not json\n").as_bytes()), 1);
+/// ```
+pub fn count_entries(bytes: &[u8]) -> usize {
+    count_fast(bytes).unwrap_or_else(|| parse_note(bytes).entries.len())
+}
+
+/// The fields of an entry, checked as [`NoteEntry`] checks them, without building it: the
+/// strings are borrowed where they can be, and unknown keys are skipped.
+#[derive(serde::Deserialize)]
+struct EntryCheck<'a> {
+    id: EntryId,
+    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    agent: squad_model::AgentName,
+    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    timestamp: squad_model::Timestamp,
+    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[serde(rename = "type")]
+    kind: squad_model::NoteType,
+    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[serde(default, borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[serde(default, borrow)]
+    decision: Option<std::borrow::Cow<'a, str>>,
+    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[serde(default, borrow)]
+    reasoning: Option<std::borrow::Cow<'a, str>>,
+    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[serde(default, borrow)]
+    alternatives_considered: Option<Vec<std::borrow::Cow<'a, str>>>,
+    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[serde(default)]
+    confidence: Option<squad_model::Confidence>,
+    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[serde(default)]
+    promote_to_permanent: Option<bool>,
+    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[serde(default, borrow)]
+    topic: Option<std::borrow::Cow<'a, str>>,
+    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[serde(default)]
+    findings: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    effort_hours: Option<f64>,
+    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[serde(default)]
+    archive_on_close: Option<bool>,
+}
+
+/// [`count_entries`] for notes of one valid entry per line; `None` at the first other line.
+fn count_fast(bytes: &[u8]) -> Option<usize> {
+    let mut ids: Vec<EntryId> = Vec::new();
+    for line in bytes.split(|&b| b == b'\n') {
+        let line = line.trim_ascii();
+        if line.is_empty() {
+            continue;
+        }
+        if line.first() != Some(&b'{') {
+            return None;
+        }
+        let line = std::str::from_utf8(line).ok()?;
+        let entry: EntryCheck<'_> = serde_json::from_str(line).ok()?;
+        if entry.effort_hours.is_some_and(|h| h.is_nan() || h < 0.0) {
+            return None;
+        }
+        if !ids.contains(&entry.id) {
+            if ids.len() > 64 {
+                // Many entries in one note: the general path de-duplicates with a set.
+                return None;
+            }
+            ids.push(entry.id);
+        }
+    }
+    Some(ids.len())
+}
+
 /// An entry read back with the bytes it was read from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourcedEntry {

@@ -375,6 +375,22 @@ impl GixNotes {
         Ok(out)
     }
 
+    /// Every note at `tip`, each mapped by `map` on the thread that decoded it, straight from
+    /// the decoder's buffer (no copy of the blobs), sorted by object: the bulk read behind
+    /// `read_all` and `read_all_parsed`, for callers that need less than a parsed note (for
+    /// example [`format::count_entries`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`NotesBackend::read_all`].
+    pub fn read_all_map<T: Send>(
+        &self,
+        tip: &Oid,
+        map: impl Fn(&[u8]) -> T + Sync,
+    ) -> Result<Vec<(Oid, T)>> {
+        self.bulk_read(tip, map)
+    }
+
     fn from_repo(repo: gix::ThreadSafeRepository) -> Self {
         Self {
             repo,

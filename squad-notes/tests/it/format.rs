@@ -223,6 +223,10 @@ fn mutate(blob: &[u8], ops: &[(u8, usize, u8)]) -> Vec<u8> {
 /// the blob and holds that entry, every unparsed line number exists.
 fn check_parse(bytes: &[u8]) -> Result<(), TestCaseError> {
     let plain = parse_note(bytes);
+    prop_assert_eq!(
+        squad_notes::format::count_entries(bytes),
+        plain.entries.len()
+    );
     let sourced = squad_notes::format::parse_note_sourced(bytes);
     prop_assert_eq!(
         plain.entries.clone(),
@@ -280,6 +284,44 @@ proptest! {
         prop_assert!(merged.bytes.starts_with(blob.as_bytes()));
         for line in bytes.split(|&b| b == b'\n') {
             let _ = NoteEntry::from_json(&String::from_utf8_lossy(line));
+        }
+    }
+}
+
+/// `count_entries` counts exactly what `parse_note` keeps, on the edge cases of the typed
+/// fields: nulls, wrong types, duplicate keys, unknown keys, escapes.
+#[test]
+fn counting_agrees_with_parsing_on_edge_cases() {
+    let base = |extra: &str| {
+        format!(
+            r#"{{"id":"{A}","agent":"data","timestamp":"2026-03-23T14:00:00.5+00:00","type":"decision"{extra}}}"#
+        )
+    };
+    for extra in [
+        "",
+        r#","content":null"#,
+        r#","content":1"#,
+        r#","content":"caf\u00e9 \"quoted\"""#,
+        r#","findings":{"a":[1,{"b":null}]}"#,
+        r#","findings":null"#,
+        r#","alternatives_considered":["x","y\n"]"#,
+        r#","alternatives_considered":[1]"#,
+        r#","confidence":"maybe""#,
+        r#","confidence":"high""#,
+        r#","effort_hours":-1"#,
+        r#","effort_hours":2"#,
+        r#","promote_to_permanent":"yes""#,
+        r#","unknown":{"deep":[1,2,3]},"unknown":2"#,
+        r#","content":"a","content":"b""#,
+        r#","agent":"data""#,
+        r#","type":"opinion""#,
+    ] {
+        for blob in [base(extra), format!("{}\n\n{}\n", base(extra), base(extra))] {
+            assert_eq!(
+                squad_notes::format::count_entries(blob.as_bytes()),
+                parse_note(blob.as_bytes()).entries.len(),
+                "{blob}"
+            );
         }
     }
 }
