@@ -114,7 +114,16 @@ struct EntryCheck<'a> {
 /// [`count_entries`] for notes of one valid entry per line; `None` at the first other line.
 fn count_fast(bytes: &[u8]) -> Option<usize> {
     let mut ids: Vec<EntryId> = Vec::new();
-    for line in bytes.split(|&b| b == b'\n') {
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let line = match memchr::memchr(b'\n', rest) {
+            Some(i) => {
+                let line = &rest[..i];
+                rest = &rest[i + 1..];
+                line
+            }
+            None => std::mem::take(&mut rest),
+        };
         let line = line.trim_ascii();
         if line.is_empty() {
             continue;
