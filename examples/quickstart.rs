@@ -218,7 +218,7 @@ fn memory_round(root: &Path) -> anyhow::Result<()> {
     use squad_memory::{Budget, DocRef, FsStore, LoadPlan, MemoryStore, Situation, Touch, spawn};
 
     println!("\n== 3. Memory: a spawn prompt from hot, cold and wiki");
-    let store = FsStore::new(root.join(".squad/memory"));
+    let store = FsStore::new(root.join(".squad"));
     let data: AgentName = "data".parse()?;
     store.write(
         &DocRef::Hot(data.clone()),
@@ -284,6 +284,7 @@ fn memory_round(root: &Path) -> anyhow::Result<()> {
 
 fn routing_round() -> anyhow::Result<()> {
     use squad_model::*;
+    use squad_routing::event::{AddMember, CreateIssue, CreateSquad};
     use squad_routing::*;
 
     println!("\n== 4. Routing: an issue assigned to a squad");
@@ -324,6 +325,7 @@ fn routing_round() -> anyhow::Result<()> {
             permission_mode: PermissionMode::Private,
             invocation_targets: vec![],
             skills: vec![],
+            instructions: String::new(),
             created_at: t,
         });
     }
@@ -335,7 +337,7 @@ fn routing_round() -> anyhow::Result<()> {
     };
     let d = step(
         &mut dir,
-        Event::CreateSquad {
+        Event::CreateSquad(CreateSquad {
             actor: sam.clone(),
             workspace_id: ws.clone(),
             squad_id: squad.clone(),
@@ -344,7 +346,7 @@ fn routing_round() -> anyhow::Result<()> {
             instructions: "Security review before merge.".into(),
             leader_id: lead.to_string(),
             avatar_url: None,
-        },
+        }),
     );
     ensure!(
         d.rejection().is_none(),
@@ -353,13 +355,13 @@ fn routing_round() -> anyhow::Result<()> {
     );
     let d = step(
         &mut dir,
-        Event::AddMember {
+        Event::AddMember(AddMember {
             actor: sam.clone(),
             squad_id: squad.clone(),
             member_type: "agent".into(),
             member_id: member.to_string(),
             role: "member".into(),
-        },
+        }),
     );
     ensure!(
         d.rejection().is_none(),
@@ -369,7 +371,7 @@ fn routing_round() -> anyhow::Result<()> {
     println!("Squad Core: leader Data (runtime online), member Worf.");
     let d = step(
         &mut dir,
-        Event::CreateIssue {
+        Event::CreateIssue(CreateIssue {
             actor: Principal::Member(sam.clone()),
             task_id: None,
             workspace_id: ws.clone(),
@@ -382,7 +384,7 @@ fn routing_round() -> anyhow::Result<()> {
             parent_issue_id: None,
             stage: None,
             suppress_run: false,
-        },
+        }),
     );
     let task = d.enqueued().next().context("the leader was not woken")?;
     ensure!(task.is_leader_task && task.agent_id == lead);

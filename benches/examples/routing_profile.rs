@@ -38,7 +38,8 @@ fn main() {
         issues_per_squad: 4,
         events: CHUNK * 2,
         seed: 42,
-    });
+    })
+    .unwrap();
     let mut dir = g.directory();
     let engine = Engine::default();
     // Warm-up chunk, then the measured one.

@@ -54,7 +54,7 @@ enum Command {
     Notes(notes_cmd::Args),
     /// Print a JSON Schema shipped with squad.
     Schema(schema_cmd::Args),
-    /// Tiered agent memory: spawn context, the Scribe, validation.
+    /// Tiered agent memory: import, spawn context, add, search, show, supersede, the Scribe, validation.
     Memory(memory_cmd::Args),
     /// Approval gates: configure the channel, request a gate, wait for a human's decision.
     #[command(

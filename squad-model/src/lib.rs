@@ -21,6 +21,6 @@ pub use notify::{ChannelKind, GithubTarget, NotifySettings};
 pub use squad::{
     Actor, Agent, Assignee, Autopilot, AutopilotStatus, ExecutionMode, InvocationTarget, Issue,
     IssueStatus, MemberRef, MemberType, Origin, PermissionMode, RuntimeBinding, RuntimeStatus,
-    Squad, SquadMember, Task, TaskStatus,
+    Squad, SquadMember, Task, TaskContext, TaskStatus,
 };
 pub use time::Timestamp;

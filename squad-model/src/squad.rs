@@ -185,6 +185,10 @@ pub struct Agent {
     /// Enabled workspace skills (builtin `multica-*` skills are not listed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skills: Vec<String>,
+    /// The agent's own instructions (`""` by default): a leader's briefing is appended to them
+    /// when a leader task is claimed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub instructions: String,
     /// Creation time.
     pub created_at: Timestamp,
 }
@@ -368,6 +372,9 @@ pub struct Task {
     /// The commit the task was asked to work on, if given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head_sha: Option<String>,
+    /// What a task without an issue was created for (quick-create), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Box<TaskContext>>,
     /// Retry attempt, from 1.
     #[serde(default = "one")]
     pub attempt: u32,
@@ -377,6 +384,24 @@ pub struct Task {
 
 fn one() -> u32 {
     1
+}
+
+/// The context of a task that has no issue (yet).
+///
+/// On the wire, tagged by `type`: `{"type": "quick_create", "squad_id": "<id>", "prompt": "..."}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum TaskContext {
+    /// Quick-create: the agent turns a prompt into an issue, which does not exist yet.
+    QuickCreate {
+        /// The squad that was asked, when a squad (its leader) was asked.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        squad_id: Option<SquadId>,
+        /// What the member typed.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        prompt: String,
+    },
 }
 
 /// How an autopilot runs.
@@ -410,9 +435,10 @@ pub struct Autopilot {
     /// Title of the issues it creates.
     #[serde(default)]
     pub title: String,
-    /// Assignee: an agent or a squad.
-    #[serde(flatten)]
-    pub assignee: Assignee,
+    /// Assignee: an agent or a squad; none when it was removed (the autopilot then skips its
+    /// runs).
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<Assignee>,
     /// How it runs.
     pub execution_mode: ExecutionMode,
     /// Active or paused.
@@ -421,6 +447,65 @@ pub struct Autopilot {
     /// Why it was paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause_reason: Option<String>,
-    /// Its creator.
-    pub creator_id: UserId,
+    /// Its creator: a member, or an agent (an agent-created autopilot).
+    ///
+    /// On the wire: `"creator_id": "<user>"` for a member (as before agents could create
+    /// autopilots), `"creator_type": "agent", "creator_id": "<agent>"` for an agent.
+    #[serde(flatten, with = "autopilot_creator")]
+    pub creator: Actor,
+}
+
+/// The wire form of [`Autopilot::creator`].
+mod autopilot_creator {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::{AgentId, UserId};
+
+    use super::Actor;
+
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Kind {
+        #[default]
+        Member,
+        Agent,
+    }
+
+    impl Kind {
+        fn is_member(&self) -> bool {
+            *self == Self::Member
+        }
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct Wire {
+        #[serde(default, skip_serializing_if = "Kind::is_member")]
+        creator_type: Kind,
+        creator_id: String,
+    }
+
+    pub(super) fn serialize<S: Serializer>(actor: &Actor, s: S) -> Result<S::Ok, S::Error> {
+        let (creator_type, id) = match actor {
+            Actor::Member(u) => (Kind::Member, u.as_str()),
+            Actor::Agent(a) => (Kind::Agent, a.as_str()),
+        };
+        Wire {
+            creator_type,
+            creator_id: id.to_owned(),
+        }
+        .serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Actor, D::Error> {
+        let w = Wire::deserialize(d)?;
+        match w.creator_type {
+            Kind::Member => UserId::new(w.creator_id)
+                .map(Actor::Member)
+                .map_err(D::Error::custom),
+            Kind::Agent => AgentId::new(w.creator_id)
+                .map(Actor::Agent)
+                .map_err(D::Error::custom),
+        }
+    }
 }

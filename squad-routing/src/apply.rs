@@ -68,7 +68,7 @@ fn apply_one(dir: &mut dyn Directory, d: Decision) {
             for id in &reassigned_autopilots {
                 if let Some(a) = dir.autopilot(id) {
                     let mut a = a.clone();
-                    a.assignee = Assignee::Agent(leader_id.clone());
+                    a.assignee = Some(Assignee::Agent(leader_id.clone()));
                     dir.put_autopilot(a);
                 }
             }

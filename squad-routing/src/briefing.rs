@@ -3,16 +3,16 @@
 //! The protocol text is our own wording; the markers that hosts and daemons look for
 //! (`## Squad Operating Protocol`, `Delegate by @mention`, ...) and the roster format are exact.
 
-use std::fmt::Write as _;
-
 use squad_model::{MemberRef, Squad};
 
 use crate::directory::Directory;
-use crate::mention::{MentionKind, format_mention};
+use crate::mention::MentionKind;
 
 const SEP: &str = " — ";
 
-const HEADER: &str = "## Squad Operating Protocol
+macro_rules! header_text {
+    () => {
+        "## Squad Operating Protocol
 
 **You have been activated as the leader of this squad. It does not matter how the work reached you \
 (a direct assignment, an @squad mention, a quick-create, an autopilot run): your job is to coordinate \
@@ -32,22 +32,34 @@ member cannot work out alone: who does it, why them, any extra constraint.
 a member you delegated to posts an update or a question, when a member finishes and the issue moves \
 on, or when someone mentions you again.
 5. **Re-evaluate on each trigger.** Hand out the next step, escalate, or close the loop. When \
-nothing is needed, record `no_action` and stop without commenting.";
+nothing is needed, record `no_action` and stop without commenting."
+    };
+}
 
-const OWNED: &str = "6. **Own the parent issue status.** This issue is assigned to your squad, so its \
+macro_rules! owned_text {
+    () => {
+        "6. **Own the parent issue status.** This issue is assigned to your squad, so its \
 status is yours to manage, unless your own agent identity forbids you to change statuses. On your \
 first turn after the assignment, move the parent to `in_progress`, and keep it there while members \
 work. Remember that a successful dispatch is not completion. Once you have confirmed that the overall \
 goal is met, run `multica issue status <issue-id> in_review`: this is a standing duty, even when no \
 comment asks for it. Leave `done` to a human reviewer or to an integration (for example a merged pull \
-request that closes the issue).";
+request that closes the issue)."
+    };
+}
 
-const NOT_OWNED: &str = "6. **Do NOT change this issue's status.** This issue is not assigned to your \
+macro_rules! not_owned_text {
+    () => {
+        "6. **Do NOT change this issue's status.** This issue is not assigned to your \
 squad: you were brought in by an @mention, or this is a quick-create turn and the issue does not exist \
 yet. Its status belongs to its own assignee, so never run `multica issue status` on it, however \
-finished the work looks.";
+finished the work looks."
+    };
+}
 
-const HARD_RULES: &str = "Hard rules:
+macro_rules! hard_rules_text {
+    () => {
+        "Hard rules:
 - Always mention with the full syntax `[@Name](mention://<type>/<UUID>)`. Without a mention link \
 there is no delegation.
 - Do not restate the issue. Do not implement the work yourself unless no member is suitable. Do not \
@@ -56,12 +68,38 @@ mention anyone who is not on the roster. Post at most one delegation comment per
 - Always run `multica squad activity` before you end a turn, even for `no_action`.
 - A child issue created with `--status todo` and an agent assignee already wakes that agent by \
 itself, so pick exactly one path for a piece of work: assign it on creation, or @mention the \
-member. Never both for the same work.";
+member. Never both for the same work."
+    };
+}
+
+/// The protocol with responsibility 6 owned, and not owned: built at compile time, since every
+/// leader claim copies one of them.
+const PROTOCOL_OWNED: &str = concat!(
+    header_text!(),
+    "\n",
+    owned_text!(),
+    "\n\n",
+    hard_rules_text!()
+);
+const PROTOCOL_NOT_OWNED: &str = concat!(
+    header_text!(),
+    "\n",
+    not_owned_text!(),
+    "\n\n",
+    hard_rules_text!()
+);
+
+fn protocol_text(owns_issue_status: bool) -> &'static str {
+    if owns_issue_status {
+        PROTOCOL_OWNED
+    } else {
+        PROTOCOL_NOT_OWNED
+    }
+}
 
 /// The operating protocol, with responsibility 6 in its owned or not-owned variant.
 pub fn protocol(owns_issue_status: bool) -> String {
-    let six = if owns_issue_status { OWNED } else { NOT_OWNED };
-    format!("{HEADER}\n{six}\n\n{HARD_RULES}")
+    protocol_text(owns_issue_status).to_owned()
 }
 
 /// The `## Squad Roster` section.
@@ -69,22 +107,52 @@ pub fn protocol(owns_issue_status: bool) -> String {
 /// The leader row comes first; member rows follow in membership creation order, skipping the
 /// leader's own row, agents that are missing or archived, and users that are missing.
 pub fn roster(dir: &dyn Directory, squad: &Squad) -> String {
+    let mut out = String::with_capacity(512);
+    push_roster(&mut out, dir, squad);
+    out
+}
+
+/// Appends `[@label](mention://kind/id)`.
+fn push_mention(out: &mut String, kind: MentionKind, id: &str, label: &str) {
+    out.push_str("[@");
+    out.push_str(label);
+    out.push_str("](mention://");
+    out.push_str(kind.as_str());
+    out.push('/');
+    out.push_str(id);
+    out.push(')');
+}
+
+/// Appends the roster (written piece by piece: a leader claim renders it every time).
+fn push_roster(out: &mut String, dir: &dyn Directory, squad: &Squad) {
     let leader_name = dir
         .agent(&squad.leader_id)
         .map_or("Leader", |a| a.name.as_str());
-    let mut out = String::from("## Squad Roster\n\nLeader (you):\n");
-    let _ = writeln!(
+    out.push_str("## Squad Roster\n\nLeader (you):\n- ");
+    out.push_str(leader_name);
+    out.push_str(SEP);
+    out.push_str("agent");
+    out.push_str(SEP);
+    out.push('`');
+    push_mention(
         out,
-        "- {leader_name}{SEP}agent{SEP}`{}`",
-        format_mention(MentionKind::Agent, squad.leader_id.as_str(), leader_name)
+        MentionKind::Agent,
+        squad.leader_id.as_str(),
+        leader_name,
     );
-    let mut rows = Vec::new();
+    out.push_str("`\n");
+    let members_start = out.len();
+    out.push_str("\nMembers:");
+    let mut rows = 0;
+    let mut skills: Vec<&str> = Vec::new();
     for m in dir.squad_members(&squad.id) {
         let role = m.role.trim();
-        let role = if role.is_empty() {
-            String::new()
-        } else {
-            format!(", role: \"{role}\"")
+        let push_role = |out: &mut String| {
+            if !role.is_empty() {
+                out.push_str(", role: \"");
+                out.push_str(role);
+                out.push('"');
+            }
         };
         match &m.member {
             MemberRef::Agent(id) => {
@@ -94,41 +162,57 @@ pub fn roster(dir: &dyn Directory, squad: &Squad) -> String {
                 let Some(agent) = dir.agent(id).filter(|a| !a.is_archived()) else {
                     continue;
                 };
-                let mut skills: Vec<&str> = agent
-                    .skills
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|s| !s.starts_with("multica-"))
-                    .collect();
-                skills.sort_unstable();
-                let skills = if skills.is_empty() {
-                    "no skills assigned".to_owned()
+                out.push_str("\n- ");
+                out.push_str(&agent.name);
+                out.push_str(SEP);
+                out.push_str("agent");
+                push_role(out);
+                out.push_str(SEP);
+                skills.clear();
+                skills.extend(
+                    agent
+                        .skills
+                        .iter()
+                        .map(String::as_str)
+                        .filter(|s| !s.starts_with("multica-")),
+                );
+                if skills.is_empty() {
+                    out.push_str("no skills assigned");
                 } else {
-                    format!("skills: {}", skills.join(", "))
-                };
-                rows.push(format!(
-                    "- {}{SEP}agent{role}{SEP}{skills}{SEP}`{}`",
-                    agent.name,
-                    format_mention(MentionKind::Agent, id.as_str(), &agent.name)
-                ));
+                    skills.sort_unstable();
+                    out.push_str("skills: ");
+                    for (i, s) in skills.iter().enumerate() {
+                        if i > 0 {
+                            out.push_str(", ");
+                        }
+                        out.push_str(s);
+                    }
+                }
+                out.push_str(SEP);
+                out.push('`');
+                push_mention(out, MentionKind::Agent, id.as_str(), &agent.name);
+                out.push('`');
+                rows += 1;
             }
             MemberRef::Member(uid) => {
                 let Some(user) = dir.user(uid) else { continue };
-                rows.push(format!(
-                    "- {}{SEP}member (human){role}{SEP}`{}`",
-                    user.name,
-                    format_mention(MentionKind::Member, uid.as_str(), &user.name)
-                ));
+                out.push_str("\n- ");
+                out.push_str(&user.name);
+                out.push_str(SEP);
+                out.push_str("member (human)");
+                push_role(out);
+                out.push_str(SEP);
+                out.push('`');
+                push_mention(out, MentionKind::Member, uid.as_str(), &user.name);
+                out.push('`');
+                rows += 1;
             }
         }
     }
-    if rows.is_empty() {
+    if rows == 0 {
+        out.truncate(members_start);
         out.push_str("\nMembers: (none — you are the only member of this squad)");
-    } else {
-        out.push_str("\nMembers:\n");
-        out.push_str(&rows.join("\n"));
     }
-    out
 }
 
 /// The whole briefing: protocol, roster, and the squad's instructions when they are not blank.
@@ -152,16 +236,107 @@ pub fn roster(dir: &dyn Directory, squad: &Squad) -> String {
 /// assert!(text.ends_with("## Squad Instructions (Core)\n\nShip small."));
 /// ```
 pub fn briefing(dir: &dyn Directory, squad: &Squad, owns_issue_status: bool) -> String {
-    let mut out = protocol(owns_issue_status);
-    out.push_str("\n\n");
-    out.push_str(&roster(dir, squad));
-    let instructions = squad.instructions.trim();
-    if !instructions.is_empty() {
-        let _ = write!(
-            out,
-            "\n\n## Squad Instructions ({})\n\n{instructions}",
-            squad.name
-        );
-    }
+    let mut out = String::new();
+    push_briefing(&mut out, dir, squad, owns_issue_status);
     out
+}
+
+/// Appends the briefing, in one buffer sized for it.
+fn push_briefing(out: &mut String, dir: &dyn Directory, squad: &Squad, owns_issue_status: bool) {
+    let protocol = protocol_text(owns_issue_status);
+    let instructions = squad.instructions.trim();
+    out.reserve(protocol.len() + 1024 + instructions.len());
+    out.push_str(protocol);
+    out.push_str("\n\n");
+    push_roster(out, dir, squad);
+    if !instructions.is_empty() {
+        out.push_str("\n\n## Squad Instructions (");
+        out.push_str(&squad.name);
+        out.push_str(")\n\n");
+        out.push_str(instructions);
+    }
+}
+
+/// The instructions a briefed leader runs with (§5): its own instructions, a blank line and the
+/// briefing; the briefing alone when its own instructions are blank.
+///
+/// ```
+/// use squad_routing::briefing::{briefing, leader_instructions};
+/// use squad_routing::InMemoryDirectory;
+/// use squad_model::{Squad, SquadId, AgentId, UserId, WorkspaceId, Timestamp};
+///
+/// let t = Timestamp::from_unix_seconds(0).unwrap();
+/// let squad = Squad {
+///     id: SquadId::new("s1").unwrap(), workspace_id: WorkspaceId::new("w").unwrap(),
+///     name: "Core".into(), description: String::new(),
+///     leader_id: AgentId::new("0a").unwrap(), creator_id: UserId::new("u").unwrap(),
+///     instructions: String::new(), avatar_url: None, archived_at: None,
+///     archived_by: None, created_at: t, updated_at: t,
+/// };
+/// let dir = InMemoryDirectory::new();
+/// let b = briefing(&dir, &squad, false);
+/// assert_eq!(leader_instructions(&dir, &squad, "You review Rust.", false), format!("You review Rust.\n\n{b}"));
+/// assert_eq!(leader_instructions(&dir, &squad, " \n", false), b);
+/// ```
+pub fn leader_instructions(
+    dir: &dyn Directory,
+    squad: &Squad,
+    own_instructions: &str,
+    owns_issue_status: bool,
+) -> String {
+    let mut out = String::new();
+    if !own_instructions.trim().is_empty() {
+        out.reserve(own_instructions.len() + 4096);
+        out.push_str(own_instructions);
+        out.push_str("\n\n");
+    }
+    push_briefing(&mut out, dir, squad, owns_issue_status);
+    out
+}
+
+/// The instructions a claim hands the agent (§5): its own instructions and, when the claim
+/// injects the briefing, a blank line and the briefing (the briefing alone when its own are
+/// blank). `None` when `claim` is not a claim decision or there is nothing to say.
+///
+/// The engine decides *whether* and *which* briefing (the claim's `is_leader_task`, `squad_id`
+/// and `owns_issue_status`); this renders it, from the directory as the claim saw it (a claim
+/// changes no squad, member or agent, so before or after applying it is the same).
+///
+/// ```
+/// use squad_routing::briefing::claim_instructions;
+/// use squad_routing::{Decision, InMemoryDirectory};
+/// use squad_model::TaskId;
+///
+/// let plain = Decision::Claim {
+///     task_id: TaskId::new("t1").unwrap(), is_leader_task: false, squad_id: None,
+///     squad_name: None, owns_issue_status: None, leader_role_resolved: true,
+/// };
+/// // An unknown task's agent has no instructions.
+/// assert_eq!(claim_instructions(&InMemoryDirectory::new(), &plain), None);
+/// ```
+pub fn claim_instructions(dir: &dyn Directory, claim: &crate::Decision) -> Option<String> {
+    let crate::Decision::Claim {
+        task_id,
+        is_leader_task,
+        squad_id,
+        owns_issue_status,
+        ..
+    } = claim
+    else {
+        return None;
+    };
+    let own = dir
+        .task(task_id)
+        .and_then(|t| dir.agent(&t.agent_id))
+        .map_or("", |a| a.instructions.as_str());
+    let squad = squad_id.as_ref().and_then(|s| dir.squad(s));
+    match squad {
+        Some(squad) if *is_leader_task => Some(leader_instructions(
+            dir,
+            squad,
+            own,
+            owns_issue_status.unwrap_or(false),
+        )),
+        _ => (!own.trim().is_empty()).then(|| own.to_owned()),
+    }
 }

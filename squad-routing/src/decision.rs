@@ -37,6 +37,10 @@ pub enum TriggerSource {
     AutopilotCreateIssue,
     /// Autopilot `run_only` (§6).
     AutopilotRunOnly,
+    /// A failed task with attempts left, retried (§1).
+    Retry,
+    /// Quick-create (§5): a task without an issue.
+    QuickCreate,
 }
 
 /// Why an event leads to no run (or to nothing at all).
@@ -90,6 +94,10 @@ pub enum NoopReason {
     AutopilotPaused,
     /// The claim is a plain task: no briefing.
     NotLeaderTask,
+    /// A failed task is not retried: it used its last attempt (`max_attempts`).
+    AttemptsExhausted,
+    /// A failed task is not retried: its issue no longer exists.
+    IssueNotFound,
 }
 
 /// The outcome of one explicit agent or squad mention (§4.5).
@@ -306,7 +314,10 @@ pub enum Decision {
         /// `issue_created` or `running`.
         status: &'static str,
     },
-    /// The claim response (§5).
+    /// The claim response (§5). The instructions the agent runs with (its own, then the
+    /// briefing when injected) are rendered from it by
+    /// [`briefing::claim_instructions`](crate::briefing::claim_instructions); a trace replay
+    /// prints them next to the decisions.
     Claim {
         /// The task.
         task_id: TaskId,
@@ -315,6 +326,9 @@ pub enum Decision {
         /// The squad, when the briefing is injected.
         #[serde(skip_serializing_if = "Option::is_none")]
         squad_id: Option<SquadId>,
+        /// The squad's name, for a quick-create task (no issue yet) whose leader is briefed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        squad_name: Option<String>,
         /// Which responsibility-6 variant the briefing carries.
         #[serde(skip_serializing_if = "Option::is_none")]
         owns_issue_status: Option<bool>,

@@ -20,31 +20,58 @@ type Map<K, V> = HashMap<K, V, FixedState>;
 /// # Contract
 ///
 /// Reads are pure: calling one twice without a write in between gives the same answer. The
-/// decision engine only reads; [`apply`](crate::apply) performs the writes a decision implies.
+/// decision engine only reads; [`apply`](crate::apply) performs the writes a decision implies, and
+/// [`trace::load_entity`](crate::trace::load_entity) the writes of a trace's entity records.
 ///
 /// # Behavior
 ///
-/// - Every `Option`-returning lookup returns `None` for an unknown id; slice lookups return an
-///   empty slice. Nothing panics on unknown ids.
+/// The conformance suite (`squad_routing::conformance`, feature `conformance`) checks each of
+/// these sentences.
+///
+/// - Every `Option`-returning lookup returns `None` for an unknown id; slice and list lookups
+///   return an empty list. Nothing panics on unknown ids, nor on ids that are not valid ids
+///   ([`squad_by_str`](Self::squad_by_str), [`agent_by_str`](Self::agent_by_str)).
+/// - Writes are upserts keyed by id (a membership row by squad and member, a workspace role by
+///   workspace and user) and take effect for the next read; replacing a record keeps its place
+///   in every creation order.
 /// - [`squad_members`](Self::squad_members) lists rows in creation order (the roster's order).
+/// - [`children`](Self::children) lists an issue's children in creation order;
+///   [`autopilot_issues`](Self::autopilot_issues) the issues whose origin is the autopilot, in
+///   creation order; [`squad_issues`](Self::squad_issues) the issues currently assigned to the
+///   squad, in any order; [`squad_autopilots`](Self::squad_autopilots) the autopilots assigned to
+///   the squad, sorted by id.
 /// - [`pending_task`](Self::pending_task) returns the queued or dispatched task of the agent on
-///   the issue (a running task is not pending); [`latest_task`](Self::latest_task) the newest by
-///   creation, whatever its status.
+///   the issue (a running task is not pending); [`latest_task`](Self::latest_task) the agent's
+///   newest task on the issue (the last one inserted), whatever its status.
 /// - [`active_tasks`](Self::active_tasks) lists the tasks on the issue that are not finished
 ///   (queued, dispatched, running, waiting for a directory, deferred), oldest first.
-/// - Writes are upserts keyed by id and take effect for the next read.
+/// - [`tasks_triggered_by`](Self::tasks_triggered_by) lists the tasks created with the comment as
+///   their trigger, oldest first, whether the comment was stored before or after them.
+/// - [`update_issue`](Self::update_issue) and [`set_task_status`](Self::set_task_status) ignore
+///   unknown ids; [`update_issue`](Self::update_issue) with `Some(None)` clears the assignee.
+/// - [`delete_issue`](Self::delete_issue) removes the issue from every list (its parent's
+///   children, its squad's issues); the tasks stay readable by id but no longer count for the
+///   issue id (pending, latest, active), even if an issue with that id is created again.
+/// - [`id_seq`](Self::id_seq) only grows: [`advance_id_seq`](Self::advance_id_seq) with a smaller
+///   value changes nothing.
 /// - Invocation targets are part of [`Agent`]; a host whose target lookup can fail must return the
 ///   agent with no targets, which denies (the reference's fail-closed rule).
+/// - Records are indexed under a parent issue (children) or an issue (tasks) only when that issue
+///   is stored first; put parents before children, as the engine and traces do.
 ///
 /// # Implementing
 ///
 /// Lookups return references, so an implementation owns the records it serves: load the rows an
 /// event touches into memory (or keep a cache) and answer from there. [`InMemoryDirectory`] is the
-/// reference implementation; its source is a guide to the indexes that keep every read O(1).
+/// fast reference implementation (its source is a guide to the indexes that keep every read
+/// O(1)); [`SimpleDirectory`](crate::SimpleDirectory) is the readable one (plain maps, scans); `SqliteDirectory` (feature
+/// `sqlite`) keeps everything in an embedded database and serves references from a per-event
+/// arena. Run the conformance suite on yours.
 ///
 /// # Wrappers
 ///
-/// A wrapper (for example one counting reads) forwards every method to the inner directory.
+/// A wrapper (for example one counting reads) forwards every method to the inner directory, as
+/// the implementation for `Box<D>` does.
 #[diagnostic::on_unimplemented(
     note = "implement `Directory` for your storage, or use `InMemoryDirectory`"
 )]
@@ -104,6 +131,12 @@ pub trait Directory {
     /// A counter for minting ids: it grows by one for every task or comment the engine creates.
     fn id_seq(&self) -> u64;
 
+    /// Inserts or replaces a workspace.
+    fn put_workspace(&mut self, workspace: Workspace);
+    /// Inserts or replaces a user.
+    fn put_user(&mut self, user: User);
+    /// Records a user's role in a workspace (replacing an earlier role).
+    fn put_membership(&mut self, membership: Membership);
     /// Inserts or replaces a squad.
     fn put_squad(&mut self, squad: Squad);
     /// Inserts or replaces a membership row (keyed by squad and member).
@@ -138,6 +171,136 @@ pub trait Directory {
     fn put_evaluation(&mut self, task: TaskId, outcome: EvaluationOutcome);
     /// Raises the id counter to at least `seq`.
     fn advance_id_seq(&mut self, seq: u64);
+}
+
+/// Forwards every method to the boxed directory, so that `Box<dyn Directory>` is a directory.
+#[deny(clippy::missing_trait_methods)]
+impl<D: Directory + ?Sized> Directory for Box<D> {
+    fn workspace(&self, id: &WorkspaceId) -> Option<&Workspace> {
+        (**self).workspace(id)
+    }
+    fn user(&self, id: &UserId) -> Option<&User> {
+        (**self).user(id)
+    }
+    fn workspace_role(&self, workspace: &WorkspaceId, user: &UserId) -> Option<WorkspaceRole> {
+        (**self).workspace_role(workspace, user)
+    }
+    fn squad(&self, id: &SquadId) -> Option<&Squad> {
+        (**self).squad(id)
+    }
+    fn squad_members(&self, id: &SquadId) -> &[SquadMember] {
+        (**self).squad_members(id)
+    }
+    fn agent(&self, id: &AgentId) -> Option<&Agent> {
+        (**self).agent(id)
+    }
+    fn squad_by_str(&self, id: &str) -> Option<&Squad> {
+        (**self).squad_by_str(id)
+    }
+    fn agent_by_str(&self, id: &str) -> Option<&Agent> {
+        (**self).agent_by_str(id)
+    }
+    fn issue(&self, id: &IssueId) -> Option<&Issue> {
+        (**self).issue(id)
+    }
+    fn issue_number(&self, id: &IssueId) -> Option<u64> {
+        (**self).issue_number(id)
+    }
+    fn children(&self, parent: &IssueId) -> &[IssueId] {
+        (**self).children(parent)
+    }
+    fn squad_issues(&self, squad: &SquadId) -> Vec<IssueId> {
+        (**self).squad_issues(squad)
+    }
+    fn autopilot_issues(&self, autopilot: &AutopilotId) -> &[IssueId] {
+        (**self).autopilot_issues(autopilot)
+    }
+    fn task(&self, id: &TaskId) -> Option<&Task> {
+        (**self).task(id)
+    }
+    fn pending_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task> {
+        (**self).pending_task(issue, agent)
+    }
+    fn latest_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task> {
+        (**self).latest_task(issue, agent)
+    }
+    fn active_tasks(&self, issue: &IssueId) -> Vec<&Task> {
+        (**self).active_tasks(issue)
+    }
+    fn comment(&self, id: &CommentId) -> Option<&Comment> {
+        (**self).comment(id)
+    }
+    fn tasks_triggered_by(&self, comment: &CommentId) -> Vec<&Task> {
+        (**self).tasks_triggered_by(comment)
+    }
+    fn autopilot(&self, id: &AutopilotId) -> Option<&Autopilot> {
+        (**self).autopilot(id)
+    }
+    fn squad_autopilots(&self, squad: &SquadId) -> Vec<AutopilotId> {
+        (**self).squad_autopilots(squad)
+    }
+    fn evaluation(&self, task: &TaskId) -> Option<EvaluationOutcome> {
+        (**self).evaluation(task)
+    }
+    fn id_seq(&self) -> u64 {
+        (**self).id_seq()
+    }
+    fn put_workspace(&mut self, workspace: Workspace) {
+        (**self).put_workspace(workspace)
+    }
+    fn put_user(&mut self, user: User) {
+        (**self).put_user(user)
+    }
+    fn put_membership(&mut self, membership: Membership) {
+        (**self).put_membership(membership)
+    }
+    fn put_squad(&mut self, squad: Squad) {
+        (**self).put_squad(squad)
+    }
+    fn put_member(&mut self, member: SquadMember) {
+        (**self).put_member(member)
+    }
+    fn remove_member(&mut self, squad: &SquadId, member: &MemberRef) {
+        (**self).remove_member(squad, member)
+    }
+    fn put_agent(&mut self, agent: Agent) {
+        (**self).put_agent(agent)
+    }
+    fn put_issue(&mut self, issue: Issue) {
+        (**self).put_issue(issue)
+    }
+    fn update_issue(
+        &mut self,
+        id: &IssueId,
+        status: Option<IssueStatus>,
+        assignee: Option<Option<Assignee>>,
+    ) {
+        (**self).update_issue(id, status, assignee)
+    }
+    fn set_issue_number(&mut self, id: &IssueId, number: u64) {
+        (**self).set_issue_number(id, number)
+    }
+    fn delete_issue(&mut self, id: &IssueId) {
+        (**self).delete_issue(id)
+    }
+    fn put_task(&mut self, task: Task) {
+        (**self).put_task(task)
+    }
+    fn set_task_status(&mut self, id: &TaskId, status: TaskStatus) {
+        (**self).set_task_status(id, status)
+    }
+    fn put_comment(&mut self, comment: Comment) {
+        (**self).put_comment(comment)
+    }
+    fn put_autopilot(&mut self, autopilot: Autopilot) {
+        (**self).put_autopilot(autopilot)
+    }
+    fn put_evaluation(&mut self, task: TaskId, outcome: EvaluationOutcome) {
+        (**self).put_evaluation(task, outcome)
+    }
+    fn advance_id_seq(&mut self, seq: u64) {
+        (**self).advance_id_seq(seq)
+    }
 }
 
 /// A task's position in [`InMemoryDirectory::tasks`]: the indexes hold handles, not ids, so
@@ -474,6 +637,15 @@ impl InMemoryDirectory {
 }
 
 impl Directory for InMemoryDirectory {
+    fn put_workspace(&mut self, workspace: Workspace) {
+        InMemoryDirectory::put_workspace(self, workspace);
+    }
+    fn put_user(&mut self, user: User) {
+        InMemoryDirectory::put_user(self, user);
+    }
+    fn put_membership(&mut self, membership: Membership) {
+        InMemoryDirectory::put_membership(self, membership);
+    }
     fn workspace(&self, id: &WorkspaceId) -> Option<&Workspace> {
         self.workspaces.get(id)
     }
@@ -560,7 +732,7 @@ impl Directory for InMemoryDirectory {
         let mut v: Vec<AutopilotId> = self
             .autopilots
             .values()
-            .filter(|a| matches!(&a.assignee, Assignee::Squad(s) if s == squad))
+            .filter(|a| matches!(&a.assignee, Some(Assignee::Squad(s)) if s == squad))
             .map(|a| a.id.clone())
             .collect();
         v.sort();
@@ -843,6 +1015,7 @@ mod tests {
             trigger_comment_id: trigger.map(|c| CommentId::new(c).expect("valid id")),
             originator_user_id: None,
             head_sha: None,
+            context: None,
             attempt: 1,
             created_at: t0(),
         }
@@ -961,6 +1134,7 @@ mod tests {
             permission_mode: PermissionMode::Private,
             invocation_targets: Vec::new(),
             skills: Vec::new(),
+            instructions: String::new(),
             created_at: t0(),
         });
         let s1 = SquadId::new("s1").expect("valid id");

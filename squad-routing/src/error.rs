@@ -12,6 +12,14 @@ pub enum ErrorKind {
     UnknownEventKind,
     /// A trace record names an entity that the trace never defined (or defines one twice).
     UnknownReference,
+    /// The trace declares a schema version newer than this crate reads.
+    UnsupportedVersion,
+    /// A size or count is over its documented limit.
+    OutOfRange,
+    /// A policy file is not a JSON object of known policy fields.
+    InvalidPolicy,
+    /// The storage behind a directory failed (a database error); retrying may succeed.
+    Storage,
 }
 
 /// An error from parsing or replaying a trace.
@@ -54,10 +62,10 @@ impl Error {
         &self.message
     }
 
-    /// Always `false`: every error here is about the input, and retrying the same input fails
-    /// the same way.
+    /// `true` only for [`ErrorKind::Storage`]: every other error is about the input, and
+    /// retrying the same input fails the same way.
     pub fn is_retryable(&self) -> bool {
-        false
+        self.kind == ErrorKind::Storage
     }
 }
 

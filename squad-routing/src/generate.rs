@@ -15,11 +15,15 @@ use squad_model::{
 use crate::apply::apply;
 use crate::directory::{Directory, InMemoryDirectory};
 use crate::engine::Engine;
-use crate::event::Event;
+use crate::error::{Error, ErrorKind, Result};
+use crate::event::{
+    BatchUpdate, ClaimTask, CreateIssue, Event, PostComment, SetTaskStatus, UpdateIssue,
+};
 use crate::records::{Membership, Principal, User, Workspace, WorkspaceRole};
 use crate::trace::{IssueRecord, TraceLine};
 
-/// What to generate.
+/// What to generate. Each size has an upper bound (the `MAX_*` constants), so that a trace fits
+/// in memory: [`generate`] refuses a larger one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GenConfig {
     /// Number of squads (each: a leader, two workers, one human).
@@ -30,6 +34,56 @@ pub struct GenConfig {
     pub events: usize,
     /// Seed of the pseudo-random choices.
     pub seed: u64,
+}
+
+impl GenConfig {
+    /// The most squads a trace may have.
+    pub const MAX_SQUADS: usize = 100_000;
+    /// The most background issues per squad.
+    pub const MAX_ISSUES_PER_SQUAD: usize = 100;
+    /// The most background issues in all (`squads * issues_per_squad`).
+    pub const MAX_ISSUES: usize = 1_000_000;
+    /// The most events a trace may have.
+    pub const MAX_EVENTS: usize = 2_000_000;
+
+    /// Checks every size against its bound.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::OutOfRange`] naming the field and its limit.
+    ///
+    /// ```
+    /// use squad_routing::generate::GenConfig;
+    ///
+    /// let big = GenConfig { squads: 4_000_000_000, ..GenConfig::default() };
+    /// assert_eq!(big.check().unwrap_err().to_string(), "squads is 4000000000, more than the limit of 100000");
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        let over = |field: &str, value: usize, max: usize| {
+            Error::new(
+                ErrorKind::OutOfRange,
+                format!("{field} is {value}, more than the limit of {max}"),
+            )
+        };
+        if self.squads > Self::MAX_SQUADS {
+            return Err(over("squads", self.squads, Self::MAX_SQUADS));
+        }
+        if self.issues_per_squad > Self::MAX_ISSUES_PER_SQUAD {
+            return Err(over(
+                "issues_per_squad",
+                self.issues_per_squad,
+                Self::MAX_ISSUES_PER_SQUAD,
+            ));
+        }
+        if self.events > Self::MAX_EVENTS {
+            return Err(over("events", self.events, Self::MAX_EVENTS));
+        }
+        let issues = self.squads * self.issues_per_squad;
+        if issues > Self::MAX_ISSUES {
+            return Err(over("squads * issues_per_squad", issues, Self::MAX_ISSUES));
+        }
+        Ok(())
+    }
 }
 
 impl Default for GenConfig {
@@ -63,19 +117,28 @@ impl Generated {
         dir
     }
 
+    /// The trace's lines (JSON, without newlines): the schema version, the entities, the
+    /// events.
+    pub fn lines(&self) -> impl Iterator<Item = String> + '_ {
+        let version = TraceLine::SchemaVersion {
+            version: crate::trace::SCHEMA_VERSION,
+        };
+        std::iter::once(version.to_json())
+            .chain(self.entities.iter().map(TraceLine::to_json))
+            .chain(self.events.iter().map(|(at, event)| {
+                TraceLine::Event {
+                    at: Some(*at),
+                    event: event.clone(),
+                }
+                .to_json()
+            }))
+    }
+
     /// The whole trace as JSON Lines.
     pub fn to_jsonl(&self) -> String {
         let mut out = String::new();
-        for e in &self.entities {
-            out.push_str(&e.to_json());
-            out.push('\n');
-        }
-        for (at, event) in &self.events {
-            let line = TraceLine::Event {
-                at: Some(*at),
-                event: event.clone(),
-            };
-            out.push_str(&line.to_json());
+        for line in self.lines() {
+            out.push_str(&line);
             out.push('\n');
         }
         out
@@ -111,6 +174,16 @@ struct Team {
     human: UserId,
 }
 
+/// What a generated issue is created with.
+struct NewIssue<'a> {
+    actor: Principal,
+    task: Option<TaskId>,
+    status: IssueStatus,
+    assignee: (&'a str, String),
+    parent: Option<&'a IssueId>,
+    stage: Option<u32>,
+}
+
 struct Sim {
     engine: Engine,
     dir: InMemoryDirectory,
@@ -140,10 +213,10 @@ impl Sim {
         d.enqueued().map(|t| t.id.clone()).collect()
     }
     fn status(&mut self, task: &TaskId, status: TaskStatus) {
-        self.run(Event::TaskStatus {
+        self.run(Event::TaskStatus(SetTaskStatus {
             task_id: task.clone(),
             status,
-        });
+        }));
     }
     fn comment(
         &mut self,
@@ -153,7 +226,7 @@ impl Sim {
         text: String,
     ) -> Vec<TaskId> {
         let comment_id = CommentId::new(self.fresh(0xc0)).expect("generated ids are valid");
-        self.run(Event::Comment {
+        self.run(Event::Comment(PostComment {
             comment_id,
             issue_id: issue.clone(),
             author,
@@ -161,21 +234,20 @@ impl Sim {
             parent_id: None,
             content: text,
             suppress_agent_ids: Vec::new(),
-        })
+        }))
     }
-    #[allow(clippy::too_many_arguments, reason = "mirrors the create request")]
-    fn create(
-        &mut self,
-        ws: &WorkspaceId,
-        actor: Principal,
-        task: Option<TaskId>,
-        status: IssueStatus,
-        assignee: (&str, String),
-        parent: Option<&IssueId>,
-        stage: Option<u32>,
-    ) -> (IssueId, Vec<TaskId>) {
+    /// Creates an issue; returns its id and the tasks it enqueued.
+    fn create(&mut self, ws: &WorkspaceId, c: NewIssue<'_>) -> (IssueId, Vec<TaskId>) {
+        let NewIssue {
+            actor,
+            task,
+            status,
+            assignee,
+            parent,
+            stage,
+        } = c;
         let issue_id = IssueId::new(self.fresh(0x15)).expect("generated ids are valid");
-        let tasks = self.run(Event::CreateIssue {
+        let tasks = self.run(Event::CreateIssue(CreateIssue {
             actor,
             task_id: task,
             workspace_id: ws.clone(),
@@ -188,7 +260,7 @@ impl Sim {
             parent_issue_id: parent.cloned(),
             stage,
             suppress_run: false,
-        });
+        }));
         (issue_id, tasks)
     }
     fn update(
@@ -198,7 +270,7 @@ impl Sim {
         issue: &IssueId,
         status: IssueStatus,
     ) -> Vec<TaskId> {
-        self.run(Event::UpdateIssue {
+        self.run(Event::UpdateIssue(UpdateIssue {
             actor,
             task_id: task,
             issue_id: issue.clone(),
@@ -207,20 +279,25 @@ impl Sim {
             assignee_id: None,
             unassign: false,
             suppress_run: false,
-        })
+        }))
     }
 }
 
 /// Generates a trace.
 ///
+/// # Errors
+///
+/// [`ErrorKind::OutOfRange`] when a size is over its bound ([`GenConfig::check`]).
+///
 /// ```
 /// use squad_routing::generate::{generate, GenConfig};
 ///
-/// let g = generate(&GenConfig { squads: 3, issues_per_squad: 2, events: 40, seed: 7 });
+/// let g = generate(&GenConfig { squads: 3, issues_per_squad: 2, events: 40, seed: 7 }).unwrap();
 /// assert_eq!(g.events.len(), 40);
 /// assert!(g.to_jsonl().lines().count() > 40);
 /// ```
-pub fn generate(cfg: &GenConfig) -> Generated {
+pub fn generate(cfg: &GenConfig) -> Result<Generated> {
+    cfg.check()?;
     let t0 = Timestamp::from_unix_seconds(1_796_032_800).unwrap_or_else(|_| Timestamp::now());
     let ws = WorkspaceId::new("00000000-0000-4000-8000-000000000001").expect("valid id");
     let mut entities = vec![TraceLine::Workspace(Workspace {
@@ -269,6 +346,7 @@ pub fn generate(cfg: &GenConfig) -> Generated {
                     Vec::new()
                 },
                 skills: vec!["rust".into(), "review".into()],
+                instructions: String::new(),
                 created_at: t0,
             }));
             a
@@ -357,10 +435,10 @@ pub fn generate(cfg: &GenConfig) -> Generated {
         let team = &teams[rng.below(teams.len())];
         episode(&mut sim, &mut rng, &ws, team);
     }
-    Generated {
+    Ok(Generated {
         entities,
         events: sim.events,
-    }
+    })
 }
 
 fn mention(kind: &str, id: &str, label: &str) -> String {
@@ -374,19 +452,21 @@ fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
     let w0 = Principal::Agent(t.workers[0].clone());
     let (parent, tasks) = sim.create(
         ws,
-        human.clone(),
-        None,
-        IssueStatus::Todo,
-        ("squad", t.squad.to_string()),
-        None,
-        None,
+        NewIssue {
+            actor: human.clone(),
+            task: None,
+            status: IssueStatus::Todo,
+            assignee: ("squad", t.squad.to_string()),
+            parent: None,
+            stage: None,
+        },
     );
     let Some(lt) = tasks.first().cloned() else {
         return;
     };
-    sim.run(Event::Claim {
+    sim.run(Event::Claim(ClaimTask {
         task_id: lt.clone(),
-    });
+    }));
     sim.status(&lt, TaskStatus::Running);
     let w_tasks = sim.comment(
         &parent,
@@ -400,21 +480,25 @@ fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
     sim.status(&lt, TaskStatus::Completed);
     let (c1, c1_tasks) = sim.create(
         ws,
-        lead.clone(),
-        Some(lt.clone()),
-        IssueStatus::Todo,
-        ("agent", t.workers[0].to_string()),
-        Some(&parent),
-        Some(1),
+        NewIssue {
+            actor: lead.clone(),
+            task: Some(lt.clone()),
+            status: IssueStatus::Todo,
+            assignee: ("agent", t.workers[0].to_string()),
+            parent: Some(&parent),
+            stage: Some(1),
+        },
     );
     let (c2, _) = sim.create(
         ws,
-        lead.clone(),
-        Some(lt.clone()),
-        IssueStatus::Backlog,
-        ("agent", t.workers[1].to_string()),
-        Some(&parent),
-        Some(2),
+        NewIssue {
+            actor: lead.clone(),
+            task: Some(lt.clone()),
+            status: IssueStatus::Backlog,
+            assignee: ("agent", t.workers[1].to_string()),
+            parent: Some(&parent),
+            stage: Some(2),
+        },
     );
     let wt = c1_tasks.first().or(w_tasks.first()).cloned();
     sim.comment(
@@ -438,7 +522,7 @@ fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
     };
     sim.comment(&parent, human.clone(), None, text);
     sim.update(lead.clone(), None, &c2, IssueStatus::Todo);
-    sim.run(Event::BatchUpdate {
+    sim.run(Event::BatchUpdate(BatchUpdate {
         actor: human,
         task_id: None,
         issue_ids: vec![c2],
@@ -446,7 +530,7 @@ fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
         assignee_type: None,
         assignee_id: None,
         suppress_run: false,
-    });
+    }));
     let pending: Vec<TaskId> = sim
         .dir
         .active_tasks(&parent)

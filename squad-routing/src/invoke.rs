@@ -1,7 +1,7 @@
 //! `canInvokeAgent`, the trigger gate (§8), autopilot admission and member status.
 
 use serde::Serialize;
-use squad_model::{Agent, InvocationTarget, PermissionMode, Timestamp, UserId};
+use squad_model::{Actor, Agent, InvocationTarget, PermissionMode, Timestamp, UserId};
 
 use crate::directory::Directory;
 use crate::records::Principal;
@@ -23,7 +23,7 @@ use crate::records::Principal;
 ///     id: AgentId::new("a1").unwrap(), workspace_id: WorkspaceId::new("w").unwrap(),
 ///     name: "Ada".into(), owner_id: Some(owner.clone()), archived_at: None, runtime: None,
 ///     permission_mode: PermissionMode::Private, invocation_targets: vec![], skills: vec![],
-///     created_at: Timestamp::from_unix_seconds(0).unwrap(),
+///     instructions: String::new(), created_at: Timestamp::from_unix_seconds(0).unwrap(),
 /// };
 /// let dir = InMemoryDirectory::new();
 /// assert!(can_invoke_agent(&dir, &agent, &Principal::Member(owner.clone()), None));
@@ -62,19 +62,47 @@ pub fn can_invoke_agent(
     })
 }
 
-/// Autopilot admission for a member (the clicker of "run now", or the creator for automated
-/// triggers): the owner, or `public_to` with a workspace target and the member in the workspace,
-/// or a matching member target. No admin bypass.
-pub fn autopilot_admits(dir: &dyn Directory, agent: &Agent, member: &UserId) -> bool {
-    if agent.owner_id.as_ref() == Some(member) {
+/// Autopilot admission (§6) of the clicker of "run now" (a member), or of the creator for
+/// scheduled, webhook and API triggers: the owner; or, for `public_to`, a workspace target with
+/// the member in the workspace **or an agent-created autopilot**, or a member target naming the
+/// member. No admin bypass.
+///
+/// ```
+/// use squad_routing::{autopilot_admits, InMemoryDirectory};
+/// use squad_model::{Actor, Agent, AgentId, InvocationTarget, PermissionMode, Timestamp, UserId, WorkspaceId};
+///
+/// let mut agent = Agent {
+///     id: AgentId::new("a1").unwrap(), workspace_id: WorkspaceId::new("w").unwrap(),
+///     name: "Ada".into(), owner_id: None, archived_at: None, runtime: None,
+///     permission_mode: PermissionMode::PublicTo, invocation_targets: vec![InvocationTarget::Workspace],
+///     skills: vec![], instructions: String::new(), created_at: Timestamp::from_unix_seconds(0).unwrap(),
+/// };
+/// let dir = InMemoryDirectory::new();
+/// let by_agent = Actor::Agent(AgentId::new("a2").unwrap());
+/// // An agent-created autopilot passes a workspace target; a stranger does not.
+/// assert!(autopilot_admits(&dir, &agent, &by_agent));
+/// assert!(!autopilot_admits(&dir, &agent, &Actor::Member(UserId::new("u9").unwrap())));
+/// // A private agent admits only its owner.
+/// agent.permission_mode = PermissionMode::Private;
+/// assert!(!autopilot_admits(&dir, &agent, &by_agent));
+/// ```
+pub fn autopilot_admits(dir: &dyn Directory, agent: &Agent, who: &Actor) -> bool {
+    let member = match who {
+        Actor::Member(u) => Some(u),
+        Actor::Agent(_) => None,
+    };
+    if member.is_some() && agent.owner_id.as_ref() == member {
         return true;
     }
     if agent.permission_mode != PermissionMode::PublicTo {
         return false;
     }
     agent.invocation_targets.iter().any(|t| match t {
-        InvocationTarget::Workspace => dir.workspace_role(&agent.workspace_id, member).is_some(),
-        InvocationTarget::Member(m) => m == member,
+        InvocationTarget::Workspace => match member {
+            Some(u) => dir.workspace_role(&agent.workspace_id, u).is_some(),
+            None => true,
+        },
+        InvocationTarget::Member(m) => member == Some(m),
         InvocationTarget::Team(_) => false,
     })
 }

@@ -3,16 +3,23 @@
 
 mod apply;
 pub mod briefing;
+#[cfg(feature = "conformance")]
+#[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
+pub mod conformance;
 mod decision;
 mod directory;
 mod engine;
 mod error;
-mod event;
+pub mod event;
 pub mod generate;
 mod invoke;
 pub mod mention;
 mod policy;
 mod records;
+mod simple;
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
+pub mod sqlite;
 pub mod trace;
 
 pub use apply::{apply, apply_drain, apply_owned};
@@ -26,4 +33,7 @@ pub use policy::RoutingPolicy;
 pub use records::{
     Comment, EvaluationOutcome, Membership, Principal, User, Workspace, WorkspaceRole,
 };
+pub use simple::SimpleDirectory;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteDirectory;
 pub use trace::{Replay, TraceLine};

@@ -1,6 +1,8 @@
-//! Traces: JSON Lines of entity records, then event records; and their replay.
+//! Traces: JSON Lines of an optional schema version, entity records, then event records; and
+//! their replay.
 //!
 //! ```text
+//! {"kind":"schema_version","version":2}
 //! {"kind":"workspace","id":"w1","issue_prefix":"SQ"}
 //! {"kind":"user","id":"u1","name":"Sam"}
 //! {"kind":"membership","workspace_id":"w1","user_id":"u1","role":"owner"}
@@ -13,8 +15,16 @@
 //! ```
 //!
 //! The JSON Schema is `schemas/trace.schema.json` ([`TRACE_SCHEMA`]). Replaying checks what the
-//! schema cannot: entity records come before events, ids are defined once, and every id an
-//! event acts on exists. Errors name the 1-based line.
+//! schema cannot: the schema version comes first, entity records come before events, ids are
+//! defined once, and every id an event acts on exists. Errors name the 1-based line.
+//!
+//! # Versions
+//!
+//! A trace without a `schema_version` record is version 1 (traces written before the record
+//! existed). Version 2 ([`SCHEMA_VERSION`]) adds agent `instructions`, task `context`
+//! (quick-create), autopilots without an assignee or created by an agent (`creator_type`), and the
+//! `quick_create` event. Each version is a superset of the one before, so a reader accepts every
+//! version up to its own and refuses a newer one (it could not tell what the new fields mean).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -27,11 +37,14 @@ use crate::apply::apply;
 use crate::directory::{Directory, InMemoryDirectory};
 use crate::engine::{Decisions, Engine};
 use crate::error::{Error, ErrorKind, Result};
-use crate::event::Event;
+use crate::event::*;
 use crate::records::{Comment, Membership, Principal, User, Workspace};
 
 /// The JSON Schema of one trace line.
 pub const TRACE_SCHEMA: &str = include_str!("../schemas/trace.schema.json");
+
+/// The trace schema version this crate writes, and the newest it reads.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// An issue record with its optional number.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -50,6 +63,11 @@ pub struct IssueRecord {
 #[allow(clippy::large_enum_variant, reason = "records are built once per line")]
 #[non_exhaustive]
 pub enum TraceLine {
+    /// The schema version of the trace (first record; absent means version 1).
+    SchemaVersion {
+        /// The version, 1 to [`SCHEMA_VERSION`].
+        version: u32,
+    },
     /// A workspace.
     Workspace(Workspace),
     /// A user.
@@ -139,6 +157,36 @@ pub fn parse_line(line: &str) -> Result<TraceLine> {
         serde_json::from_value(v).map_err(|e| invalid(format!("invalid {kind} record: {e}")))
     }
     Ok(match kind.as_str() {
+        "schema_version" => {
+            let version = match obj.remove("version") {
+                Some(Value::Number(n)) => n.as_u64(),
+                Some(_) => None,
+                None => return Err(invalid("missing \"version\" in schema_version record")),
+            };
+            if let Some(extra) = obj.keys().next() {
+                return Err(invalid(format!(
+                    "unknown field \"{extra}\" in schema_version record"
+                )));
+            }
+            match version {
+                Some(v @ 1..) if v <= u64::from(SCHEMA_VERSION) => TraceLine::SchemaVersion {
+                    version: u32::try_from(v).unwrap_or(SCHEMA_VERSION),
+                },
+                Some(v) if v > u64::from(SCHEMA_VERSION) => {
+                    return Err(Error::new(
+                        ErrorKind::UnsupportedVersion,
+                        format!(
+                            "trace schema version {v} is newer than this build reads (1 to {SCHEMA_VERSION})"
+                        ),
+                    ));
+                }
+                _ => {
+                    return Err(invalid(
+                        "\"version\" in schema_version record must be a positive integer",
+                    ));
+                }
+            }
+        }
         "workspace" => TraceLine::Workspace(typed(&kind, value)?),
         "user" => TraceLine::User(typed(&kind, value)?),
         "membership" => TraceLine::Membership(typed(&kind, value)?),
@@ -178,7 +226,7 @@ pub fn parse_line(line: &str) -> Result<TraceLine> {
         }
         other => {
             return Err(invalid(format!(
-                "unknown record kind \"{other}\" (expected one of {}, event)",
+                "unknown record kind \"{other}\" (expected schema_version, one of {}, or event)",
                 ENTITY_KINDS.join(", ")
             )));
         }
@@ -195,9 +243,14 @@ pub struct EventOutput {
     /// What the engine decided.
     #[serde(flatten)]
     pub decisions: Decisions,
+    /// For a claim: the instructions the agent runs with
+    /// ([`briefing::claim_instructions`](crate::briefing::claim_instructions)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
-/// Replays a trace line by line into an [`InMemoryDirectory`].
+/// Replays a trace line by line into a directory: an [`InMemoryDirectory`] by default, or any
+/// other ([`Replay::with_directory`]), for example a `SqliteDirectory` that keeps the state.
 ///
 /// ```
 /// use squad_routing::{Replay, Engine};
@@ -208,29 +261,57 @@ pub struct EventOutput {
 /// assert_eq!(err.to_string(), "line 2: unknown event kind \"frobnicate\"");
 /// ```
 #[derive(Debug)]
-pub struct Replay {
+pub struct Replay<D = InMemoryDirectory> {
     engine: Engine,
-    dir: InMemoryDirectory,
+    dir: D,
     clock: Timestamp,
     line: usize,
     in_events: bool,
+    /// Whether a record was fed (the schema version must come first).
+    started: bool,
+    version: u32,
 }
 
 impl Replay {
-    /// A replay with an empty directory; the clock starts at 2026-01-01T00:00:00Z.
+    /// A replay with an empty in-memory directory; the clock starts at 2026-01-01T00:00:00Z.
     pub fn new(engine: Engine) -> Self {
+        Self::with_directory(engine, InMemoryDirectory::new())
+    }
+}
+
+impl<D: Directory> Replay<D> {
+    /// A replay into `dir`, which may already hold records (a later replay continuing an earlier
+    /// one); the clock starts at 2026-01-01T00:00:00Z.
+    pub fn with_directory(engine: Engine, dir: D) -> Self {
         Self {
             engine,
-            dir: InMemoryDirectory::new(),
+            dir,
             clock: Timestamp::from_unix_seconds(1_767_225_600).unwrap_or_else(|_| Timestamp::now()),
             line: 0,
             in_events: false,
+            started: false,
+            version: 1,
         }
     }
 
+    /// The trace's schema version: 1 until a `schema_version` record says otherwise.
+    pub fn schema_version(&self) -> u32 {
+        self.version
+    }
+
     /// The directory in its current state.
-    pub fn directory(&self) -> &InMemoryDirectory {
+    pub fn directory(&self) -> &D {
         &self.dir
+    }
+
+    /// The directory, for writes outside the replay (a database transaction, say).
+    pub fn directory_mut(&mut self) -> &mut D {
+        &mut self.dir
+    }
+
+    /// The directory, ending the replay.
+    pub fn into_directory(self) -> D {
+        self.dir
     }
 
     /// Feeds the next line. Blank lines and entity records return `Ok(None)`.
@@ -257,6 +338,17 @@ impl Replay {
     ///
     /// As [`Self::feed_line`], without the line number.
     pub fn feed(&mut self, record: TraceLine) -> Result<Option<EventOutput>> {
+        let first = !self.started;
+        self.started = true;
+        if let TraceLine::SchemaVersion { version } = record {
+            if !first {
+                return Err(invalid(
+                    "the schema_version record must come before every other record",
+                ));
+            }
+            self.version = version;
+            return Ok(None);
+        }
         if let TraceLine::Event { at, event } = record {
             self.in_events = true;
             check_event(&self.dir, &event)?;
@@ -264,11 +356,16 @@ impl Replay {
                 self.clock = at;
             }
             let decisions = self.engine.decide(&self.dir, self.clock, &event);
+            let instructions = decisions
+                .decisions
+                .iter()
+                .find_map(|d| crate::briefing::claim_instructions(&self.dir, d));
             apply(&mut self.dir, &decisions);
             return Ok(Some(EventOutput {
                 line: self.line,
                 event: event.kind(),
                 decisions,
+                instructions,
             }));
         }
         if self.in_events {
@@ -285,7 +382,7 @@ impl Replay {
 /// # Errors
 ///
 /// [`ErrorKind::UnknownReference`] for a duplicate id or a dangling reference.
-pub fn load_entity(dir: &mut InMemoryDirectory, record: TraceLine) -> Result<()> {
+pub fn load_entity(dir: &mut dyn Directory, record: TraceLine) -> Result<()> {
     match record {
         TraceLine::Workspace(w) => {
             if dir.workspace(&w.id).is_some() {
@@ -369,7 +466,7 @@ pub fn load_entity(dir: &mut InMemoryDirectory, record: TraceLine) -> Result<()>
             need_workspace(dir, &a.workspace_id)?;
             dir.put_autopilot(a);
         }
-        TraceLine::Event { .. } => {}
+        TraceLine::SchemaVersion { .. } | TraceLine::Event { .. } => {}
     }
     Ok(())
 }
@@ -419,48 +516,48 @@ fn need_squad(dir: &dyn Directory, id: &squad_model::SquadId) -> Result<()> {
 /// [`ErrorKind::UnknownReference`] naming the first offending id.
 pub fn check_event(dir: &dyn Directory, event: &Event) -> Result<()> {
     match event {
-        Event::CreateSquad {
+        Event::CreateSquad(CreateSquad {
             actor,
             workspace_id,
             squad_id,
             ..
-        } => {
+        }) => {
             need_user(dir, actor)?;
             need_workspace(dir, workspace_id)?;
             if dir.squad(squad_id).is_some() {
                 return Err(duplicate("squad", squad_id));
             }
         }
-        Event::UpdateSquad {
+        Event::UpdateSquad(UpdateSquad {
             actor, squad_id, ..
-        }
-        | Event::ArchiveSquad { actor, squad_id }
-        | Event::AddMember {
+        })
+        | Event::ArchiveSquad(ArchiveSquad { actor, squad_id })
+        | Event::AddMember(AddMember {
             actor, squad_id, ..
-        }
-        | Event::RemoveMember {
+        })
+        | Event::RemoveMember(RemoveMember {
             actor, squad_id, ..
-        }
-        | Event::SetMemberRole {
+        })
+        | Event::SetMemberRole(SetMemberRole {
             actor, squad_id, ..
-        } => {
+        }) => {
             need_user(dir, actor)?;
             need_squad(dir, squad_id)?;
         }
-        Event::RecordEvaluation {
+        Event::RecordEvaluation(RecordEvaluation {
             agent_id, issue_id, ..
-        } => {
+        }) => {
             need_agent(dir, agent_id)?;
             need_issue(dir, issue_id)?;
         }
-        Event::CreateIssue {
+        Event::CreateIssue(CreateIssue {
             actor,
             task_id,
             workspace_id,
             issue_id,
             parent_issue_id,
             ..
-        } => {
+        }) => {
             need_principal(dir, actor)?;
             need_workspace(dir, workspace_id)?;
             if dir.issue(issue_id).is_some() {
@@ -473,24 +570,24 @@ pub fn check_event(dir: &dyn Directory, event: &Event) -> Result<()> {
                 need_task(dir, t)?;
             }
         }
-        Event::UpdateIssue {
+        Event::UpdateIssue(UpdateIssue {
             actor,
             task_id,
             issue_id,
             ..
-        } => {
+        }) => {
             need_principal(dir, actor)?;
             need_issue(dir, issue_id)?;
             if let Some(t) = task_id {
                 need_task(dir, t)?;
             }
         }
-        Event::BatchUpdate {
+        Event::BatchUpdate(BatchUpdate {
             actor,
             task_id,
             issue_ids,
             ..
-        } => {
+        }) => {
             need_principal(dir, actor)?;
             for i in issue_ids {
                 need_issue(dir, i)?;
@@ -499,18 +596,18 @@ pub fn check_event(dir: &dyn Directory, event: &Event) -> Result<()> {
                 need_task(dir, t)?;
             }
         }
-        Event::DeleteIssue { actor, issue_id } => {
+        Event::DeleteIssue(DeleteIssue { actor, issue_id }) => {
             need_principal(dir, actor)?;
             need_issue(dir, issue_id)?;
         }
-        Event::Comment {
+        Event::Comment(PostComment {
             comment_id,
             issue_id,
             author,
             task_id,
             parent_id,
             ..
-        } => {
+        }) => {
             need_principal(dir, author)?;
             need_issue(dir, issue_id)?;
             if dir.comment(comment_id).is_some() {
@@ -525,23 +622,23 @@ pub fn check_event(dir: &dyn Directory, event: &Event) -> Result<()> {
                 need_task(dir, t)?;
             }
         }
-        Event::SaveAutopilot {
+        Event::SaveAutopilot(SaveAutopilot {
             actor,
             task_id,
             workspace_id,
             ..
-        } => {
+        }) => {
             need_principal(dir, actor)?;
             need_workspace(dir, workspace_id)?;
             if let Some(t) = task_id {
                 need_task(dir, t)?;
             }
         }
-        Event::TriggerAutopilot {
+        Event::TriggerAutopilot(TriggerAutopilot {
             autopilot_id,
             actor,
             ..
-        } => {
+        }) => {
             if dir.autopilot(autopilot_id).is_none() {
                 return Err(unknown_ref("autopilot", autopilot_id));
             }
@@ -549,8 +646,19 @@ pub fn check_event(dir: &dyn Directory, event: &Event) -> Result<()> {
                 need_user(dir, u)?;
             }
         }
-        Event::TaskStatus { task_id, .. } | Event::Claim { task_id } => need_task(dir, task_id)?,
-        Event::SetRuntime { agent_id, .. } | Event::ArchiveAgent { agent_id } => {
+        Event::TaskStatus(SetTaskStatus { task_id, .. }) | Event::Claim(ClaimTask { task_id }) => {
+            need_task(dir, task_id)?;
+        }
+        Event::QuickCreate(QuickCreate {
+            actor,
+            workspace_id,
+            ..
+        }) => {
+            need_user(dir, actor)?;
+            need_workspace(dir, workspace_id)?;
+        }
+        Event::SetRuntime(SetRuntime { agent_id, .. })
+        | Event::ArchiveAgent(ArchiveAgent { agent_id }) => {
             need_agent(dir, agent_id)?;
         }
     }

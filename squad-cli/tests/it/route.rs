@@ -236,3 +236,221 @@ fn generate_then_replay() {
     );
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 60);
 }
+
+/// Every size of `route generate` has an upper bound; over it, or negative, is exit 2 with one
+/// error naming the flag and the limit, and nothing is printed (issue 14: `--squads 4000000000`
+/// aborted with a 320 GB allocation).
+#[test]
+fn generate_sizes_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["--squads", "4000000000", "--events", "1"],
+            "error: invalid value '4000000000' for '--squads <SQUADS>': 4000000000 is out of range (0 to 100000)",
+        ),
+        (
+            &["--squads", "-1"],
+            "error: invalid value '-1' for '--squads <SQUADS>': -1 is out of range (0 to 100000)",
+        ),
+        (
+            &["--events", "2000001"],
+            "error: invalid value '2000001' for '--events <EVENTS>': 2000001 is out of range (0 to 2000000)",
+        ),
+        (
+            &["--issues-per-squad", "101"],
+            "error: invalid value '101' for '--issues-per-squad <ISSUES_PER_SQUAD>': 101 is out of range (0 to 100)",
+        ),
+        (
+            &["--seed", "-5"],
+            "error: invalid value '-5' for '--seed <SEED>': -5 is out of range (0 to 18446744073709551615)",
+        ),
+        (
+            &["--squads", "99999999999999999999999"],
+            "error: invalid value '99999999999999999999999' for '--squads <SQUADS>'",
+        ),
+        (
+            &[
+                "--squads",
+                "100000",
+                "--issues-per-squad",
+                "11",
+                "--events",
+                "1",
+            ],
+            "error: --squads × --issues-per-squad is 1100000, more than the limit of 1000000",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["route", "generate"];
+        all.extend_from_slice(args);
+        let out = run(&all, None, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.starts_with(want), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 2, "one error and one hint: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// A policy file is one JSON object of known fields: a misspelt field, an array, a scalar or a
+/// huge file is exit 2 naming the problem, instead of silently using the defaults.
+#[test]
+fn policy_files_are_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = format!("{{\"escalation_seconds\": 1{}}}", " ".repeat(2 << 20));
+    let cases = [
+        (
+            r#"{"cancel_task_on_reassign": false}"#.to_owned(),
+            "unknown field `cancel_task_on_reassign`",
+        ),
+        (
+            "[]".to_owned(),
+            "a policy must be a JSON object, not an array",
+        ),
+        (
+            "3".to_owned(),
+            "a policy must be a JSON object, not a number",
+        ),
+        (
+            r#"{"max_attempts": -1}"#.to_owned(),
+            "invalid value: integer `-1`",
+        ),
+        ("{".to_owned(), "invalid JSON"),
+        (big, "larger than the limit of 1 MiB"),
+    ];
+    for (text, want) in cases {
+        std::fs::write(dir.path().join("p.json"), &text).unwrap();
+        let out = run(
+            &["route", "replay", "--policy", "p.json", "-"],
+            Some(&trace()),
+            dir.path(),
+        );
+        assert_eq!(out.status.code(), Some(2), "{want}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.starts_with("error: "), "{err}");
+        assert!(err.lines().next().unwrap().contains(want), "{want}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+    // A valid policy with one field changes only that field.
+    std::fs::write(dir.path().join("p.json"), r#"{"max_attempts": 0}"#).unwrap();
+    let out = run(
+        &["route", "replay", "--policy", "p.json", "-"],
+        Some(&trace()),
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// `route replay --db`: the final state is kept in an SQLite file, a later replay continues from
+/// it (same decisions as one replay of the whole trace), and a bad trace writes nothing.
+#[test]
+fn replay_db_keeps_the_state_for_the_next_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        &[
+            "route", "generate", "--squads", "3", "--events", "80", "--seed", "9",
+        ],
+        None,
+        dir.path(),
+    );
+    let whole = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = whole.lines().collect();
+    let first_event = lines
+        .iter()
+        .position(|l| l.contains(r#""kind":"event""#))
+        .unwrap();
+    let cut = first_event + 30;
+    std::fs::write(dir.path().join("day1.jsonl"), lines[..cut].join("\n")).unwrap();
+    std::fs::write(dir.path().join("day2.jsonl"), lines[cut..].join("\n")).unwrap();
+    let decisions = |out: &Output| -> Vec<serde_json::Value> {
+        String::from_utf8(out.stdout.clone())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["decisions"].clone())
+            .collect()
+    };
+    let one = run(&["route", "replay", "-"], Some(&whole), dir.path());
+    let d1 = run(
+        &["route", "replay", "--db", "s.db", "day1.jsonl"],
+        None,
+        dir.path(),
+    );
+    assert_eq!(
+        d1.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&d1.stderr)
+    );
+    let d2 = run(
+        &["route", "replay", "--db", "s.db", "day2.jsonl"],
+        None,
+        dir.path(),
+    );
+    assert_eq!(
+        d2.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&d2.stderr)
+    );
+    let mut both = decisions(&d1);
+    both.extend(decisions(&d2));
+    assert_eq!(both.len(), 80);
+    assert_eq!(both, decisions(&one));
+    // A bad trace: exit 2, nothing printed, the database unchanged.
+    let before = std::fs::read(dir.path().join("s.db")).unwrap();
+    let bad = format!(
+        "{}\n{}\n",
+        lines[cut], r#"{"kind":"event","event":{"type":"claim","task_id":"nope"}}"#
+    );
+    let out = run(
+        &["route", "replay", "--db", "s.db", "-"],
+        Some(&bad),
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert_eq!(std::fs::read(dir.path().join("s.db")).unwrap(), before);
+    // Entities defined again are refused (they are in the database already).
+    let out = run(
+        &["route", "replay", "--db", "s.db", "day1.jsonl"],
+        None,
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("is defined twice")
+    );
+    // A file that is not a database: exit 1, the file untouched.
+    std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+    let out = run(
+        &["route", "replay", "--db", "notes.txt", "day1.jsonl"],
+        None,
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .starts_with("error: ")
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("notes.txt")).unwrap(),
+        b"hello"
+    );
+}
+
+/// A trace line longer than 16 MiB is refused without being held in memory.
+#[test]
+fn replay_refuses_an_endless_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "x".repeat((16 << 20) + 10);
+    let out = run(&["route", "replay", "-"], Some(&long), dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .starts_with("error: line 1: longer than the limit of 16 MiB")
+    );
+}

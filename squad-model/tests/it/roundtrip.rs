@@ -210,6 +210,7 @@ fn agent() -> impl Strategy<Value = Agent> {
                 },
                 invocation_targets,
                 skills,
+                instructions: String::new(),
                 created_at,
             },
         )
@@ -306,6 +307,7 @@ fn task() -> impl Strategy<Value = Task> {
                 trigger_comment_id: comment.map(|c| CommentId::new(c).unwrap()),
                 originator_user_id,
                 head_sha,
+                context: None,
                 attempt,
                 created_at,
             },
@@ -325,14 +327,27 @@ fn autopilot() -> impl Strategy<Value = Autopilot> {
         any::<bool>(),
         opt(text()),
         user(),
+        opt(agent_id()),
+        any::<bool>(),
     )
         .prop_map(
-            |(id, workspace_id, title, assignee, create, active, pause_reason, creator_id)| {
+            |(
+                id,
+                workspace_id,
+                title,
+                assignee,
+                create,
+                active,
+                pause_reason,
+                creator_id,
+                agent_creator,
+                assigned,
+            )| {
                 Autopilot {
                     id: AutopilotId::new(id).unwrap(),
                     workspace_id,
                     title,
-                    assignee,
+                    assignee: assigned.then_some(assignee),
                     execution_mode: if create {
                         ExecutionMode::CreateIssue
                     } else {
@@ -344,7 +359,7 @@ fn autopilot() -> impl Strategy<Value = Autopilot> {
                         AutopilotStatus::Paused
                     },
                     pause_reason,
-                    creator_id,
+                    creator: agent_creator.map_or(Actor::Member(creator_id), Actor::Agent),
                 }
             },
         )
@@ -461,4 +476,39 @@ fn wire_shapes_match_the_reference() {
     assert!(TaskStatus::Queued.is_pending() && TaskStatus::Dispatched.is_pending());
     assert!(!TaskStatus::Running.is_pending(), "running is not pending");
     assert!(IssueStatus::Done.is_terminal() && IssueStatus::Cancelled.is_terminal());
+}
+
+/// Autopilots written before agents could create them (`creator_id` alone, always an assignee)
+/// still read, as member-created; an agent creator is named by `creator_type`.
+#[test]
+fn autopilot_creator_wire_forms() {
+    let old = json!({"id": "ap1", "workspace_id": "w1", "assignee_type": "squad",
+        "assignee_id": "s1", "execution_mode": "run_only", "creator_id": "u1"});
+    let a: Autopilot = serde_json::from_value(old.clone()).unwrap();
+    assert_eq!(a.creator, Actor::Member(UserId::new("u1").unwrap()));
+    assert_eq!(
+        a.assignee,
+        Some(Assignee::Squad(SquadId::new("s1").unwrap()))
+    );
+    let mut v = serde_json::to_value(&a).unwrap();
+    v.as_object_mut().unwrap().remove("status");
+    v.as_object_mut().unwrap().remove("title");
+    assert_eq!(v, old);
+    let by_agent = json!({"id": "ap2", "workspace_id": "w1", "execution_mode": "create_issue",
+        "creator_type": "agent", "creator_id": "a1"});
+    let a: Autopilot = serde_json::from_value(by_agent).unwrap();
+    assert_eq!(a.creator, Actor::Agent(AgentId::new("a1").unwrap()));
+    assert_eq!(a.assignee, None);
+    for bad in [
+        json!({"id": "ap3", "workspace_id": "w1", "execution_mode": "run_only"}),
+        json!({"id": "ap3", "workspace_id": "w1", "execution_mode": "run_only",
+            "creator_type": "robot", "creator_id": "x"}),
+        json!({"id": "ap3", "workspace_id": "w1", "execution_mode": "run_only",
+            "creator_id": "has space"}),
+    ] {
+        assert!(
+            serde_json::from_value::<Autopilot>(bad.clone()).is_err(),
+            "{bad}"
+        );
+    }
 }

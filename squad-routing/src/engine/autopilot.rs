@@ -7,109 +7,107 @@ use squad_model::{
 
 use super::{Cx, IdKind, NewTask};
 use crate::decision::{Decision, NoopReason, TriggerSource};
-use crate::event::{AutopilotTrigger, Event};
+use crate::event::{AutopilotTrigger, SaveAutopilot, TriggerAutopilot};
 use crate::invoke::{autopilot_admits, can_invoke_agent};
+use crate::records::Principal;
 
-pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
-    match event {
-        Event::SaveAutopilot {
-            actor,
-            task_id,
-            autopilot_id,
-            workspace_id,
-            title,
-            assignee_type,
-            assignee_id,
-            execution_mode,
-            status,
-        } => {
-            let originator = cx.request_originator(actor, task_id.as_ref(), None);
-            let active = *status == AutopilotStatus::Active;
-            let assignee = match assignee_type.as_str() {
-                "squad" => {
-                    let Some(squad) = SquadId::new(assignee_id.as_str())
-                        .ok()
-                        .and_then(|s| cx.squad_in(&s, workspace_id))
-                    else {
-                        return cx.reject(400, "assignee must be a valid squad in this workspace");
-                    };
-                    if squad.is_archived() {
-                        return cx.reject(422, "squad is archived; pick a different squad");
-                    }
-                    let Some(leader) = cx.dir.agent(&squad.leader_id) else {
-                        return cx.reject(400, "squad leader agent not found");
-                    };
-                    if leader.is_archived() {
-                        return cx.reject(
-                            422,
-                            "squad leader is archived; pick a different squad or rotate the leader before assigning autopilot",
-                        );
-                    }
-                    if active && leader.runtime.is_none() {
-                        return cx.reject(
-                            422,
-                            "squad leader needs a runtime before this autopilot can be active",
-                        );
-                    }
-                    if !can_invoke_agent(cx.dir, leader, actor, originator.as_ref()) {
-                        return cx
-                            .reject(403, "cannot assign autopilot to squad with private leader");
-                    }
-                    Assignee::Squad(squad.id.clone())
-                }
-                "agent" => {
-                    let Some(agent) = AgentId::new(assignee_id.as_str())
-                        .ok()
-                        .and_then(|a| cx.agent_in(&a, workspace_id))
-                    else {
-                        return cx.reject(400, "assignee must be a valid agent in this workspace");
-                    };
-                    if agent.is_archived() {
-                        return cx.reject(422, "assignee agent is archived");
-                    }
-                    if active && agent.runtime.is_none() {
-                        return cx.reject(
-                            422,
-                            "agent needs a runtime before this autopilot can be active",
-                        );
-                    }
-                    if !can_invoke_agent(cx.dir, agent, actor, originator.as_ref()) {
-                        return cx.reject(403, "cannot assign autopilot to private agent");
-                    }
-                    Assignee::Agent(agent.id.clone())
-                }
-                _ => return cx.reject(400, "assignee_type must be agent or squad"),
+/// Save-time validation of an autopilot (§6).
+pub(super) fn save_autopilot(cx: &mut Cx<'_>, e: &SaveAutopilot) {
+    let SaveAutopilot {
+        actor,
+        task_id,
+        autopilot_id,
+        workspace_id,
+        title,
+        assignee_type,
+        assignee_id,
+        execution_mode,
+        status,
+    } = e;
+    let originator = cx.request_originator(actor, task_id.as_ref(), None);
+    let active = *status == AutopilotStatus::Active;
+    let assignee = match assignee_type.as_str() {
+        "squad" => {
+            let Some(squad) = SquadId::new(assignee_id.as_str())
+                .ok()
+                .and_then(|s| cx.squad_in(&s, workspace_id))
+            else {
+                return cx.reject(400, "assignee must be a valid squad in this workspace");
             };
-            let existing = cx.dir.autopilot(autopilot_id);
-            let creator = existing.map(|a| a.creator_id.clone()).or(originator);
-            let Some(creator_id) = creator else {
-                return cx.reject(400, "autopilot needs a member creator");
+            if squad.is_archived() {
+                return cx.reject(422, "squad is archived; pick a different squad");
+            }
+            let Some(leader) = cx.dir.agent(&squad.leader_id) else {
+                return cx.reject(400, "squad leader agent not found");
             };
-            cx.push(Decision::SaveAutopilot {
-                autopilot: Box::new(Autopilot {
-                    id: autopilot_id.clone(),
-                    workspace_id: workspace_id.clone(),
-                    title: title.clone(),
-                    assignee,
-                    execution_mode: *execution_mode,
-                    status: *status,
-                    pause_reason: None,
-                    creator_id,
-                }),
-            });
+            if leader.is_archived() {
+                return cx.reject(
+                    422,
+                    "squad leader is archived; pick a different squad or rotate the leader before assigning autopilot",
+                );
+            }
+            if active && leader.runtime.is_none() {
+                return cx.reject(
+                    422,
+                    "squad leader needs a runtime before this autopilot can be active",
+                );
+            }
+            if !can_invoke_agent(cx.dir, leader, actor, originator.as_ref()) {
+                return cx.reject(403, "cannot assign autopilot to squad with private leader");
+            }
+            Assignee::Squad(squad.id.clone())
         }
-        Event::TriggerAutopilot {
-            autopilot_id,
-            trigger,
-            actor,
-        } => {
-            let Some(ap) = cx.dir.autopilot(autopilot_id) else {
-                return;
+        "agent" => {
+            let Some(agent) = AgentId::new(assignee_id.as_str())
+                .ok()
+                .and_then(|a| cx.agent_in(&a, workspace_id))
+            else {
+                return cx.reject(400, "assignee must be a valid agent in this workspace");
             };
-            trigger_autopilot(cx, ap, *trigger, actor.as_ref());
+            if agent.is_archived() {
+                return cx.reject(422, "assignee agent is archived");
+            }
+            if active && agent.runtime.is_none() {
+                return cx.reject(
+                    422,
+                    "agent needs a runtime before this autopilot can be active",
+                );
+            }
+            if !can_invoke_agent(cx.dir, agent, actor, originator.as_ref()) {
+                return cx.reject(403, "cannot assign autopilot to private agent");
+            }
+            Assignee::Agent(agent.id.clone())
         }
-        _ => {}
-    }
+        _ => return cx.reject(400, "assignee_type must be agent or squad"),
+    };
+    // An update keeps the creator; a new autopilot is created by the member, or by the agent
+    // (an agent-created autopilot, admitted by workspace targets at dispatch).
+    let creator = match (cx.dir.autopilot(autopilot_id), actor) {
+        (Some(a), _) => a.creator.clone(),
+        (None, Principal::Member(u)) => Actor::Member(u.clone()),
+        (None, Principal::Agent(a)) => Actor::Agent(a.clone()),
+        (None, Principal::System) => return cx.reject(400, "autopilot needs a creator"),
+    };
+    cx.push(Decision::SaveAutopilot {
+        autopilot: Box::new(Autopilot {
+            id: autopilot_id.clone(),
+            workspace_id: workspace_id.clone(),
+            title: title.clone(),
+            assignee: Some(assignee),
+            execution_mode: *execution_mode,
+            status: *status,
+            pause_reason: None,
+            creator,
+        }),
+    });
+}
+
+/// An autopilot fires (§6): dispatch admission, then `create_issue` or `run_only`.
+pub(super) fn trigger_autopilot(cx: &mut Cx<'_>, e: &TriggerAutopilot) {
+    let Some(ap) = cx.dir.autopilot(&e.autopilot_id) else {
+        return;
+    };
+    dispatch(cx, ap, e.trigger, e.actor.as_ref());
 }
 
 fn skip(cx: &mut Cx<'_>, ap: &Autopilot, reason: impl Into<String>, code: &'static str) {
@@ -124,7 +122,7 @@ fn skip(cx: &mut Cx<'_>, ap: &Autopilot, reason: impl Into<String>, code: &'stat
 fn resolve<'a>(cx: &mut Cx<'a>, ap: &Autopilot) -> Option<(&'a Agent, Option<SquadId>)> {
     let dir = cx.dir;
     match &ap.assignee {
-        Assignee::Squad(s) => {
+        Some(Assignee::Squad(s)) => {
             let Some(squad) = dir.squad(s) else {
                 skip(
                     cx,
@@ -167,7 +165,7 @@ fn resolve<'a>(cx: &mut Cx<'a>, ap: &Autopilot) -> Option<(&'a Agent, Option<Squ
             }
             Some((leader, Some(squad.id.clone())))
         }
-        Assignee::Agent(a) => {
+        Some(Assignee::Agent(a)) => {
             let Some(agent) = dir.agent(a) else {
                 skip(
                     cx,
@@ -192,19 +190,14 @@ fn resolve<'a>(cx: &mut Cx<'a>, ap: &Autopilot) -> Option<(&'a Agent, Option<Squ
             }
             Some((agent, None))
         }
-        Assignee::Member(_) => {
+        None | Some(Assignee::Member(_)) => {
             skip(cx, ap, "autopilot has no assignee", "target_unavailable");
             None
         }
     }
 }
 
-fn trigger_autopilot(
-    cx: &mut Cx<'_>,
-    ap: &Autopilot,
-    trigger: AutopilotTrigger,
-    actor: Option<&UserId>,
-) {
+fn dispatch(cx: &mut Cx<'_>, ap: &Autopilot, trigger: AutopilotTrigger, actor: Option<&UserId>) {
     if ap.status == AutopilotStatus::Paused {
         return cx.noop(NoopReason::AutopilotPaused);
     }
@@ -220,8 +213,10 @@ fn trigger_autopilot(
         );
     }
     let admitted = match trigger {
-        AutopilotTrigger::Manual => actor.is_some_and(|u| autopilot_admits(cx.dir, agent, u)),
-        _ => autopilot_admits(cx.dir, agent, &ap.creator_id),
+        AutopilotTrigger::Manual => {
+            actor.is_some_and(|u| autopilot_admits(cx.dir, agent, &Actor::Member(u.clone())))
+        }
+        _ => autopilot_admits(cx.dir, agent, &ap.creator),
     };
     if !admitted {
         let reason = if trigger == AutopilotTrigger::Manual {

@@ -5,7 +5,7 @@ use squad_model::{AgentId, Assignee, CommentId, Issue, IssueId, SquadId, TaskId,
 
 use super::{Cx, NewTask, bound};
 use crate::decision::{Decision, MentionOutcome, NoopReason, TriggerSource};
-use crate::event::Event;
+use crate::event::PostComment;
 use crate::invoke::can_invoke_agent;
 use crate::mention::{Mention, MentionKind, is_note_comment, is_uuid, parse_mentions};
 use crate::records::{Comment, EvaluationOutcome, Principal};
@@ -18,8 +18,9 @@ struct Req<'e> {
     suppress: &'e [AgentId],
 }
 
-pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
-    let Event::Comment {
+/// A comment (§4): saved, then routed by the Era C cascade.
+pub(super) fn post_comment(cx: &mut Cx<'_>, e: &PostComment) {
+    let PostComment {
         comment_id,
         issue_id,
         author,
@@ -27,10 +28,7 @@ pub(super) fn decide(cx: &mut Cx<'_>, event: &Event) {
         parent_id,
         content,
         suppress_agent_ids,
-    } = event
-    else {
-        return;
-    };
+    } = e;
     let dir = cx.dir;
     let Some(issue) = dir.issue(issue_id) else {
         return cx.reject(404, "issue not found");
@@ -136,11 +134,15 @@ fn thread_root<'a>(cx: &Cx<'a>, start: &'a Comment) -> &'a Comment {
 /// Row 5: a member answers an agent: wake that agent; escalate to the assignee later.
 fn thread_parent(cx: &mut Cx<'_>, req: &Req<'_>, author_agent: &AgentId) {
     plain(cx, req, author_agent, TriggerSource::ThreadParent, None);
+    // A delay of 0 disables the escalation, as multica treats a delay of 0 or less.
+    let delay = match cx.policy.escalation_seconds {
+        0 => return,
+        s => Some(s),
+    };
     let Some(assignee) = req.issue.assignee.clone() else {
         return;
     };
     let dir = cx.dir;
-    let delay = Some(cx.policy.escalation_seconds);
     match &assignee {
         Assignee::Agent(a) if a != author_agent => {
             plain(cx, req, a, TriggerSource::Escalation, delay);
@@ -180,20 +182,32 @@ fn thread_root_owner(cx: &mut Cx<'_>, req: &Req<'_>, root: &Comment) {
             Err(_) => cx.noop(NoopReason::NoTrigger),
         },
         None => {
+            // The agents whose tasks the root triggered; a leader task stands for its squad, so
+            // it is re-resolved to the squad's current leader (who may have changed since).
             let dir = cx.dir;
             let mut seen: Vec<(AgentId, Option<SquadId>)> = Vec::new();
+            let mut missing = false;
             for t in dir.tasks_triggered_by(&root.id) {
-                if !seen.iter().any(|(a, _)| a == &t.agent_id) {
-                    let squad = if t.is_leader_task {
-                        t.squad_id.clone()
-                    } else {
-                        None
-                    };
-                    seen.push((t.agent_id.clone(), squad));
+                let target = match (&t.squad_id, t.is_leader_task) {
+                    (Some(sid), true) => match cx.squad_in(sid, &req.issue.workspace_id) {
+                        Some(squad) => (squad.leader_id.clone(), Some(squad.id.clone())),
+                        None => {
+                            missing = true;
+                            cx.noop(NoopReason::SquadNotFound);
+                            continue;
+                        }
+                    },
+                    _ => (t.agent_id.clone(), None),
+                };
+                if !seen.iter().any(|(a, _)| a == &target.0) {
+                    seen.push(target);
                 }
             }
             if seen.is_empty() {
-                return cx.noop(NoopReason::NoTrigger);
+                if !missing {
+                    cx.noop(NoopReason::NoTrigger);
+                }
+                return;
             }
             for (agent, squad) in seen {
                 match squad {
@@ -325,9 +339,11 @@ fn assigned_leader(cx: &mut Cx<'_>, req: &Req<'_>, squad_id: &SquadId, delay: Op
 struct Trigger {
     agent: AgentId,
     leader_of: Option<SquadId>,
-    /// The index into the outcomes of the mention this trigger serves (a later mention of the
-    /// same agent coalesces into it, so there is exactly one).
+    /// The index into the outcomes of the mention this trigger serves.
     mention: usize,
+    /// The other mention it serves: an `@agent` and an `@squad` naming the same leader are both
+    /// triggered by one task (a second squad with that leader coalesces instead).
+    also: Option<usize>,
     /// The agent's pending task that absorbs the comment, if any.
     pending: Option<TaskId>,
 }
@@ -427,22 +443,24 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             reason: None,
         });
         match triggers.iter_mut().find(|t| t.agent == agent.id) {
-            Some(t) => {
-                if t.leader_of.is_none() && squad.is_some() {
-                    // The squad trigger upgrades a plain trigger of its leader.
-                    outcomes[t.mention].outcome = MentionOutcome::Coalesced;
-                    outcomes[t.mention].reason = Some("same_agent");
+            // The agent's own mention and a squad it leads share one task, which carries the
+            // leader role (the squad trigger upgrades the plain one); both are triggered.
+            Some(t) if t.also.is_none() && t.leader_of.is_none() != squad.is_none() => {
+                if squad.is_some() {
                     t.leader_of = squad;
-                    t.mention = idx;
-                } else {
-                    outcomes[idx].outcome = MentionOutcome::Coalesced;
-                    outcomes[idx].reason = Some("same_agent");
                 }
+                t.also = Some(idx);
+            }
+            // A second squad with the same leader: the first squad's context is kept.
+            Some(_) => {
+                outcomes[idx].outcome = MentionOutcome::Coalesced;
+                outcomes[idx].reason = Some("same_agent");
             }
             None => triggers.push(Trigger {
                 agent: agent.id.clone(),
                 leader_of: squad,
                 mention: idx,
+                also: None,
                 pending: None,
             }),
         }
@@ -451,8 +469,10 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
     for t in &mut triggers {
         t.pending = cx.pending(&req.issue.id, &t.agent);
         if t.pending.is_some() {
-            outcomes[t.mention].outcome = MentionOutcome::Coalesced;
-            outcomes[t.mention].reason = Some("pending_task");
+            for i in std::iter::once(t.mention).chain(t.also) {
+                outcomes[i].outcome = MentionOutcome::Coalesced;
+                outcomes[i].reason = Some("pending_task");
+            }
         }
     }
     for o in outcomes {

@@ -1,9 +1,12 @@
 //! The decision engine: pure and synchronous.
 
+mod agents;
 mod autopilot;
+mod child_done;
 mod comments;
 mod issues;
 mod squads;
+mod tasks;
 
 use serde::Serialize;
 use squad_model::{
@@ -49,16 +52,17 @@ impl Decisions {
 ///
 /// ```
 /// use squad_routing::{Engine, Event, InMemoryDirectory};
+/// use squad_routing::event::CreateSquad;
 /// use squad_model::{SquadId, Timestamp, UserId, WorkspaceId};
 ///
 /// let dir = InMemoryDirectory::new();
-/// let event = Event::CreateSquad {
+/// let event = Event::CreateSquad(CreateSquad {
 ///     actor: UserId::new("u1").unwrap(),
 ///     workspace_id: WorkspaceId::new("w1").unwrap(),
 ///     squad_id: SquadId::new("s1").unwrap(),
 ///     name: "Core".into(), description: String::new(), instructions: String::new(),
 ///     leader_id: String::new(), avatar_url: None,
-/// };
+/// });
 /// let out = Engine::default().decide(&dir, Timestamp::from_unix_seconds(0).unwrap(), &event);
 /// // u1 is not a member of w1.
 /// assert_eq!(out.rejection(), Some((404, "workspace not found")));
@@ -91,11 +95,12 @@ impl Engine {
     ///
     /// ```
     /// use squad_routing::{Decisions, Engine, Event, InMemoryDirectory, apply_drain};
+    /// use squad_routing::event::SetTaskStatus;
     /// use squad_model::{TaskId, TaskStatus, Timestamp};
     ///
     /// let mut dir = InMemoryDirectory::new();
     /// let mut out = Decisions::default();
-    /// let event = Event::TaskStatus { task_id: TaskId::new("t1").unwrap(), status: TaskStatus::Running };
+    /// let event = Event::TaskStatus(SetTaskStatus { task_id: TaskId::new("t1").unwrap(), status: TaskStatus::Running });
     /// Engine::default().decide_into(&dir, Timestamp::from_unix_seconds(0).unwrap(), &event, &mut out);
     /// assert_eq!(out.decisions.len(), 1);
     /// apply_drain(&mut dir, &mut out);
@@ -111,26 +116,27 @@ impl Engine {
         let mut cx = Cx::new(&self.policy, dir, at);
         out.decisions.clear();
         cx.out = std::mem::take(&mut out.decisions);
+        let c = &mut cx;
         match event {
-            Event::CreateSquad { .. }
-            | Event::UpdateSquad { .. }
-            | Event::ArchiveSquad { .. }
-            | Event::AddMember { .. }
-            | Event::RemoveMember { .. }
-            | Event::SetMemberRole { .. }
-            | Event::RecordEvaluation { .. } => squads::decide(&mut cx, event),
-            Event::CreateIssue { .. }
-            | Event::UpdateIssue { .. }
-            | Event::BatchUpdate { .. }
-            | Event::DeleteIssue { .. }
-            | Event::TaskStatus { .. }
-            | Event::Claim { .. }
-            | Event::SetRuntime { .. }
-            | Event::ArchiveAgent { .. } => issues::decide(&mut cx, event),
-            Event::Comment { .. } => comments::decide(&mut cx, event),
-            Event::SaveAutopilot { .. } | Event::TriggerAutopilot { .. } => {
-                autopilot::decide(&mut cx, event)
-            }
+            Event::CreateSquad(e) => squads::create_squad(c, e),
+            Event::UpdateSquad(e) => squads::update_squad(c, e),
+            Event::ArchiveSquad(e) => squads::archive_squad(c, e),
+            Event::AddMember(e) => squads::add_member(c, e),
+            Event::RemoveMember(e) => squads::remove_member(c, e),
+            Event::SetMemberRole(e) => squads::set_member_role(c, e),
+            Event::RecordEvaluation(e) => squads::record_evaluation(c, e),
+            Event::CreateIssue(e) => issues::create_issue(c, e),
+            Event::UpdateIssue(e) => issues::update_issue(c, e),
+            Event::BatchUpdate(e) => issues::batch_update(c, e),
+            Event::DeleteIssue(e) => issues::delete_issue(c, e),
+            Event::Comment(e) => comments::post_comment(c, e),
+            Event::SaveAutopilot(e) => autopilot::save_autopilot(c, e),
+            Event::TriggerAutopilot(e) => autopilot::trigger_autopilot(c, e),
+            Event::TaskStatus(e) => tasks::set_task_status(c, e),
+            Event::Claim(e) => tasks::claim(c, e),
+            Event::QuickCreate(e) => tasks::quick_create(c, e),
+            Event::SetRuntime(e) => agents::set_runtime(c, e),
+            Event::ArchiveAgent(e) => agents::archive_agent(c, e),
         }
         out.decisions = cx.out;
         out.id_seq = cx.seq;
@@ -415,9 +421,14 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// Mints the id of a new task.
+    pub(crate) fn mint_task_id(&mut self) -> TaskId {
+        TaskId::new(self.mint(IdKind::Task)).expect("minted ids are valid")
+    }
+
     /// Enqueues a task and returns its id.
     pub(crate) fn enqueue(&mut self, t: NewTask<'_>) -> TaskId {
-        let id = TaskId::new(self.mint(IdKind::Task)).expect("minted ids are valid");
+        let id = self.mint_task_id();
         let status = if t.delay_seconds.is_some() {
             TaskStatus::Deferred
         } else {
@@ -433,6 +444,7 @@ impl<'a> Cx<'a> {
             trigger_comment_id: t.trigger.cloned(),
             originator_user_id: t.originator,
             head_sha: None,
+            context: None,
             attempt: 1,
             created_at: self.at,
         };
@@ -499,7 +511,10 @@ impl<'a> Cx<'a> {
                         return None;
                     }
                     let id = squad_model::AutopilotId::new(origin.id.clone()?).ok()?;
-                    Some(&dir.autopilot(&id)?.creator_id)
+                    match &dir.autopilot(&id)?.creator {
+                        squad_model::Actor::Member(u) => Some(u),
+                        squad_model::Actor::Agent(_) => None,
+                    }
                 }),
         }
     }

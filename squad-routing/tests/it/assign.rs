@@ -5,6 +5,11 @@ use squad_model::{Assignee, IssueStatus, RuntimeStatus, TaskStatus};
 use squad_routing::{Event, RoutingPolicy, TriggerSource};
 
 use crate::world::*;
+#[allow(
+    unused_imports,
+    reason = "each test file uses a few of the event structs"
+)]
+use squad_routing::event::*;
 
 /// One squad with an online private leader owned by alice.
 fn setup() -> (World, squad_model::AgentId, squad_model::SquadId) {
@@ -125,7 +130,7 @@ fn validation_table_gives_the_reference_errors() {
         (member(&alice), Some("member"), Some(bob_id.as_str()), None),
     ];
     for (actor, ty, id, want) in cases {
-        let ev = Event::UpdateIssue {
+        let ev = Event::UpdateIssue(UpdateIssue {
             actor: actor.clone(),
             task_id: None,
             issue_id: issue.clone(),
@@ -134,7 +139,7 @@ fn validation_table_gives_the_reference_errors() {
             assignee_id: id.map(str::to_owned),
             unassign: false,
             suppress_run: false,
-        };
+        });
         let got = w.peek(&ev);
         assert_eq!(
             got.rejection(),
@@ -155,15 +160,17 @@ fn an_agent_actor_uses_the_originator_of_its_task() {
     let issue = w.issue(IssueStatus::Todo, None);
     let other = w.issue(IssueStatus::Todo, None);
     let task = w.task(&worker, &other, TaskStatus::Running, None);
-    let ev = |task_id| Event::UpdateIssue {
-        actor: agent(&worker),
-        task_id,
-        issue_id: issue.clone(),
-        status: None,
-        assignee_type: Some("squad".into()),
-        assignee_id: Some(squad.to_string()),
-        unassign: false,
-        suppress_run: false,
+    let ev = |task_id| {
+        Event::UpdateIssue(UpdateIssue {
+            actor: agent(&worker),
+            task_id,
+            issue_id: issue.clone(),
+            status: None,
+            assignee_type: Some("squad".into()),
+            assignee_id: Some(squad.to_string()),
+            unassign: false,
+            suppress_run: false,
+        })
     };
     // No originator: the private leader refuses the agent.
     assert_eq!(
@@ -283,7 +290,7 @@ fn suppress_run_applies_the_assignment_without_a_run() {
     let (mut w, _, squad) = setup();
     let alice = w.alice.clone();
     let issue = w.issue(IssueStatus::Todo, None);
-    let d = w.event(Event::UpdateIssue {
+    let d = w.event(Event::UpdateIssue(UpdateIssue {
         actor: member(&alice),
         task_id: None,
         issue_id: issue.clone(),
@@ -292,7 +299,7 @@ fn suppress_run_applies_the_assignment_without_a_run() {
         assignee_id: Some(squad.to_string()),
         unassign: false,
         suppress_run: true,
-    });
+    }));
     assert!(enqueued(&d).is_empty());
     assert_eq!(noops(&d), ["suppress_run"]);
     let now = squad_routing::Directory::issue(&w.dir, &issue).unwrap();
@@ -304,7 +311,7 @@ fn an_agent_promoting_its_own_issue_is_a_self_loop() {
     let (mut w, leader, squad) = setup();
     let issue = w.issue(IssueStatus::Backlog, Some(Assignee::Squad(squad)));
     let task = w.task(&leader, &issue, TaskStatus::Completed, None);
-    let d = w.event(Event::UpdateIssue {
+    let d = w.event(Event::UpdateIssue(UpdateIssue {
         actor: agent(&leader),
         task_id: Some(task),
         issue_id: issue,
@@ -313,7 +320,7 @@ fn an_agent_promoting_its_own_issue_is_a_self_loop() {
         assignee_id: None,
         unassign: false,
         suppress_run: false,
-    });
+    }));
     assert!(enqueued(&d).is_empty());
     assert_eq!(noops(&d), ["self_loop"]);
 }
@@ -402,7 +409,7 @@ fn reassigning_between_squads_with_one_leader_replaces_its_pending_task() {
 fn create_runs_without_a_second_gate_and_defaults_to_todo() {
     let (mut w, leader, squad) = setup();
     let alice = w.alice.clone();
-    let d = w.event(Event::CreateIssue {
+    let d = w.event(Event::CreateIssue(CreateIssue {
         actor: member(&alice),
         task_id: None,
         workspace_id: w.ws.clone(),
@@ -415,7 +422,7 @@ fn create_runs_without_a_second_gate_and_defaults_to_todo() {
         parent_issue_id: None,
         stage: None,
         suppress_run: false,
-    });
+    }));
     assert_eq!(enqueued(&d), vec![(leader, true, TriggerSource::Assign)]);
     let task = d.enqueued().next().unwrap();
     assert_eq!(task.squad_id.as_ref(), Some(&squad));
@@ -444,10 +451,10 @@ fn deleting_an_issue_cancels_all_its_tasks() {
     let alice = w.alice.clone();
     let issue = w.issue(IssueStatus::Todo, Some(Assignee::Squad(squad)));
     let t1 = w.task(&leader, &issue, TaskStatus::Running, None);
-    let d = w.event(Event::DeleteIssue {
+    let d = w.event(Event::DeleteIssue(DeleteIssue {
         actor: member(&alice),
         issue_id: issue.clone(),
-    });
+    }));
     assert_eq!(cancelled(&d), vec![t1]);
     assert!(squad_routing::Directory::issue(&w.dir, &issue).is_none());
 }

@@ -6,6 +6,11 @@ use squad_model::{
 use squad_routing::{AutopilotTrigger, Decision, Directory, Event, TriggerSource};
 
 use crate::world::*;
+#[allow(
+    unused_imports,
+    reason = "each test file uses a few of the event structs"
+)]
+use squad_routing::event::*;
 
 fn skips(d: &squad_routing::Decisions) -> Vec<(String, &'static str)> {
     d.decisions
@@ -23,11 +28,11 @@ fn autopilot(w: &mut World, squad: &squad_model::SquadId, mode: ExecutionMode) -
         id: id.clone(),
         workspace_id: w.ws.clone(),
         title: "Nightly triage".into(),
-        assignee: Assignee::Squad(squad.clone()),
+        assignee: Some(Assignee::Squad(squad.clone())),
         execution_mode: mode,
         status: AutopilotStatus::Active,
         pause_reason: None,
-        creator_id: w.alice.clone(),
+        creator: squad_model::Actor::Member(w.alice.clone()),
     });
     id
 }
@@ -38,11 +43,11 @@ fn fire(
     trigger: AutopilotTrigger,
     actor: Option<squad_model::UserId>,
 ) -> squad_routing::Decisions {
-    w.event(Event::TriggerAutopilot {
+    w.event(Event::TriggerAutopilot(TriggerAutopilot {
         autopilot_id: ap.clone(),
         trigger,
         actor,
-    })
+    }))
 }
 
 #[test]
@@ -74,16 +79,18 @@ fn save_validation() {
         },
     );
     let unbound_squad = w.squad("Idle", &unbound, &alice);
-    let save = |actor: &squad_model::UserId, ty: &str, id: &str, status| Event::SaveAutopilot {
-        actor: member(actor),
-        task_id: None,
-        autopilot_id: AutopilotId::new("ap-new").unwrap(),
-        workspace_id: w.ws.clone(),
-        title: "T".into(),
-        assignee_type: ty.into(),
-        assignee_id: id.into(),
-        execution_mode: ExecutionMode::CreateIssue,
-        status,
+    let save = |actor: &squad_model::UserId, ty: &str, id: &str, status| {
+        Event::SaveAutopilot(SaveAutopilot {
+            actor: member(actor),
+            task_id: None,
+            autopilot_id: AutopilotId::new("ap-new").unwrap(),
+            workspace_id: w.ws.clone(),
+            title: "T".into(),
+            assignee_type: ty.into(),
+            assignee_id: id.into(),
+            execution_mode: ExecutionMode::CreateIssue,
+            status,
+        })
     };
     let active = AutopilotStatus::Active;
     let cases = [
@@ -234,7 +241,7 @@ fn dispatch_skips() {
     );
     // An autopilot created by bob, fired by the schedule.
     let mut a = w.dir.autopilot(&ap).unwrap().clone();
-    a.creator_id = bob;
+    a.creator = squad_model::Actor::Member(bob);
     w.dir.put_autopilot(a);
     let d = fire(&mut w, &ap, AutopilotTrigger::Schedule, None);
     assert_eq!(

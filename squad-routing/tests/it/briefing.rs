@@ -7,6 +7,11 @@ use squad_routing::mention::{MentionKind, parse_mentions};
 use squad_routing::{Decision, Directory, Event};
 
 use crate::world::*;
+#[allow(
+    unused_imports,
+    reason = "each test file uses a few of the event structs"
+)]
+use squad_routing::event::*;
 
 #[track_caller]
 fn check(actual: &str, expect: Expect) {
@@ -191,9 +196,9 @@ fn protocol_snapshot_owned() {
 }
 
 fn claim(w: &mut World, task: &squad_model::TaskId) -> (bool, Option<bool>) {
-    let d = w.event(Event::Claim {
+    let d = w.event(Event::Claim(ClaimTask {
         task_id: task.clone(),
-    });
+    }));
     d.decisions
         .iter()
         .find_map(|d| match d {

@@ -5,6 +5,11 @@ use squad_model::{Assignee, IssueId, IssueStatus, TaskStatus};
 use squad_routing::{Event, TriggerSource};
 
 use crate::world::*;
+#[allow(
+    unused_imports,
+    reason = "each test file uses a few of the event structs"
+)]
+use squad_routing::event::*;
 
 struct S {
     w: World,
@@ -56,8 +61,9 @@ fn unstaged_children_wake_the_leader_when_all_are_terminal() {
     assert_eq!(texts.len(), 1);
     let text = texts[0]
         .replace(s.squad.as_str(), "<squad>")
-        .replace(b.as_str(), "<child>");
-    expect![[r#"[@Core](mention://squad/<squad>) All sub-issues are complete — the last one, [SQ-6](mention://issue/<child>) — "Issue 6", just finished. Carry the parent forward by pulling the sub-issues' results together; if nothing is left to do, run `multica issue status SQ-4 in_review`."#]].assert_eq(&text);
+        .replace(b.as_str(), "<child>")
+        .replace(p.as_str(), "<parent>");
+    expect![[r#"[@Core](mention://squad/<squad>) All sub-issues are complete — the last one, [SQ-6](mention://issue/<child>) — "Issue 6", just finished. Carry the parent forward by pulling the sub-issues' results together; if nothing is left to do, run `multica issue status <parent> in_review`."#]].assert_eq(&text);
 }
 
 #[test]
@@ -77,8 +83,9 @@ fn staged_frontier_closure_and_progress_summary() {
     let d = done(&mut s, &s1b);
     let text = system_comments(&d)[0]
         .replace(s.squad.as_str(), "<squad>")
-        .replace(s1b.as_str(), "<child>");
-    expect![[r#"[@Core](mention://squad/<squad>) Stage 1 of this issue is complete — its last sub-issue [SQ-6](mention://issue/<child>) — "Issue 6" — just finished. Stage progress — Stage 1: 2/2 done; Stage 2: 0/1 done (next); Stage 3: 0/1 done. Stage 2 is next: check the layout with `multica issue children SQ-4`, then move that stage's `backlog` sub-issues to `todo` once their dependencies are met."#]].assert_eq(&text);
+        .replace(s1b.as_str(), "<child>")
+        .replace(p.as_str(), "<parent>");
+    expect![[r#"[@Core](mention://squad/<squad>) Stage 1 of this issue is complete — its last sub-issue [SQ-6](mention://issue/<child>) — "Issue 6" — just finished. Stage progress — Stage 1: 2/2 done; Stage 2: 0/1 done (next); Stage 3: 0/1 done. Stage 2 is next: check the layout with `multica issue children <parent>`, then move that stage's `backlog` sub-issues to `todo` once their dependencies are met."#]].assert_eq(&text);
     assert_eq!(
         enqueued(&d),
         vec![(s.leader.clone(), true, TriggerSource::ChildDone)]
@@ -102,7 +109,7 @@ fn the_last_stage_never_says_final() {
         "{text}"
     );
     assert!(text.contains("does not by itself finish the issue"));
-    assert!(text.contains("multica issue status SQ-4 in_review"));
+    assert!(text.contains(&format!("multica issue status {p} in_review")));
     assert!(!text.to_lowercase().contains("final stage"));
     assert!(!text.contains("(next)"));
 }
@@ -116,7 +123,7 @@ fn batch_updates_post_one_comment_for_the_highest_closed_stage() {
     let c = s.w.child(IssueStatus::Todo, None, Some(&p), Some(3));
     let alice = s.w.alice.clone();
     // Order does not matter: stage 3 first, then 1 and 2.
-    let d = s.w.event(Event::BatchUpdate {
+    let d = s.w.event(Event::BatchUpdate(BatchUpdate {
         actor: member(&alice),
         task_id: None,
         issue_ids: vec![c.clone(), a, b],
@@ -124,7 +131,7 @@ fn batch_updates_post_one_comment_for_the_highest_closed_stage() {
         assignee_type: None,
         assignee_id: None,
         suppress_run: false,
-    });
+    }));
     let texts = system_comments(&d);
     assert_eq!(texts.len(), 1);
     assert!(texts[0].contains("Stage 3 of this issue is complete — its sub-issues just finished together in a batch update, most recently"), "{}", texts[0]);
@@ -218,4 +225,51 @@ fn an_unassigned_parent_gets_the_comment_without_a_mention_or_wake() {
     let texts = system_comments(&d);
     assert!(texts[0].starts_with("All sub-issues are complete"));
     assert!(enqueued(&d).is_empty());
+}
+
+/// The commands in the child-done comment name the parent by its id (as multica formats
+/// `parentID`), never by its identifier (`SQ-4`), in every wording.
+#[test]
+fn child_done_commands_name_the_parent_by_its_id() {
+    // (stages of the children, children completed one by one, the command expected)
+    let cases: [(&[Option<u32>], usize, &str); 3] = [
+        (&[None, None], 2, "multica issue status <parent> in_review"),
+        (&[Some(1), Some(2)], 1, "multica issue children <parent>"),
+        (&[Some(1)], 1, "multica issue status <parent> in_review"),
+    ];
+    for (stages, complete, command) in cases {
+        let mut s = setup(IssueStatus::InProgress);
+        let p = s.parent.clone();
+        let kids: Vec<IssueId> = stages
+            .iter()
+            .map(|st| s.w.child(IssueStatus::Todo, None, Some(&p), *st))
+            .collect();
+        let mut texts = Vec::new();
+        for k in &kids[..complete] {
+            texts.extend(system_comments(&done(&mut s, k)));
+        }
+        assert_eq!(texts.len(), 1, "{stages:?}");
+        let text = texts[0].replace(p.as_str(), "<parent>");
+        assert!(text.contains(command), "{stages:?}: {text}");
+        assert!(!text.contains("SQ-4"), "{stages:?}: {text}");
+    }
+    // A batch wording too.
+    let mut s = setup(IssueStatus::InProgress);
+    let p = s.parent.clone();
+    let a = s.w.child(IssueStatus::Todo, None, Some(&p), Some(1));
+    let b = s.w.child(IssueStatus::Todo, None, Some(&p), Some(1));
+    let d = s.w.event(Event::BatchUpdate(BatchUpdate {
+        actor: member(&s.w.alice.clone()),
+        task_id: None,
+        issue_ids: vec![a, b],
+        status: Some(IssueStatus::Done),
+        assignee_type: None,
+        assignee_id: None,
+        suppress_run: false,
+    }));
+    let text = system_comments(&d)[0].replace(p.as_str(), "<parent>");
+    assert!(
+        text.contains("multica issue status <parent> in_review"),
+        "{text}"
+    );
 }

@@ -4,6 +4,11 @@ use squad_model::{Assignee, CommentId, IssueStatus, TaskStatus};
 use squad_routing::{Event, Principal, TriggerSource};
 
 use crate::world::*;
+#[allow(
+    unused_imports,
+    reason = "each test file uses a few of the event structs"
+)]
+use squad_routing::event::*;
 
 struct S {
     w: World,
@@ -289,10 +294,10 @@ fn the_leader_mentioning_its_own_squad_is_deferred_or_blocked() {
         s.w.comment_from_task(&s.issue.clone(), &s.leader.clone(), &t, &text);
     assert_eq!(mentions(&d)[0].2, "deferred");
     assert_eq!(mentions(&d)[0].3.as_deref(), Some("already_active"));
-    s.w.event(Event::TaskStatus {
+    s.w.event(Event::TaskStatus(SetTaskStatus {
         task_id: t.clone(),
         status: TaskStatus::Completed,
-    });
+    }));
     let d =
         s.w.comment_from_task(&s.issue.clone(), &s.leader.clone(), &t, &text);
     assert_eq!(
@@ -306,7 +311,7 @@ fn the_leader_mentioning_its_own_squad_is_deferred_or_blocked() {
 fn suppress_agent_ids_removes_the_leader() {
     let mut s = setup();
     let alice = s.w.alice.clone();
-    let d = s.w.event(Event::Comment {
+    let d = s.w.event(Event::Comment(PostComment {
         comment_id: CommentId::new("c-x").unwrap(),
         issue_id: s.issue.clone(),
         author: member(&alice),
@@ -314,7 +319,7 @@ fn suppress_agent_ids_removes_the_leader() {
         parent_id: None,
         content: "hello".into(),
         suppress_agent_ids: vec![s.leader.clone()],
-    });
+    }));
     assert!(enqueued(&d).is_empty());
     assert_eq!(noops(&d), ["suppressed"]);
 }
@@ -324,7 +329,7 @@ fn a_member_reply_to_an_agent_wakes_it_and_escalates_to_the_leader_later() {
     let mut s = setup();
     let alice = s.w.alice.clone();
     let parent = CommentId::new("c-agent").unwrap();
-    s.w.event(Event::Comment {
+    s.w.event(Event::Comment(PostComment {
         comment_id: parent.clone(),
         issue_id: s.issue.clone(),
         author: agent(&s.worker),
@@ -332,8 +337,8 @@ fn a_member_reply_to_an_agent_wakes_it_and_escalates_to_the_leader_later() {
         parent_id: None,
         content: "[@all](mention://all/all) question: which DB?".into(),
         suppress_agent_ids: vec![],
-    });
-    let d = s.w.event(Event::Comment {
+    }));
+    let d = s.w.event(Event::Comment(PostComment {
         comment_id: CommentId::new("c-reply").unwrap(),
         issue_id: s.issue.clone(),
         author: member(&alice),
@@ -341,7 +346,7 @@ fn a_member_reply_to_an_agent_wakes_it_and_escalates_to_the_leader_later() {
         parent_id: Some(parent),
         content: "postgres".into(),
         suppress_agent_ids: vec![],
-    });
+    }));
     assert_eq!(
         enqueued(&d),
         vec![
@@ -370,7 +375,7 @@ fn a_reply_in_a_member_thread_goes_to_the_roots_first_mention() {
         "{} please look",
         mention("agent", s.worker.as_str(), "Worker")
     );
-    s.w.event(Event::Comment {
+    s.w.event(Event::Comment(PostComment {
         comment_id: root.clone(),
         issue_id: s.issue.clone(),
         author: member(&alice),
@@ -378,14 +383,14 @@ fn a_reply_in_a_member_thread_goes_to_the_roots_first_mention() {
         parent_id: None,
         content: text,
         suppress_agent_ids: vec![],
-    });
+    }));
     // Let the worker's task finish so the reply makes a new one.
     let t = s.w.dir.tasks().next().unwrap().id.clone();
-    s.w.event(Event::TaskStatus {
+    s.w.event(Event::TaskStatus(SetTaskStatus {
         task_id: t,
         status: TaskStatus::Completed,
-    });
-    let d = s.w.event(Event::Comment {
+    }));
+    let d = s.w.event(Event::Comment(PostComment {
         comment_id: CommentId::new("c-reply").unwrap(),
         issue_id: s.issue.clone(),
         author: member(&bob),
@@ -393,7 +398,7 @@ fn a_reply_in_a_member_thread_goes_to_the_roots_first_mention() {
         parent_id: Some(root),
         content: "me too".into(),
         suppress_agent_ids: vec![],
-    });
+    }));
     assert_eq!(
         enqueued(&d),
         vec![(s.worker.clone(), false, TriggerSource::ThreadRoot)]
@@ -439,46 +444,46 @@ fn no_action_refuses_comments_from_that_task() {
         ),
     ];
     for (outcome, task, want) in cases {
-        let d = s.w.peek(&Event::RecordEvaluation {
+        let d = s.w.peek(&Event::RecordEvaluation(RecordEvaluation {
             agent_id: s.leader.clone(),
             task_id: task.map(str::to_owned),
             issue_id: s.issue.clone(),
             outcome: outcome.into(),
             reason: String::new(),
-        });
+        }));
         assert_eq!(d.rejection(), want);
     }
-    let d = s.w.peek(&Event::RecordEvaluation {
+    let d = s.w.peek(&Event::RecordEvaluation(RecordEvaluation {
         agent_id: s.worker.clone(),
         task_id: Some(t.to_string()),
         issue_id: s.issue.clone(),
         outcome: "action".into(),
         reason: String::new(),
-    });
+    }));
     assert_eq!(
         d.rejection(),
         Some((403, "only the squad leader agent can record evaluations"))
     );
     let plain_issue = s.w.issue(IssueStatus::Todo, None);
-    let d = s.w.peek(&Event::RecordEvaluation {
+    let d = s.w.peek(&Event::RecordEvaluation(RecordEvaluation {
         agent_id: s.leader.clone(),
         task_id: Some(t.to_string()),
         issue_id: plain_issue,
         outcome: "action".into(),
         reason: String::new(),
-    });
+    }));
     assert_eq!(
         d.rejection(),
         Some((400, "issue is not assigned to a squad"))
     );
     // Upper-case task id: accepted (ids compare case-insensitively), recorded lower-cased.
-    let d = s.w.event(Event::RecordEvaluation {
+    let d = s.w.event(Event::RecordEvaluation(RecordEvaluation {
         agent_id: s.leader.clone(),
         task_id: Some(upper.to_string()),
         issue_id: s.issue.clone(),
         outcome: "no_action".into(),
         reason: "nothing to do".into(),
-    });
+    }));
     assert_eq!(d.rejection(), None);
     let d =
         s.w.comment_from_task(&s.issue.clone(), &s.leader.clone(), &upper, "hi");
@@ -518,4 +523,196 @@ fn no_status_gate_and_all_or_member_mentions_by_agents_wake_nobody() {
         s.w.comment(&s.issue, agent(&s.worker), &mention("member", &bob, "Bob"));
     assert_eq!(noops(&d), ["member_mention"]);
     assert!(s.w.dir.tasks().next().is_none());
+}
+
+/// `escalation_seconds: 0` disables the escalation fallback (multica: a delay of 0 or less is
+/// "disabled"); any positive delay escalates, to a squad's leader or to an agent assignee.
+#[test]
+fn a_zero_escalation_delay_disables_the_escalation() {
+    // (delay, assignee is the squad, expected escalation delay)
+    let cases = [
+        (0, true, None),
+        (0, false, None),
+        (1, true, Some(1)),
+        (300, false, Some(300)),
+    ];
+    for (delay, to_squad, expect) in cases {
+        let mut s = setup();
+        s.w.engine.policy.escalation_seconds = delay;
+        let alice = s.w.alice.clone();
+        let other = s.w.agent("Other", &alice, ONLINE_PUBLIC);
+        if !to_squad {
+            s.w.assign(member(&alice), &s.issue.clone(), "agent", other.as_str());
+            let pending: Vec<_> = s.w.dir.tasks().map(|t| t.id.clone()).collect();
+            for t in pending {
+                s.w.event(Event::TaskStatus(SetTaskStatus {
+                    task_id: t,
+                    status: TaskStatus::Completed,
+                }));
+            }
+        }
+        let parent = CommentId::new("c-agent").unwrap();
+        s.w.event(Event::Comment(PostComment {
+            comment_id: parent.clone(),
+            issue_id: s.issue.clone(),
+            author: agent(&s.worker),
+            task_id: None,
+            parent_id: None,
+            content: "[@all](mention://all/all) question: which DB?".into(),
+            suppress_agent_ids: vec![],
+        }));
+        let d = s.w.event(Event::Comment(PostComment {
+            comment_id: CommentId::new("c-reply").unwrap(),
+            issue_id: s.issue.clone(),
+            author: member(&alice),
+            task_id: None,
+            parent_id: Some(parent),
+            content: "postgres".into(),
+            suppress_agent_ids: vec![],
+        }));
+        let escalations: Vec<Option<u32>> = d
+            .decisions
+            .iter()
+            .filter_map(|x| match x {
+                squad_routing::Decision::Enqueue {
+                    source: TriggerSource::Escalation,
+                    delay_seconds,
+                    ..
+                } => Some(*delay_seconds),
+                _ => None,
+            })
+            .collect();
+        let want: Vec<Option<u32>> = expect.into_iter().map(Some).collect();
+        assert_eq!(escalations, want, "delay {delay}, squad {to_squad}");
+        // The replied-to agent is woken in every case.
+        assert_eq!(
+            enqueued(&d)[0],
+            (s.worker.clone(), false, TriggerSource::ThreadParent),
+            "delay {delay}"
+        );
+    }
+}
+
+/// `@Lead @Core` where Lead leads Core, in either order: one leader task, and both mentions are
+/// reported `triggered` (multica reports both targets queued); only a second squad with the same
+/// leader is `coalesced`.
+#[test]
+fn an_agent_and_a_squad_naming_one_leader_are_both_triggered() {
+    for (order, pending) in [
+        ("agent squad", false),
+        ("squad agent", false),
+        ("agent squad", true),
+        ("squad agent", true),
+    ] {
+        let mut s = setup();
+        let alice = s.w.alice.clone();
+        let issue = s.w.issue(IssueStatus::Todo, None);
+        if pending {
+            s.w.task(&s.leader.clone(), &issue, TaskStatus::Queued, None);
+        }
+        let a = mention("agent", s.leader.as_str(), "Lead");
+        let q = mention("squad", s.squad.as_str(), "Core");
+        let text = order.replace("agent", &a).replace("squad", &q);
+        let d = s.w.comment(&issue, member(&alice), &text);
+        let outcomes: Vec<(String, String, Option<String>)> =
+            mentions(&d).into_iter().map(|m| (m.0, m.2, m.3)).collect();
+        let (o, r) = if pending {
+            ("coalesced", Some("pending_task".to_owned()))
+        } else {
+            ("triggered", None)
+        };
+        let want_kinds: Vec<&str> = order.split(' ').collect();
+        let want: Vec<(String, String, Option<String>)> = want_kinds
+            .iter()
+            .map(|k| ((*k).to_owned(), o.to_owned(), r.clone()))
+            .collect();
+        assert_eq!(outcomes, want, "{order}, pending {pending}");
+        let tasks = enqueued(&d);
+        if pending {
+            assert!(tasks.is_empty(), "{order}");
+        } else {
+            assert_eq!(
+                tasks,
+                vec![(s.leader.clone(), true, TriggerSource::MentionSquadLeader)]
+            );
+        }
+    }
+}
+
+/// A member's reply in a thread whose root woke a squad's leader wakes the squad's *current*
+/// leader (re-resolved, with the archived-leader rules), not the agent of the stored task.
+#[test]
+fn a_thread_reply_wakes_the_squads_current_leader() {
+    // (new leader: None = unchanged, Some(archived?))
+    for swap in [None, Some(false), Some(true)] {
+        let mut s = setup();
+        let alice = s.w.alice.clone();
+        let root = CommentId::new("c-root").unwrap();
+        let d = s.w.event(Event::Comment(PostComment {
+            comment_id: root.clone(),
+            issue_id: s.issue.clone(),
+            author: member(&alice),
+            task_id: None,
+            parent_id: None,
+            content: "Can someone look at this?".into(),
+            suppress_agent_ids: vec![],
+        }));
+        let first = d.enqueued().next().unwrap().id.clone();
+        s.w.event(Event::TaskStatus(SetTaskStatus {
+            task_id: first,
+            status: TaskStatus::Completed,
+        }));
+        let mut expect_agent = s.leader.clone();
+        if let Some(archived) = swap {
+            let j = s.w.agent("June", &alice, ONLINE_PUBLIC);
+            let d = s.w.event(Event::UpdateSquad(UpdateSquad {
+                actor: alice.clone(),
+                squad_id: s.squad.clone(),
+                name: None,
+                description: None,
+                instructions: None,
+                leader_id: Some(j.to_string()),
+                avatar_url: None,
+            }));
+            assert_eq!(d.rejection(), None);
+            if archived {
+                s.w.event(Event::ArchiveAgent(ArchiveAgent {
+                    agent_id: j.clone(),
+                }));
+            }
+            expect_agent = j;
+        }
+        let d = s.w.event(Event::Comment(PostComment {
+            comment_id: CommentId::new("c-reply").unwrap(),
+            issue_id: s.issue.clone(),
+            author: member(&alice),
+            task_id: None,
+            parent_id: Some(root),
+            content: "Any news?".into(),
+            suppress_agent_ids: vec![],
+        }));
+        if swap == Some(true) {
+            assert!(enqueued(&d).is_empty(), "archived new leader: {d:?}");
+            assert_eq!(noops(&d), ["leader_not_ready"]);
+            continue;
+        }
+        assert_eq!(
+            enqueued(&d),
+            vec![(expect_agent.clone(), true, TriggerSource::ThreadRoot)],
+            "swap {swap:?}"
+        );
+        let task = d.enqueued().next().unwrap();
+        assert_eq!(task.squad_id.as_ref(), Some(&s.squad));
+        // The claim briefs the new leader.
+        let d = s.w.event(Event::Claim(ClaimTask {
+            task_id: task.id.clone(),
+        }));
+        assert!(d.decisions.iter().any(|x| matches!(
+            x,
+            squad_routing::Decision::Claim {
+                is_leader_task: true,
+                ..
+            }
+        )));
+    }
 }

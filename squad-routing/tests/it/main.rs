@@ -11,6 +11,10 @@ mod autopilot;
 mod briefing;
 mod child_done;
 mod comments;
+mod conformance;
+mod equivalence;
+mod fuzz;
+mod hosts;
 mod invoke;
 mod props;
 mod replay;
@@ -26,4 +30,9 @@ fn public_types_are_send_and_sync() {
     check::<squad_routing::Event>();
     check::<squad_routing::Replay>();
     check::<squad_routing::Error>();
+    check::<squad_routing::SimpleDirectory>();
+    // A database connection moves between threads but is not shared.
+    fn send<T: Send>() {}
+    send::<squad_routing::SqliteDirectory>();
+    send::<squad_routing::Replay<squad_routing::SqliteDirectory>>();
 }

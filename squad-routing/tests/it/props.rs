@@ -10,6 +10,11 @@ use squad_routing::{
 };
 
 use crate::world::*;
+#[allow(
+    unused_imports,
+    reason = "each test file uses a few of the event structs"
+)]
+use squad_routing::event::*;
 
 const STATUSES: [IssueStatus; 7] = [
     IssueStatus::Backlog,
@@ -143,7 +148,7 @@ impl Model {
                 let actor = self.actor(*a);
                 let issue = self.issues[*i].clone();
                 let mut e = update(actor.clone(), &issue, None, Some((ty, &id)));
-                if let Event::UpdateIssue { task_id, .. } = &mut e {
+                if let Event::UpdateIssue(UpdateIssue { task_id, .. }) = &mut e {
                     *task_id = self.task_of(&actor, &issue);
                 }
                 e
@@ -152,7 +157,7 @@ impl Model {
                 let actor = self.actor(*a);
                 let issue = self.issues[*i].clone();
                 let mut e = update(actor.clone(), &issue, Some(STATUSES[*s]), None);
-                if let Event::UpdateIssue { task_id, .. } = &mut e {
+                if let Event::UpdateIssue(UpdateIssue { task_id, .. }) = &mut e {
                     *task_id = self.task_of(&actor, &issue);
                 }
                 e
@@ -169,7 +174,7 @@ impl Model {
                     _ => "/note private".to_owned(),
                 };
                 self.n += 1;
-                Event::Comment {
+                Event::Comment(PostComment {
                     comment_id: CommentId::new(format!("pc{}", self.n)).unwrap(),
                     issue_id: issue.clone(),
                     task_id: self.task_of(&author, &issue),
@@ -177,9 +182,9 @@ impl Model {
                     parent_id: None,
                     content,
                     suppress_agent_ids: vec![],
-                }
+                })
             }
-            Op::Batch(a, v, s) => Event::BatchUpdate {
+            Op::Batch(a, v, s) => Event::BatchUpdate(BatchUpdate {
                 actor: self.actor(*a),
                 task_id: None,
                 issue_ids: v.iter().map(|i| self.issues[*i].clone()).collect(),
@@ -187,8 +192,8 @@ impl Model {
                 assignee_type: None,
                 assignee_id: None,
                 suppress_run: false,
-            },
-            Op::TaskStatus(t, s) => Event::TaskStatus {
+            }),
+            Op::TaskStatus(t, s) => Event::TaskStatus(SetTaskStatus {
                 task_id: self.nth_task(*t)?,
                 status: [
                     TaskStatus::Queued,
@@ -198,33 +203,34 @@ impl Model {
                     TaskStatus::Failed,
                     TaskStatus::Cancelled,
                 ][*s],
-            },
-            Op::Claim(t) => Event::Claim {
+            }),
+            Op::Claim(t) => Event::Claim(ClaimTask {
                 task_id: self.nth_task(*t)?,
-            },
-            Op::Runtime(a, r) => Event::SetRuntime {
+            }),
+            Op::Runtime(a, r) => Event::SetRuntime(SetRuntime {
                 agent_id: self.agents[*a].clone(),
                 runtime: [
                     Some(RuntimeStatus::Online),
                     Some(RuntimeStatus::Offline),
                     None,
                 ][*r],
-            },
-            Op::ArchiveAgent(a) => Event::ArchiveAgent {
+            }),
+            Op::ArchiveAgent(a) => Event::ArchiveAgent(ArchiveAgent {
                 agent_id: self.agents[*a].clone(),
-            },
-            Op::ArchiveSquad(s, a) => Event::ArchiveSquad {
+            }),
+            Op::ArchiveSquad(s, a) => Event::ArchiveSquad(ArchiveSquad {
                 actor: [&self.w.alice, &self.w.bob, &self.w.admin][a % 3].clone(),
                 squad_id: self.squads[*s].clone(),
-            },
+            }),
         })
     }
 }
 
 fn actor_of(e: &Event) -> Option<&Principal> {
     match e {
-        Event::UpdateIssue { actor, .. } | Event::BatchUpdate { actor, .. } => Some(actor),
-        Event::Comment { author, .. } => Some(author),
+        Event::UpdateIssue(UpdateIssue { actor, .. })
+        | Event::BatchUpdate(BatchUpdate { actor, .. }) => Some(actor),
+        Event::Comment(PostComment { author, .. }) => Some(author),
         _ => None,
     }
 }
@@ -260,7 +266,7 @@ proptest! {
                 }
             }
             // The leader's own comment does not wake it when its latest task is a leader task.
-            if let Event::Comment { author: Principal::Agent(a), issue_id, .. } = &ev
+            if let Event::Comment(PostComment { author: Principal::Agent(a), issue_id, .. }) = &ev
                 && m.w.dir.latest_task(issue_id, a).is_some_and(|t| t.is_leader_task)
             {
                 prop_assert!(
@@ -283,11 +289,11 @@ proptest! {
             pending.dedup();
             prop_assert_eq!(before, pending.len(), "two pending tasks after {:?}", ev);
             // A comment by an agent that woke itself cannot do so again right away.
-            if let Event::Comment { author: Principal::Agent(a), issue_id, content, .. } = &ev
+            if let Event::Comment(PostComment { author: Principal::Agent(a), issue_id, content, .. }) = &ev
                 && d.enqueued().any(|t| &t.agent_id == a && t.is_leader_task)
             {
                 m.n += 1;
-                let again = Event::Comment {
+                let again = Event::Comment(PostComment {
                     comment_id: CommentId::new(format!("again{}", m.n)).unwrap(),
                     issue_id: issue_id.clone(),
                     author: Principal::Agent(a.clone()),
@@ -295,7 +301,7 @@ proptest! {
                     parent_id: None,
                     content: content.clone(),
                     suppress_agent_ids: vec![],
-                };
+                });
                 let d2 = m.w.peek(&again);
                 prop_assert!(!d2.enqueued().any(|t| &t.agent_id == a), "self-trigger loop: {ev:?}");
             }
@@ -339,7 +345,7 @@ proptest! {
             } else {
                 done.iter().all(|d| *d).then_some(None)
             };
-            let d = w.event(Event::BatchUpdate {
+            let d = w.event(Event::BatchUpdate(BatchUpdate {
                 actor: member(&alice),
                 task_id: None,
                 issue_ids: batch.iter().map(|i| children[*i].clone()).collect(),
@@ -347,7 +353,7 @@ proptest! {
                 assignee_type: None,
                 assignee_id: None,
                 suppress_run: false,
-            });
+            }));
             let comments = system_comments(&d);
             let wakes: Vec<_> = d.enqueued().filter(|t| t.agent_id == lead).map(|t| t.id.clone()).collect();
             match expect {
@@ -368,7 +374,7 @@ proptest! {
             }
             // The leader finishes its turn before the next batch.
             for t in wakes {
-                w.event(Event::TaskStatus { task_id: t, status: TaskStatus::Completed });
+                w.event(Event::TaskStatus(SetTaskStatus { task_id: t, status: TaskStatus::Completed }));
             }
         }
     }

@@ -7,9 +7,14 @@ use squad_model::{
 use squad_routing::{Decision, Directory, Event};
 
 use crate::world::*;
+#[allow(
+    unused_imports,
+    reason = "each test file uses a few of the event structs"
+)]
+use squad_routing::event::*;
 
 fn create(w: &World, actor: &UserId, name: &str, leader: &str) -> Event {
-    Event::CreateSquad {
+    Event::CreateSquad(CreateSquad {
         actor: actor.clone(),
         workspace_id: w.ws.clone(),
         squad_id: SquadId::new(uuid(0x5, 777)).unwrap(),
@@ -18,7 +23,7 @@ fn create(w: &World, actor: &UserId, name: &str, leader: &str) -> Event {
         instructions: String::new(),
         leader_id: leader.into(),
         avatar_url: None,
-    }
+    })
 }
 
 #[test]
@@ -107,7 +112,7 @@ fn create_checks_in_order() {
     assert_eq!(w.dir.squad_members(&sid).len(), 1);
     // Names are not unique.
     let mut again = create(&w, &alice, "Core", mine.as_str());
-    if let Event::CreateSquad { squad_id, .. } = &mut again {
+    if let Event::CreateSquad(CreateSquad { squad_id, .. }) = &mut again {
         *squad_id = SquadId::new(uuid(0x5, 778)).unwrap();
     }
     assert_eq!(w.event(again).rejection(), None);
@@ -134,20 +139,22 @@ fn update_is_creator_scoped_and_adds_a_new_leader_and_pauses_autopilots() {
         id: ap.clone(),
         workspace_id: w.ws.clone(),
         title: "Nightly".into(),
-        assignee: Assignee::Squad(squad.clone()),
+        assignee: Some(Assignee::Squad(squad.clone())),
         execution_mode: ExecutionMode::CreateIssue,
         status: AutopilotStatus::Active,
         pause_reason: None,
-        creator_id: alice.clone(),
+        creator: squad_model::Actor::Member(alice.clone()),
     });
-    let upd = |actor: &UserId, leader: Option<String>| Event::UpdateSquad {
-        actor: actor.clone(),
-        squad_id: squad.clone(),
-        name: Some("Renamed".into()),
-        description: None,
-        instructions: None,
-        leader_id: leader,
-        avatar_url: None,
+    let upd = |actor: &UserId, leader: Option<String>| {
+        Event::UpdateSquad(UpdateSquad {
+            actor: actor.clone(),
+            squad_id: squad.clone(),
+            name: Some("Renamed".into()),
+            description: None,
+            instructions: None,
+            leader_id: leader,
+            avatar_url: None,
+        })
     };
     assert_eq!(
         w.peek(&upd(&bob, None)).rejection(),
@@ -198,9 +205,11 @@ fn archive_hands_issues_and_autopilots_to_the_leader_without_cancelling() {
         Some(Assignee::Squad(squad.clone())),
     );
     let t = w.task(&lead, &issue, TaskStatus::Running, Some(&squad));
-    let arch = |u: &UserId| Event::ArchiveSquad {
-        actor: u.clone(),
-        squad_id: squad.clone(),
+    let arch = |u: &UserId| {
+        Event::ArchiveSquad(ArchiveSquad {
+            actor: u.clone(),
+            squad_id: squad.clone(),
+        })
     };
     assert_eq!(
         w.peek(&arch(&w.bob.clone())).rejection(),
@@ -230,12 +239,14 @@ fn member_operations() {
     let mine = w.agent("Mine", &alice, ONLINE_PRIVATE);
     let bobs = w.agent("Bobs", &bob, ONLINE_PRIVATE);
     let squad = w.squad("Core", &lead, &alice);
-    let add = |actor: &UserId, ty: &str, id: &str| Event::AddMember {
-        actor: actor.clone(),
-        squad_id: squad.clone(),
-        member_type: ty.into(),
-        member_id: id.into(),
-        role: "dev".into(),
+    let add = |actor: &UserId, ty: &str, id: &str| {
+        Event::AddMember(AddMember {
+            actor: actor.clone(),
+            squad_id: squad.clone(),
+            member_type: ty.into(),
+            member_id: id.into(),
+            role: "dev".into(),
+        })
     };
     let cases = [
         (
@@ -287,11 +298,13 @@ fn member_operations() {
         assert_eq!(w.peek(&add(&actor, ty, &id)).rejection(), want, "{ty} {id}");
     }
     w.event(add(&alice, "agent", mine.as_str()));
-    let rm = |ty: &str, id: &str| Event::RemoveMember {
-        actor: alice.clone(),
-        squad_id: squad.clone(),
-        member_type: ty.into(),
-        member_id: id.into(),
+    let rm = |ty: &str, id: &str| {
+        Event::RemoveMember(RemoveMember {
+            actor: alice.clone(),
+            squad_id: squad.clone(),
+            member_type: ty.into(),
+            member_id: id.into(),
+        })
     };
     assert_eq!(
         w.peek(&rm("agent", lead.as_str())).rejection(),
@@ -303,12 +316,14 @@ fn member_operations() {
     );
     assert_eq!(w.event(rm("agent", mine.as_str())).rejection(), None);
     assert_eq!(w.dir.squad_members(&squad).len(), 1);
-    let role = |id: &str| Event::SetMemberRole {
-        actor: alice.clone(),
-        squad_id: squad.clone(),
-        member_type: "agent".into(),
-        member_id: id.into(),
-        role: "boss".into(),
+    let role = |id: &str| {
+        Event::SetMemberRole(SetMemberRole {
+            actor: alice.clone(),
+            squad_id: squad.clone(),
+            member_type: "agent".into(),
+            member_id: id.into(),
+            role: "boss".into(),
+        })
     };
     assert_eq!(
         w.peek(&role(mine.as_str())).rejection(),

@@ -32,6 +32,11 @@ pub(crate) const ONLINE_PUBLIC: AgentSpec = AgentSpec {
     runtime: Some(RuntimeStatus::Online),
     archived: false,
 };
+#[allow(
+    unused_imports,
+    reason = "each test file uses a few of the event structs"
+)]
+use squad_routing::event::*;
 
 pub(crate) struct World {
     pub(crate) dir: InMemoryDirectory,
@@ -117,6 +122,7 @@ impl World {
                 vec![]
             },
             skills: vec![],
+            instructions: String::new(),
             created_at: self.at,
         });
         id
@@ -207,6 +213,7 @@ impl World {
             trigger_comment_id: None,
             originator_user_id: None,
             head_sha: None,
+            context: None,
             attempt: 1,
             created_at: self.at,
         });
@@ -233,7 +240,7 @@ impl World {
         content: &str,
     ) -> Decisions {
         let id = squad_model::CommentId::new(uuid(0xc, self.next())).unwrap();
-        self.event(Event::Comment {
+        self.event(Event::Comment(PostComment {
             comment_id: id,
             issue_id: issue.clone(),
             author,
@@ -241,7 +248,7 @@ impl World {
             parent_id: None,
             content: content.into(),
             suppress_agent_ids: vec![],
-        })
+        }))
     }
 
     pub(crate) fn comment_from_task(
@@ -252,7 +259,7 @@ impl World {
         content: &str,
     ) -> Decisions {
         let id = squad_model::CommentId::new(uuid(0xc, self.next())).unwrap();
-        self.event(Event::Comment {
+        self.event(Event::Comment(PostComment {
             comment_id: id,
             issue_id: issue.clone(),
             author: Principal::Agent(agent.clone()),
@@ -260,7 +267,7 @@ impl World {
             parent_id: None,
             content: content.into(),
             suppress_agent_ids: vec![],
-        })
+        }))
     }
 
     pub(crate) fn set_status(
@@ -289,7 +296,7 @@ pub(crate) fn update(
     status: Option<IssueStatus>,
     assignee: Option<(&str, &str)>,
 ) -> Event {
-    Event::UpdateIssue {
+    Event::UpdateIssue(UpdateIssue {
         actor,
         task_id: None,
         issue_id: issue.clone(),
@@ -298,7 +305,7 @@ pub(crate) fn update(
         assignee_id: assignee.map(|a| a.1.to_owned()),
         unassign: false,
         suppress_run: false,
-    }
+    })
 }
 
 pub(crate) fn member(u: &UserId) -> Principal {
