@@ -16,6 +16,8 @@
 //! - `batch_import`: 100k entries in one notes commit (`Notes::write_batch`) vs
 //!   `git notes copy --stdin` creating 100k notes.
 //! - `parse_one`: one note blob parsed (ours, typed and checked) vs an untyped `serde_json::Value`.
+//! - `list_json_cli`: the command users run, `squad --json notes list --agent data` (the release
+//!   binary), vs `git notes list | git cat-file --batch`, both as processes.
 //!
 //! Measured 2026-11-30 (session 3) on a 2-core machine, medians (100k notes; 10k in brackets):
 //! `show_one` 42 µs vs 2.8 ms; `write_one` 0.87 ms vs 3.0 ms; `batch_import` 1.19 s vs 2.39 s;
@@ -29,6 +31,14 @@
 //! 51,672 trees of the 2/2/36 fanout (a pack lookup and an inflate each). Full walks read each
 //! tree from the packs without an object cache, so every sample reads every tree.
 //! `examples/notes_profile.rs` times the phases.
+//!
+//! `list_json_cli`, measured 2026-12-01 on a loaded machine (load average 5 to 6 on 2 cores,
+//! other builds running; in the same run `read_all` measured 0.98x median, 0.66x fastest, against
+//! 0.48x quiet): 100k 407 ms vs 494 ms median (0.82x), 248 ms vs 452 ms fastest (0.55x); 10k
+//! 35 ms vs 45 ms. Instructions (callgrind, load-independent), 100k: the command 1.87 G, git's
+//! pipeline 2.67 G (`notes list` 1.12 G, `cat-file --batch` 1.56 G), the library's
+//! `read_all_parsed` about 2.1 G: the command counts entries without building them
+//! (`format::count_entries`), so it does less than the library read that measures 0.48x quiet.
 #![allow(missing_docs, reason = "divan bench functions")]
 #![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
