@@ -7,6 +7,7 @@
 mod approval;
 mod approval_github;
 mod crash_table;
+mod doctor;
 mod e2e;
 mod git_repo;
 mod help;
