@@ -467,11 +467,7 @@ pub(crate) type Listed = (Vec<(Oid, usize)>, Vec<squad_notes::ObjectType>);
 
 /// The commits (any objects) with a note in `args.agent`'s namespace and the number of valid
 /// entries in each; with `types`, also each object's type (`commit`, `tag`, ..., `missing`).
-pub(crate) fn list_notes(
-    args: &ListInput,
-    ctx: &Ctx,
-    types: bool,
-) -> Result<Listed, CliError> {
+pub(crate) fn list_notes(args: &ListInput, ctx: &Ctx, types: bool) -> Result<Listed, CliError> {
     let namespace = name(&args.agent, "--agent")?;
     let backend = open(ctx)?;
     // Only the number of valid entries per note is printed: count them without building them.

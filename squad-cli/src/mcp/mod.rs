@@ -58,12 +58,24 @@ const INSTRUCTIONS: &str = "squad: commit-scoped agent notes, tiered agent memor
 Each tool is a `squad` command and returns its --json document. Approval gates are decided only by a human: \
 request one with approval_request, then call approval_wait until its state is not `pending`.";
 
-/// The server: the global options, and whether write tools are offered.
+/// The server: the global options, whether write tools are offered, and the turn every tool
+/// call and resource read waits for.
 #[derive(Debug, Clone)]
 struct Server {
     ctx: Arc<Ctx>,
     read_only: bool,
+    /// Calls run one at a time, in the order they arrived (tokio's mutex is fair): a client that
+    /// sends a write and then a read without waiting for the first answer reads what it wrote.
+    /// `approval_wait` gives the turn up once it has found its gate, so that a long wait holds
+    /// nobody up.
+    turn: Turn,
 }
+
+/// The lock calls take turns with.
+pub(crate) type Turn = Arc<tokio::sync::Mutex<()>>;
+
+/// A call's turn; dropped when the call is done (or, for a wait, once it has started).
+pub(crate) type TurnGuard = tokio::sync::OwnedMutexGuard<()>;
 
 impl Server {
     fn tools(&self) -> impl Iterator<Item = &'static tools::ToolDef> + '_ {
@@ -121,7 +133,8 @@ impl ServerHandler for Server {
             ));
         }
         let args = request.arguments.unwrap_or_default();
-        let out = tools::call(name, args, self.ctx.clone(), context.peer.clone()).await;
+        let turn = self.turn.clone().lock_owned().await;
+        let out = tools::call(name, args, self.ctx.clone(), context.peer.clone(), turn).await;
         let result = match out {
             Some(Ok(out)) => out.into_result(),
             Some(Err(e)) => tools::error_result(&e),
@@ -136,6 +149,7 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let ctx = self.ctx.clone();
+        let _turn = self.turn.clone().lock_owned().await;
         let all = tokio::task::spawn_blocking(move || resources::list(&ctx))
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))??;
@@ -159,6 +173,7 @@ impl ServerHandler for Server {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let ctx = self.ctx.clone();
         let uri = request.uri.clone();
+        let _turn = self.turn.clone().lock_owned().await;
         let contents = tokio::task::spawn_blocking(move || resources::read(&ctx, &uri))
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))??;
@@ -175,6 +190,7 @@ pub(crate) fn run(args: &Args, ctx: Ctx) -> CmdResult {
     let server = Server {
         ctx: Arc::new(ctx),
         read_only: args.read_only,
+        turn: Turn::default(),
     };
     runtime.block_on(async move {
         let transport = transport::LineTransport::new(tokio::io::stdin(), tokio::io::stdout());

@@ -255,6 +255,7 @@ pub(crate) async fn call(
     args: Map<String, Value>,
     ctx: Arc<Ctx>,
     peer: Peer<RoleServer>,
+    turn: super::TurnGuard,
 ) -> Option<Result<Output, CliError>> {
     let out = match name {
         "notes_write" => notes_write(args, ctx).await,
@@ -266,7 +267,7 @@ pub(crate) async fn call(
         "approval_request" => approval_request(args, ctx).await,
         "approval_status" => approval_status(args, ctx).await,
         "approval_wait" => match parse::<WaitArgs>(name, args) {
-            Ok(a) => super::wait::approval_wait(a, ctx, peer).await,
+            Ok(a) => super::wait::approval_wait(a, ctx, peer, turn).await,
             Err(e) => Err(e),
         },
         "route_briefing" => route_briefing(args, ctx).await,

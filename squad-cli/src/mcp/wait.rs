@@ -35,9 +35,12 @@ pub(crate) async fn approval_wait(
     args: WaitArgs,
     ctx: Arc<Ctx>,
     peer: Peer<RoleServer>,
+    turn: super::TurnGuard,
 ) -> Result<Output, CliError> {
     let timeout = Duration::from_secs(args.timeout_secs.unwrap_or(DEFAULT_WAIT_SECS));
     let prepared = prepare_wait(&args, Some(timeout), &ctx).await?;
+    // The gate is found: later calls need not wait for the human.
+    drop(turn);
     let p = match prepared {
         Prepared::Done(gate) => return Ok(Output::new(wait_json(&gate))),
         Prepared::Wait(p) => p,
