@@ -573,13 +573,14 @@ struct Open {
     body: String,
 }
 
-/// `true` when a line starts with a character that lets it be nothing but text inside an
+/// `true` when a line (or the text from its start) starts with a character that lets it be
+/// nothing but text inside an
 /// entry's body (outside fields and fences): empty, a `- ` list item, or any other start than
 /// `#`, `-`, a fence character or whitespace.
-fn plain_start(line: &str) -> bool {
-    match line.as_bytes() {
+fn plain_start(line: &[u8]) -> bool {
+    match line {
         // An empty line, a list item.
-        [] | [b'-', b' ', ..] => true,
+        [] | [b'\n', ..] | [b'-', b' ', ..] => true,
         [b, ..] => b.is_ascii_graphic() && !matches!(b, b'#' | b'-' | b'`' | b'~'),
     }
 }
@@ -621,7 +622,7 @@ impl MemoryDoc {
     ///
     /// As [`MemoryDoc::parse`].
     pub fn parse_with(file: &str, text: &str, options: ParseOptions) -> Result<Self> {
-        if text.as_bytes().contains(&0) {
+        if memchr::memchr(0, text.as_bytes()).is_some() {
             let nul: Vec<Problem> = lines(text)
                 .enumerate()
                 .filter(|(_, l)| l.contains('\0'))
@@ -863,18 +864,44 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
         doc.items.push(Item::Entry(e));
     };
 
-    for (i, line) in lines(text).enumerate() {
-        let n = i + 1;
+    let bytes = text.as_bytes();
+    // Without carriage returns there is nothing to strip: runs of body lines are copied at once.
+    let bulk = memchr::memchr(b'\r', bytes).is_none();
+    let line_end = |from: usize| memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |k| from + k);
+    let mut pos = 0;
+    let mut n = 0;
+    while pos < bytes.len() {
+        let end = line_end(pos);
+        // `pos` and `end` sit next to line ends or at the ends: character boundaries.
+        let raw = &text[pos..end];
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        n += 1;
         // Most lines are body text: nothing in them can open or close anything.
         if fence.is_none()
             && let Some(o) = open.as_mut()
             && !o.in_fields
-            && plain_start(line)
+            && plain_start(line.as_bytes())
         {
-            o.body.push_str(line);
-            o.body.push('\n');
+            if bulk {
+                let start = pos;
+                let mut p = end + 1;
+                while p < bytes.len() && plain_start(&bytes[p..]) {
+                    n += 1;
+                    p = line_end(p) + 1;
+                }
+                o.body.push_str(&text[start..p.min(bytes.len())]);
+                if !o.body.ends_with('\n') {
+                    o.body.push('\n');
+                }
+                pos = p;
+            } else {
+                o.body.push_str(line);
+                o.body.push('\n');
+                pos = end + 1;
+            }
             continue;
         }
+        pos = end + 1;
         if let Some(f) = fence {
             if f.closes(line) {
                 fence = None;

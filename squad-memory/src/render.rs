@@ -1188,6 +1188,11 @@ fn file_report(path: &str, texts: &[&str]) -> FileReport {
 /// The pool's indexes best first, and the scores when there is a task. With a task: score,
 /// then newest. Without: newest first, undated after dated, later in the file first.
 fn select_order(pool: &[Unit<'_>], task: Option<&str>) -> (Vec<usize>, Option<Vec<f64>>) {
+    // Undated sorts before every date (as `None < Some(_)`).
+    let dates: Vec<i64> = pool
+        .iter()
+        .map(|u| u.date.map_or(i64::MIN, |d| d.unix_millis()))
+        .collect();
     let mut order: Vec<usize> = (0..pool.len()).collect();
     match task {
         Some(task) => {
@@ -1197,16 +1202,16 @@ fn select_order(pool: &[Unit<'_>], task: Option<&str>) -> (Vec<usize>, Option<Ve
                 u.feed(&mut scorer);
             }
             let scores = scorer.scores();
-            order.sort_by(|&a, &b| {
+            order.sort_unstable_by(|&a, &b| {
                 scores[b]
                     .total_cmp(&scores[a])
-                    .then(pool[b].date.cmp(&pool[a].date))
+                    .then(dates[b].cmp(&dates[a]))
                     .then(a.cmp(&b))
             });
             (order, Some(scores))
         }
         None => {
-            order.sort_by(|&a, &b| pool[b].date.cmp(&pool[a].date).then(b.cmp(&a)));
+            order.sort_unstable_by(|&a, &b| dates[b].cmp(&dates[a]).then(b.cmp(&a)));
             (order, None)
         }
     }
