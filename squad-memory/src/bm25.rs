@@ -148,6 +148,16 @@ fn word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b >= 0x80
 }
 
+/// `true` for a character that separates words (`!char::is_alphanumeric`, without the
+/// Unicode table lookup for ASCII and the punctuation and arrows of running text: `—`, `’`,
+/// `→`).
+fn separates(c: char) -> bool {
+    if c.is_ascii() {
+        return !c.is_ascii_alphanumeric();
+    }
+    matches!(u32::from(c), 0x2000..=0x206F | 0x2190..=0x21FF) || !c.is_alphanumeric()
+}
+
 /// The position of the first byte of a multi-byte character in `b` from `from` on.
 fn next_high(b: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
@@ -425,7 +435,7 @@ impl Scorer {
                     .position(|&c| !word_byte(c))
                     .map_or(b.len(), |n| hi + n);
                 // `s` and `e` sit next to ASCII bytes or the ends: character boundaries.
-                for w in text[s..e].split(|c: char| !c.is_alphanumeric()) {
+                for w in text[s..e].split(separates) {
                     if w.chars().nth(1).is_none() {
                         continue;
                     }
@@ -612,6 +622,13 @@ mod tests {
         "request→pull", "x→y", "out", "outs", "outage", "tie", "ties", "hoping", "hope", "ate",
         "bled", "able", "ring", "rings", "sing", "singing", "ye", "yes", "ion", "ions", "oed",
     ];
+
+    #[test]
+    fn separators_are_the_non_alphanumeric_characters() {
+        for c in (0..=0x2FFF_u32).filter_map(char::from_u32) {
+            assert_eq!(separates(c), !c.is_alphanumeric(), "{c:?}");
+        }
+    }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 300, ..Default::default() })]

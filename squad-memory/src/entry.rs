@@ -2,7 +2,10 @@
 //!
 //! The format is described in the crate README, section "File format".
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+/// A fast, fixed hash for ids read from one's own files (deterministic; no untrusted keys).
+type Fast = foldhash::fast::FixedState;
 use std::fmt;
 use std::str::FromStr;
 
@@ -783,10 +786,10 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
     let mut after_entry = false;
     // Id -> index (in `doc.items`) of the first entry with it. Content is compared only when
     // an id repeats, and the explicit ids of the file are gathered only then.
-    let mut seen: HashMap<MemoryId, usize> = HashMap::new();
-    let mut used: Option<std::collections::HashSet<MemoryId>> = None;
+    let mut seen: HashMap<MemoryId, usize, Fast> = HashMap::default();
+    let mut used: Option<HashSet<MemoryId, Fast>> = None;
     let explicit_ids = || {
-        let mut set = std::collections::HashSet::new();
+        let mut set: HashSet<MemoryId, Fast> = HashSet::default();
         if options.fields {
             for l in lines(text) {
                 if let Some(("id", v)) = field_line(l)
@@ -801,8 +804,8 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
 
     let close = |o: Open,
                  doc: &mut MemoryDoc,
-                 seen: &mut HashMap<MemoryId, usize>,
-                 used: &mut Option<std::collections::HashSet<MemoryId>>| {
+                 seen: &mut HashMap<MemoryId, usize, Fast>,
+                 used: &mut Option<HashSet<MemoryId, Fast>>| {
         let mut e = o.entry;
         let mut body = o.body;
         let (start, end) = blank_trim(&body);
@@ -1027,7 +1030,7 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
 }
 
 /// The first `<id>-<n>` (n = 2, 3, ...) not used yet, cut to fit the id length limit.
-fn rename(id: &MemoryId, used: &std::collections::HashSet<MemoryId>) -> MemoryId {
+fn rename(id: &MemoryId, used: &HashSet<MemoryId, Fast>) -> MemoryId {
     for n in 2.. {
         let suffix = format!("-{n}");
         let mut base = id.as_str().to_owned();

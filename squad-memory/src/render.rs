@@ -348,6 +348,22 @@ impl Text<'_> {
     }
 }
 
+/// The item naming parts `first..=last` of the `n` of entry `e`: its id when they are all of
+/// them, else `<id> (parts <first>-<last> of <n>)`.
+fn parts_item(e: &Entry, first: usize, last: usize, n: usize) -> String {
+    let mut s = e.id.as_str().to_owned();
+    if first > 1 || last < n {
+        s.push_str(" (parts ");
+        push_number(&mut s, first);
+        s.push('-');
+        push_number(&mut s, last);
+        s.push_str(" of ");
+        push_number(&mut s, n);
+        s.push(')');
+    }
+    s
+}
+
 /// ` (part i of n)`, appended to `out`.
 fn push_part_label(out: &mut String, i: usize, n: usize) {
     out.push_str(" (part ");
@@ -1021,12 +1037,33 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
             .unwrap_or(0.0);
         let cutoff = best * f64::from(budget.cutoff_percent) / 100.0;
         let mut seen_content: HashSet<((String, String), usize)> = HashSet::new();
+        // Parts of one section that match nothing come one after the other (same score, same
+        // date, file order) and are listed as one item: (entry, parts so far, its index).
+        let mut run: Option<(&Entry, (usize, usize), usize)> = None;
         for i in order {
             let u = &pool[i];
             let score = scores.as_ref().map(|s| s[i]);
             if let Some(s) = score
                 && (s <= 0.0 || s < cutoff)
             {
+                if s <= 0.0
+                    && let (Some(e), Some((k, n))) = (u.entry, u.piece)
+                {
+                    match &mut run {
+                        Some((r, (first, last), at))
+                            if std::ptr::eq(*r, e) && *last + 1 == k && *at + 1 == left.len() =>
+                        {
+                            *last = k;
+                            left[*at].bytes += u.bytes;
+                            left[*at].item = parts_item(e, *first, k, n);
+                        }
+                        _ => {
+                            run = Some((e, (k, k), left.len()));
+                            left.push(u.left(score, Reason::NotRelevant));
+                        }
+                    }
+                    continue;
+                }
                 left.push(u.left(score, Reason::NotRelevant));
                 continue;
             }
