@@ -478,7 +478,7 @@ impl<'a> Unit<'a> {
         LeftOut {
             tier: self.tier,
             file: self.file.to_owned(),
-            item: self.item.clone().into_owned(),
+            item: self.item_name(),
             title: self.title.clone().into_owned(),
             bytes: self.bytes,
             score,
@@ -486,11 +486,24 @@ impl<'a> Unit<'a> {
         }
     }
 
+    /// The item as the manifest names it: an entry's part is `<id> (part i of n)`.
+    pub(crate) fn item_name(&self) -> String {
+        match (self.entry, self.piece) {
+            (Some(e), Some((i, n))) => {
+                let mut s = String::with_capacity(e.id.as_str().len() + 16);
+                s.push_str(e.id.as_str());
+                push_part_label(&mut s, i, n);
+                s
+            }
+            _ => self.item.clone().into_owned(),
+        }
+    }
+
     fn loaded(&self, score: Option<f64>, reason: LoadReason) -> Loaded {
         Loaded {
             tier: self.tier,
             file: self.file.to_owned(),
-            item: self.item.clone().into_owned(),
+            item: self.item_name(),
             title: self.title.clone().into_owned(),
             bytes: self.bytes,
             score,
@@ -774,12 +787,8 @@ fn entry_units<'a>(tier: Tier, src: &'a Source, e: &'a Entry, out: &mut Vec<Unit
         let mut u = Unit::new(
             tier,
             &src.path,
-            Cow::Owned({
-                let mut item = String::with_capacity(e.id.as_str().len() + 16);
-                item.push_str(e.id.as_str());
-                push_part_label(&mut item, i + 1, n);
-                item
-            }),
+            // `<id> (part i of n)`, written when the part is reported.
+            Cow::Borrowed(e.id.as_str()),
             Cow::Borrowed(&e.heading),
             Text::Part {
                 entry: e,
@@ -1039,7 +1048,15 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
         let mut seen_content: HashSet<((String, String), usize)> = HashSet::new();
         // Parts of one section that match nothing come one after the other (same score, same
         // date, file order) and are listed as one item: (entry, parts so far, its index).
-        let mut run: Option<(&Entry, (usize, usize), usize)> = None;
+        let mut run: Option<(&Entry, (usize, usize, usize), usize)> = None;
+        let name_run = |left: &mut Vec<LeftOut>, run: Option<(&Entry, (usize, usize, usize), usize)>| {
+            if let Some((e, (first, last, n), at)) = run
+                && last > first
+                && let Some(l) = left.get_mut(at)
+            {
+                l.item = parts_item(e, first, last, n);
+            }
+        };
         for i in order {
             let u = &pool[i];
             let score = scores.as_ref().map(|s| s[i]);
@@ -1050,15 +1067,15 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
                     && let (Some(e), Some((k, n))) = (u.entry, u.piece)
                 {
                     match &mut run {
-                        Some((r, (first, last), at))
+                        Some((r, (_, last, _), at))
                             if std::ptr::eq(*r, e) && *last + 1 == k && *at + 1 == left.len() =>
                         {
                             *last = k;
                             left[*at].bytes += u.bytes;
-                            left[*at].item = parts_item(e, *first, k, n);
                         }
                         _ => {
-                            run = Some((e, (k, k), left.len()));
+                            name_run(&mut left, run.take());
+                            run = Some((e, (k, k, n), left.len()));
                             left.push(u.left(score, Reason::NotRelevant));
                         }
                     }
@@ -1089,6 +1106,7 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
             *room -= u.bytes;
             chosen.push((i, score));
         }
+        name_run(&mut left, run.take());
     }
     let why = if plan.task.is_some() {
         LoadReason::Relevant
