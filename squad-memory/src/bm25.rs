@@ -160,12 +160,16 @@ fn separates(c: char) -> bool {
 
 /// The position of the first byte of a multi-byte character in `b` from `from` on.
 fn next_high(b: &[u8], from: usize) -> Option<usize> {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let word = |k: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[k..k + 8]);
+        u64::from_ne_bytes(w)
+    };
     let mut i = from;
-    while let Some(chunk) = b.get(i..i + 16) {
-        if !chunk.is_ascii() {
-            break;
-        }
-        i += 16;
+    // 32 bytes at a time while they are all ASCII.
+    while i + 32 <= b.len() && (word(i) | word(i + 8) | word(i + 16) | word(i + 24)) & HIGH == 0 {
+        i += 32;
     }
     b.get(i..)?.iter().position(|&c| c >= 0x80).map(|k| i + k)
 }
@@ -263,9 +267,15 @@ pub(crate) struct Scorer {
     weights: Vec<f64>,
     postings: Vec<Vec<(u32, u32)>>,
     lens: Vec<u64>,
-    low: Vec<u8>,
+    /// Texts waiting to be searched, each followed by a line end: where each starts, its
+    /// document and how many times its words count.
+    batch: String,
+    segments: Vec<(usize, u32, u32)>,
     buf: String,
 }
+
+/// The size of the batches [`Scorer::feed`] searches at once.
+const BATCH: usize = 64 * 1024;
 
 impl Scorer {
     /// A scorer for `query`, with no documents yet.
@@ -316,7 +326,8 @@ impl Scorer {
             weights: Vec::new(),
             postings: Vec::new(),
             lens: Vec::new(),
-            low: Vec::new(),
+            batch: String::new(),
+            segments: Vec::new(),
             buf: String::new(),
         }
     }
@@ -364,7 +375,11 @@ impl Scorer {
         let Some(doc) = self.lens.len().checked_sub(1) else {
             return;
         };
-        let doc = u32::try_from(doc).unwrap_or(u32::MAX);
+        self.count_buf_in(u32::try_from(doc).unwrap_or(u32::MAX), times);
+    }
+
+    /// Counts the lowercased word in `self.buf` for document `doc`.
+    fn count_buf_in(&mut self, doc: u32, times: u32) {
         let Some(term) = self.term_of_buf() else {
             return;
         };
@@ -383,7 +398,13 @@ impl Scorer {
     }
 
     /// Adds `text` to the current document, each word counting `times`.
+    ///
+    /// Texts are searched in batches of about [`BATCH`] bytes (one search per batch costs far
+    /// less than one per text, and the batch stays in cache).
     pub(crate) fn feed(&mut self, text: &str, times: u32) {
+        let Some(doc) = self.lens.len().checked_sub(1) else {
+            return;
+        };
         if let Some(l) = self.lens.last_mut() {
             *l += text.len() as u64 * u64::from(times);
         }
@@ -394,36 +415,60 @@ impl Scorer {
             self.count_every_word(text, times);
             return;
         }
+        if !self.batch.is_empty() && self.batch.len() + text.len() >= BATCH {
+            self.flush();
+        }
+        let doc = u32::try_from(doc).unwrap_or(u32::MAX);
+        self.segments.push((self.batch.len(), doc, times));
+        self.batch.push_str(text);
+        // A separator, so no word runs from one text into the next.
+        self.batch.push('\n');
+    }
+
+    /// Counts the words of the batch.
+    fn flush(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let mut batch = std::mem::take(&mut self.batch);
+        let segments = std::mem::take(&mut self.segments);
+        batch.make_ascii_lowercase();
+        let b = batch.as_bytes();
+        // The segment holding byte `at` (segments are in order, the first starts at 0).
+        let segment = |at: usize| {
+            let k = segments.partition_point(|&(start, _, _)| start <= at);
+            segments[k.saturating_sub(1)]
+        };
         // ASCII words, found by their first characters.
         if let Some(ac) = self.starts.take() {
-            self.low.clear();
-            self.low.extend_from_slice(text.as_bytes());
-            self.low.make_ascii_lowercase();
-            let low = std::mem::take(&mut self.low);
-            for m in ac.find_iter(&low) {
+            let mut k = 0;
+            for m in ac.find_iter(b) {
                 let s = m.start();
-                if s > 0 && word_byte(low[s - 1]) {
+                if s > 0 && word_byte(b[s - 1]) {
                     continue;
                 }
-                let e = low[s..]
+                let e = b[s..]
                     .iter()
-                    .position(|&b| !word_byte(b))
-                    .map_or(low.len(), |n| s + n);
-                let w = &low[s..e];
+                    .position(|&c| !word_byte(c))
+                    .map_or(b.len(), |n| s + n);
+                let w = &b[s..e];
                 // Words holding other characters are read below.
                 if w.len() < 2 || !w.is_ascii() || is_stop_ascii(w) {
                     continue;
                 }
+                while k + 1 < segments.len() && segments[k + 1].0 <= s {
+                    k += 1;
+                }
+                let (_, doc, times) = segments[k];
                 self.buf.clear();
-                self.buf.extend(w.iter().map(|&b| char::from(b)));
-                self.count_buf(times);
+                // `s` and `e` sit next to ASCII bytes or the ends: character boundaries.
+                self.buf.push_str(&batch[s..e]);
+                self.count_buf_in(doc, times);
             }
-            self.low = low;
             self.starts = Some(ac);
         }
         // Runs holding other characters: split by `char::is_alphanumeric`, every word looked up.
-        if !text.is_ascii() {
-            let b = text.as_bytes();
+        if !b.is_ascii() {
             let mut i = 0;
             while let Some(hi) = next_high(b, i) {
                 let mut s = hi;
@@ -435,18 +480,24 @@ impl Scorer {
                     .position(|&c| !word_byte(c))
                     .map_or(b.len(), |n| hi + n);
                 // `s` and `e` sit next to ASCII bytes or the ends: character boundaries.
-                for w in text[s..e].split(separates) {
+                for w in batch[s..e].split(separates) {
                     if w.chars().nth(1).is_none() {
                         continue;
                     }
                     lower(w, &mut self.buf);
                     if !is_stop(&self.buf) {
-                        self.count_buf(times);
+                        let (_, doc, times) = segment(s);
+                        self.count_buf_in(doc, times);
                     }
                 }
                 i = e;
             }
         }
+        batch.clear();
+        self.batch = batch;
+        let mut segments = segments;
+        segments.clear();
+        self.segments = segments;
     }
 
     /// [`Scorer::feed`] without the search by first characters: every word is stemmed (what
@@ -474,7 +525,21 @@ impl Scorer {
     }
 
     /// The BM25 score of every document, in the order they were started.
-    pub(crate) fn scores(&self) -> Vec<f64> {
+    pub(crate) fn scores(&mut self) -> Vec<f64> {
+        self.flush();
+        // A batch counts its ASCII words before the others: a document may be listed twice.
+        for list in &mut self.postings {
+            if list.windows(2).any(|w| w[0].0 >= w[1].0) {
+                list.sort_by_key(|&(doc, _)| doc);
+                list.dedup_by(|later, first| {
+                    let same = later.0 == first.0;
+                    if same {
+                        first.1 += later.1;
+                    }
+                    same
+                });
+            }
+        }
         let n = self.lens.len() as f64;
         let avg = if self.lens.is_empty() {
             0.0
