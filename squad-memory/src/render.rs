@@ -30,11 +30,12 @@ pub struct Budget {
     /// Each wiki document loaded by name, and the wiki sections chosen by relevance together
     /// (default 20 KiB); also the size `validate` allows a wiki file.
     pub wiki_doc: usize,
-    /// How many sections (entries or free-text chunks) of cold, the archive and the wiki load
-    /// at most, together, chosen by relevance or recency (default 4).
+    /// How many sections (entries, parts of long entries, or free-text chunks) of cold, the
+    /// archive and the wiki load at most, together, chosen by relevance or recency (default
+    /// 10).
     pub top_k: usize,
     /// The relevance cut-off, in percent of the best match's score: a section scoring less is
-    /// not loaded (default 35).
+    /// not loaded (default 25).
     pub cutoff_percent: u8,
     /// The size a cold file may reach before `validate` reports it (default 64 KiB); the Scribe
     /// and import move the oldest entries to the archive rather than write more.
@@ -47,8 +48,8 @@ impl Default for Budget {
             hot: 4 * 1024,
             hot_plus_cold: 16 * 1024,
             wiki_doc: 20 * 1024,
-            top_k: 5,
-            cutoff_percent: 15,
+            top_k: 10,
+            cutoff_percent: 25,
             cold_file: 64 * 1024,
         }
     }
@@ -1100,6 +1101,9 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
                 &mut cold_left
             };
             if u.bytes > *room {
+                // The budget caps: once a section does not fit, none ranked after it loads
+                // in its place (the room left is not filled with lesser ones).
+                *room = 0;
                 left.push(u.left(score, Reason::Budget));
                 continue;
             }
