@@ -471,6 +471,15 @@ impl Scorer {
         if !b.is_ascii() {
             let mut i = 0;
             while let Some(hi) = next_high(b, i) {
+                // Most of them are dashes, quotes and arrows between words.
+                if let Some(c) = batch.get(hi..).and_then(|t| t.chars().next())
+                    && separates(c)
+                    && (hi == 0 || !word_byte(b[hi - 1]))
+                    && b.get(hi + c.len_utf8()).is_none_or(|&n| !word_byte(n))
+                {
+                    i = hi + c.len_utf8();
+                    continue;
+                }
                 let mut s = hi;
                 while s > i && word_byte(b[s - 1]) {
                     s -= 1;
@@ -480,7 +489,7 @@ impl Scorer {
                     .position(|&c| !word_byte(c))
                     .map_or(b.len(), |n| hi + n);
                 // `s` and `e` sit next to ASCII bytes or the ends: character boundaries.
-                for w in batch[s..e].split(separates) {
+                for w in batch.get(s..e).unwrap_or_default().split(separates) {
                     if w.chars().nth(1).is_none() {
                         continue;
                     }
@@ -663,29 +672,129 @@ mod tests {
 
     #[test]
     fn stop_words_are_short_lowercase_ascii() {
-        assert!(STOP.iter().all(|w| w.len() <= MAX_STOP
-            && w.bytes().all(|b| b.is_ascii_lowercase())));
+        assert!(
+            STOP.iter()
+                .all(|w| w.len() <= MAX_STOP && w.bytes().all(|b| b.is_ascii_lowercase()))
+        );
         assert!(is_stop_ascii(b"The") && is_stop_ascii(b"SHOULD") && !is_stop_ascii(b"theme"));
     }
 
     /// Equal up to the order terms are summed in.
     fn same(a: &[f64], b: &[f64]) -> bool {
-        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-9 * x.abs().max(1.0))
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(x, y)| (x - y).abs() <= 1e-9 * x.abs().max(1.0))
     }
 
     const WORDS: &[&str] = &[
-        "dying", "die", "dies", "lying", "tie", "tying", "skies", "sky", "using", "use", "used",
-        "uses", "crying", "cry", "cries", "happy", "happiness", "happily", "subdirectory",
-        "subdirectories", "directory", "directories", "dir", "dirs", "PRs", "PR", "pull",
-        "pulled", "request", "requests", "repo", "repositories", "config", "configuration",
-        "licence", "license", "licensing", "deploy", "deploys", "deployment", "timeout",
-        "timeouts", "time", "out", "early", "earlier", "only", "gently", "news", "ugly", "idly",
-        "symlink", "symlinks", "link", "links", "k8s", "kubernetes", "docs", "documentation",
-        "naïve", "naive", "café", "Überprüfung", "2026", "v0", "8", "x", "is", "the", "ci",
-        "continuous", "integration", "environment", "env", "authentication", "auth", "yes",
-        "yielding", "ying", "yy", "iyi", "→deploy", "naïve-deploy", "édeploy", "deploy—time", "Ünit",
-        "request→pull", "x→y", "out", "outs", "outage", "tie", "ties", "hoping", "hope", "ate",
-        "bled", "able", "ring", "rings", "sing", "singing", "ye", "yes", "ion", "ions", "oed",
+        "dying",
+        "die",
+        "dies",
+        "lying",
+        "tie",
+        "tying",
+        "skies",
+        "sky",
+        "using",
+        "use",
+        "used",
+        "uses",
+        "crying",
+        "cry",
+        "cries",
+        "happy",
+        "happiness",
+        "happily",
+        "subdirectory",
+        "subdirectories",
+        "directory",
+        "directories",
+        "dir",
+        "dirs",
+        "PRs",
+        "PR",
+        "pull",
+        "pulled",
+        "request",
+        "requests",
+        "repo",
+        "repositories",
+        "config",
+        "configuration",
+        "licence",
+        "license",
+        "licensing",
+        "deploy",
+        "deploys",
+        "deployment",
+        "timeout",
+        "timeouts",
+        "time",
+        "out",
+        "early",
+        "earlier",
+        "only",
+        "gently",
+        "news",
+        "ugly",
+        "idly",
+        "symlink",
+        "symlinks",
+        "link",
+        "links",
+        "k8s",
+        "kubernetes",
+        "docs",
+        "documentation",
+        "naïve",
+        "naive",
+        "café",
+        "Überprüfung",
+        "2026",
+        "v0",
+        "8",
+        "x",
+        "is",
+        "the",
+        "ci",
+        "continuous",
+        "integration",
+        "environment",
+        "env",
+        "authentication",
+        "auth",
+        "yes",
+        "yielding",
+        "ying",
+        "yy",
+        "iyi",
+        "→deploy",
+        "naïve-deploy",
+        "édeploy",
+        "deploy—time",
+        "Ünit",
+        "request→pull",
+        "x→y",
+        "out",
+        "outs",
+        "outage",
+        "tie",
+        "ties",
+        "hoping",
+        "hope",
+        "ate",
+        "bled",
+        "able",
+        "ring",
+        "rings",
+        "sing",
+        "singing",
+        "ye",
+        "yes",
+        "ion",
+        "ions",
+        "oed",
     ];
 
     #[test]

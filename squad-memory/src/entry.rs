@@ -430,7 +430,10 @@ fn blank_trim(s: &str) -> (usize, usize) {
     // From the end: drop whole lines that are blank, then the last line end(s).
     let mut end = s.len();
     while end > start {
-        let line_start = s[start..end].trim_end_matches('\n').rfind('\n').map_or(start, |i| start + i + 1);
+        let line_start = s[start..end]
+            .trim_end_matches('\n')
+            .rfind('\n')
+            .map_or(start, |i| start + i + 1);
         if s[line_start..end].trim().is_empty() {
             end = line_start;
         } else {
@@ -780,6 +783,9 @@ impl MemoryDoc {
 
 fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
     let mut doc = MemoryDoc::default();
+    // Room for the entries up front (an entry is large to move); free lines grow as needed.
+    doc.items
+        .reserve(memchr::memmem::find_iter(text.as_bytes(), b"\n### ").count() + 1);
     let mut open: Option<Open> = None;
     let mut group: Option<String> = None;
     let mut fence: Option<Fence> = None;
@@ -870,7 +876,8 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
     let bytes = text.as_bytes();
     // Without carriage returns there is nothing to strip: runs of body lines are copied at once.
     let bulk = memchr::memchr(b'\r', bytes).is_none();
-    let line_end = |from: usize| memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |k| from + k);
+    let line_end =
+        |from: usize| memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |k| from + k);
     let mut pos = 0;
     let mut n = 0;
     while pos < bytes.len() {
@@ -1215,7 +1222,9 @@ mod tests {
             }
             s[..end].trim_end_matches('\n')
         }
-        let parts = ["", "\n", "a", " ", "\r", "\r\n", "b\n", "\n\n", "  \n", "é", "\t"];
+        let parts = [
+            "", "\n", "a", " ", "\r", "\r\n", "b\n", "\n\n", "  \n", "é", "\t",
+        ];
         for a in parts {
             for b in parts {
                 for c in parts {

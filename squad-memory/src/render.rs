@@ -342,7 +342,7 @@ impl Text<'_> {
     }
 
     #[cfg(test)]
-    fn to_string(&self) -> String {
+    fn rendered(&self) -> String {
         let mut s = String::with_capacity(self.len());
         self.write(&mut s);
         s
@@ -442,7 +442,13 @@ pub(crate) struct Unit<'a> {
 }
 
 impl<'a> Unit<'a> {
-    fn new(tier: Tier, file: &'a str, item: Cow<'a, str>, title: Cow<'a, str>, text: Text<'a>) -> Self {
+    fn new(
+        tier: Tier,
+        file: &'a str,
+        item: Cow<'a, str>,
+        title: Cow<'a, str>,
+        text: Text<'a>,
+    ) -> Self {
         Self {
             tier,
             file,
@@ -1050,14 +1056,15 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
         // Parts of one section that match nothing come one after the other (same score, same
         // date, file order) and are listed as one item: (entry, parts so far, its index).
         let mut run: Option<(&Entry, (usize, usize, usize), usize)> = None;
-        let name_run = |left: &mut Vec<LeftOut>, run: Option<(&Entry, (usize, usize, usize), usize)>| {
-            if let Some((e, (first, last, n), at)) = run
-                && last > first
-                && let Some(l) = left.get_mut(at)
-            {
-                l.item = parts_item(e, first, last, n);
-            }
-        };
+        let name_run =
+            |left: &mut Vec<LeftOut>, run: Option<(&Entry, (usize, usize, usize), usize)>| {
+                if let Some((e, (first, last, n), at)) = run
+                    && last > first
+                    && let Some(l) = left.get_mut(at)
+                {
+                    l.item = parts_item(e, first, last, n);
+                }
+            };
         for i in order {
             let u = &pool[i];
             let score = scores.as_ref().map(|s| s[i]);
@@ -1245,7 +1252,8 @@ fn file_report(path: &str, texts: &[&str]) -> FileReport {
 }
 
 /// The pool's indexes best first, and the scores when there is a task. With a task: score,
-/// then newest. Without: newest first, undated after dated, later in the file first.
+/// then newest (sections matching nothing after, in file order). Without: newest first,
+/// undated after dated, later in the file first.
 fn select_order(pool: &[Unit<'_>], task: Option<&str>) -> (Vec<usize>, Option<Vec<f64>>) {
     // Undated sorts before every date (as `None < Some(_)`).
     let dates: Vec<i64> = pool
@@ -1261,7 +1269,10 @@ fn select_order(pool: &[Unit<'_>], task: Option<&str>) -> (Vec<usize>, Option<Ve
                 u.feed(&mut scorer);
             }
             let scores = scorer.scores();
-            order.sort_unstable_by(|&a, &b| {
+            // Sections that match nothing follow in file order (they are all left out).
+            order.sort_by_key(|&i| scores[i] <= 0.0);
+            let matched = order.iter().take_while(|&&i| scores[i] > 0.0).count();
+            order[..matched].sort_unstable_by(|&a, &b| {
                 scores[b]
                     .total_cmp(&scores[a])
                     .then(dates[b].cmp(&dates[a]))
@@ -1544,7 +1555,7 @@ mod tests {
     fn an_entry_text_is_its_heading_and_body() {
         let e = Entry::from_heading("2026-01-01: note: x").with_body("a\n\nb");
         let t = Text::Entry(&e);
-        assert_eq!(t.to_string(), e.prompt_text());
+        assert_eq!(t.rendered(), e.prompt_text());
         assert_eq!(t.len(), e.prompt_text().len());
     }
 }

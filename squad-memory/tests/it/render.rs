@@ -299,10 +299,14 @@ fn a_long_section_is_offered_in_parts_and_reported_once_when_it_matches_nothing(
     let (store, who) = store_with("Current task: deploys\n");
     let para = |w: &str| format!("- {}\n", format!("{w} ").repeat(40));
     let long_irrelevant: String = (0..6).map(|_| para("lunch menu soup") + "\n").collect();
-    let long_relevant: String = (0..3).map(|_| para("lunch menu soup") + "\n").collect::<String>()
+    let long_relevant: String = (0..3)
+        .map(|_| para("lunch menu soup") + "\n")
+        .collect::<String>()
         + &para("the staging deploy timed out on the resolver cache")
         + "\n"
-        + &(0..3).map(|_| para("lunch menu soup") + "\n").collect::<String>();
+        + &(0..3)
+            .map(|_| para("lunch menu soup") + "\n")
+            .collect::<String>();
     store
         .write(
             &DocRef::Cold(who.clone()),
@@ -318,7 +322,11 @@ fn a_long_section_is_offered_in_parts_and_reported_once_when_it_matches_nothing(
     assert!(out.prompt.contains("the staging deploy timed out"));
     assert!(!out.prompt.contains("Cafeteria"));
     let m = &out.manifest;
-    let food: Vec<_> = m.left_out.iter().filter(|l| l.title == "Cafeteria notes").collect();
+    let food: Vec<_> = m
+        .left_out
+        .iter()
+        .filter(|l| l.title == "Cafeteria notes")
+        .collect();
     assert_eq!(food.len(), 1, "{food:?}");
     assert_eq!(food[0].item, "food");
     assert_eq!(food[0].reason, Reason::NotRelevant);
