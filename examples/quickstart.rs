@@ -203,7 +203,7 @@ fn approval_round(root: &Path) -> anyhow::Result<()> {
     let done = block_on(approvals.consume(&polled.signals, &rules, &StaticAuthorizer::new()))?;
     let decided = done.decided.context("the gate was not decided")?;
     println!("Decision: {:?} (gate {}).", decided.state, decided.id);
-    let log = std::fs::read_to_string(approvals.dir().log_path())?;
+    let log = approvals.log_text()?.unwrap_or_default();
     let head = approvals.state()?.approval.log_head;
     let verified = verify_log(&log, head.as_deref())?;
     println!(
