@@ -783,9 +783,6 @@ impl MemoryDoc {
 
 fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
     let mut doc = MemoryDoc::default();
-    // Room for the entries up front (an entry is large to move); free lines grow as needed.
-    doc.items
-        .reserve(memchr::memmem::find_iter(text.as_bytes(), b"\n### ").count() + 1);
     let mut open: Option<Open> = None;
     let mut group: Option<String> = None;
     let mut fence: Option<Fence> = None;
@@ -876,12 +873,13 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
     let bytes = text.as_bytes();
     // Without carriage returns there is nothing to strip: runs of body lines are copied at once.
     let bulk = memchr::memchr(b'\r', bytes).is_none();
-    let line_end =
-        |from: usize| memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |k| from + k);
+    // The line ends in order: each line takes the next one (the last may have none).
+    let mut ends = memchr::memchr_iter(b'\n', bytes);
+    let mut line_end = || ends.next().unwrap_or(bytes.len());
     let mut pos = 0;
     let mut n = 0;
     while pos < bytes.len() {
-        let end = line_end(pos);
+        let end = line_end();
         // `pos` and `end` sit next to line ends or at the ends: character boundaries.
         let raw = &text[pos..end];
         let line = raw.strip_suffix('\r').unwrap_or(raw);
@@ -897,7 +895,7 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
                 let mut p = end + 1;
                 while p < bytes.len() && plain_start(&bytes[p..]) {
                     n += 1;
-                    p = line_end(p) + 1;
+                    p = line_end() + 1;
                 }
                 o.body.push_str(&text[start..p.min(bytes.len())]);
                 if !o.body.ends_with('\n') {
