@@ -710,7 +710,40 @@ impl Span {
 
 /// The parts of a long entry's body: the same parts as `pack(blocks(lines))`, as slices.
 fn pieces(body: &str) -> Vec<Piece<'_>> {
-    let mut blocks: Vec<Span> = Vec::new();
+    // Blocks are cut, split when large and merged as they come: one pass, one list.
+    let mut out: Vec<Span> = Vec::new();
+    let merge = |out: &mut Vec<Span>, p: Span| match out.last_mut() {
+        Some(last) if last.bytes + p.bytes <= PIECE_TARGET => {
+            last.end = p.end;
+            last.bytes += p.bytes;
+        }
+        _ => out.push(p),
+    };
+    let block = |out: &mut Vec<Span>, b: Span| {
+        if b.bytes > 2 * PIECE_TARGET && !b.fenced {
+            let mut cur: Option<Span> = None;
+            let mut fence: Option<Fence> = None;
+            for (at, l, next) in lines_at(&body[b.start..b.end]) {
+                if let Some(c) = cur
+                    && c.bytes + l.len() > PIECE_TARGET
+                {
+                    merge(out, c);
+                    cur = None;
+                }
+                Span::grow(&mut cur, (b.start + at, l, b.start + next), fence, false);
+                fence = match fence {
+                    Some(f) if f.closes(l) => None,
+                    Some(f) => Some(f),
+                    None => Fence::opens(l),
+                };
+            }
+            if let Some(c) = cur {
+                merge(out, c);
+            }
+        } else {
+            merge(out, b);
+        }
+    };
     let mut cur: Option<Span> = None;
     let mut fence: Option<Fence> = None;
     for (at, l, next) in lines_at(body) {
@@ -726,47 +759,15 @@ fn pieces(body: &str) -> Vec<Piece<'_>> {
         if (blank || l.starts_with("####") || l.starts_with("**"))
             && let Some(b) = cur.take()
         {
-            blocks.push(b);
+            block(&mut out, b);
         }
         if !blank {
             Span::grow(&mut cur, (at, l, next), None, opens.is_some());
         }
         fence = opens;
     }
-    blocks.extend(cur);
-    let mut split: Vec<Span> = Vec::new();
-    for b in blocks {
-        if b.bytes > 2 * PIECE_TARGET && !b.fenced {
-            let mut cur: Option<Span> = None;
-            let mut fence: Option<Fence> = None;
-            for (at, l, next) in lines_at(&body[b.start..b.end]) {
-                if let Some(c) = cur
-                    && c.bytes + l.len() > PIECE_TARGET
-                {
-                    split.push(c);
-                    cur = None;
-                }
-                Span::grow(&mut cur, (b.start + at, l, b.start + next), fence, false);
-                fence = match fence {
-                    Some(f) if f.closes(l) => None,
-                    Some(f) => Some(f),
-                    None => Fence::opens(l),
-                };
-            }
-            split.extend(cur);
-        } else {
-            split.push(b);
-        }
-    }
-    let mut out: Vec<Span> = Vec::new();
-    for p in split {
-        match out.last_mut() {
-            Some(last) if last.bytes + p.bytes <= PIECE_TARGET => {
-                last.end = p.end;
-                last.bytes += p.bytes;
-            }
-            _ => out.push(p),
-        }
+    if let Some(b) = cur {
+        block(&mut out, b);
     }
     out.into_iter()
         .map(|p| Piece {
@@ -860,7 +861,8 @@ pub(crate) fn ranked_units<'a>(
     src: &'a Source,
     left: &mut Vec<LeftOut>,
 ) -> Vec<Unit<'a>> {
-    let mut out = Vec::new();
+    // At least one unit per entry (a unit is large to move when the list grows).
+    let mut out = Vec::with_capacity(src.doc.items.len());
     let mut chunk: Vec<(usize, &'a str)> = Vec::new();
     let flush = |chunk: &mut Vec<(usize, &'a str)>, out: &mut Vec<Unit<'a>>| {
         let has_text = chunk
