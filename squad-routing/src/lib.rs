@@ -23,7 +23,7 @@ pub mod sqlite;
 pub mod trace;
 
 pub use apply::{apply, apply_drain, apply_owned};
-pub use decision::{Decision, MentionOutcome, NoopReason, TriggerSource};
+pub use decision::{Decision, MentionOutcome, NoopReason, Rule, TriggerSource};
 pub use directory::{Directory, InMemoryDirectory};
 pub use engine::{Decisions, Engine};
 pub use error::{Error, ErrorKind, Result};
