@@ -258,9 +258,7 @@ impl Rule {
             Self::CommentAgentAuthor => {
                 "an agent's plain comment on a squad-assigned issue wakes the squad's leader"
             }
-            Self::CommentThreadParent => {
-                "a member's reply to an agent's comment wakes that agent"
-            }
+            Self::CommentThreadParent => "a member's reply to an agent's comment wakes that agent",
             Self::CommentEscalation => {
                 "a member's reply to an agent also escalates to the assignee after a delay"
             }
@@ -285,7 +283,9 @@ impl Rule {
             Self::DeferredDue => {
                 "a deferred task that comes due while its agent has a pending task is absorbed by it"
             }
-            Self::Claim => "a claimed leader task is briefed when it still names its squad's leader",
+            Self::Claim => {
+                "a claimed leader task is briefed when it still names its squad's leader"
+            }
             Self::QuickCreate => "quick-create gives the agent or leader a task without an issue",
             Self::Agents => "agent runtime and archive changes",
         }

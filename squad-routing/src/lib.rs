@@ -17,6 +17,7 @@ pub mod mention;
 mod policy;
 mod records;
 mod simple;
+pub mod simulate;
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub mod sqlite;

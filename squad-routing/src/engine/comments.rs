@@ -1,7 +1,9 @@
 //! Comment triggers (§4, Era C): pre-filters, the cascade, the assigned-leader fallback, the
 //! tightened self-trigger guard and explicit mentions.
 
-use squad_model::{AgentId, Assignee, CommentId, Issue, IssueId, SquadId, TaskId, TaskStatus, UserId};
+use squad_model::{
+    AgentId, Assignee, CommentId, Issue, IssueId, SquadId, TaskId, TaskStatus, UserId,
+};
 
 use super::{Cx, NewTask, bound};
 use crate::decision::{Decision, MentionOutcome, NoopReason, Rule, TriggerSource};
@@ -354,8 +356,7 @@ fn barrier_task(
         && t.is_leader_task
         && t.squad_id.as_ref() == Some(squad)
         && cx.at < t.created_at.plus_seconds(i64::from(window))
-        && t
-            .trigger_comment_id
+        && t.trigger_comment_id
             .as_ref()
             .and_then(|c| cx.dir.comment(c))
             .is_some_and(|c| matches!(c.author, Principal::Agent(_)));
