@@ -15,4 +15,5 @@ mod notes_promote;
 mod notes_sync;
 mod output;
 mod route;
+mod route_simulate;
 mod schema;

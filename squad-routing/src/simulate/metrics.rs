@@ -74,7 +74,7 @@ pub struct Metrics {
     /// Enqueued leader tasks.
     pub enqueued_leader: u64,
     /// Cancelled tasks by reason (`reassigned`, `issue_deleted`, `issue_cancelled`,
-    /// `coalesced`).
+    /// `coalesced`; each listed, 0 included).
     pub cancelled: BTreeMap<String, u64>,
     /// Comments merged into a pending task (or into a held leader-barrier task).
     pub coalesced: u64,
@@ -82,7 +82,7 @@ pub struct Metrics {
     pub escalations_scheduled: u64,
     /// Deferred escalations that came due and woke their agent.
     pub escalations_fired: u64,
-    /// Rejections by HTTP status.
+    /// Rejections by HTTP status (400, 403, 404, 409, 422; each listed, 0 included).
     pub rejections: BTreeMap<String, u64>,
     /// Redundant wakes.
     pub redundant_wakes: u64,
@@ -193,8 +193,22 @@ pub(crate) struct Collector {
 
 impl Collector {
     pub(crate) fn new(loop_min: u32, task_cost: f64, weights: &BTreeMap<AgentId, f64>) -> Self {
+        let mut m = Metrics::default();
+        // Every reason and status the engine gives is listed, so that every run has the same
+        // rows.
+        for reason in [
+            "reassigned",
+            "issue_deleted",
+            "issue_cancelled",
+            "coalesced",
+        ] {
+            m.cancelled.insert(reason.to_owned(), 0);
+        }
+        for status in ["400", "403", "404", "409", "422"] {
+            m.rejections.insert(status.to_owned(), 0);
+        }
         Self {
-            m: Metrics::default(),
+            m,
             loop_min: loop_min.max(1),
             task_cost,
             weights: weights.clone(),

@@ -193,6 +193,18 @@ impl Trace {
     pub fn entity_count(&self) -> usize {
         self.entities.len()
     }
+
+    /// Whether the trace defines the issue (an entity record) or creates it (a `create_issue`
+    /// event).
+    pub fn has_issue(&self, id: &IssueId) -> bool {
+        self.entities
+            .iter()
+            .any(|(_, e)| matches!(e, TraceLine::Issue(r) if &r.issue.id == id))
+            || self
+                .events
+                .iter()
+                .any(|e| matches!(&e.event, Event::CreateIssue(c) if &c.issue_id == id))
+    }
 }
 
 /// A policy and the name a report gives it (`squad route simulate` uses the file's stem).
