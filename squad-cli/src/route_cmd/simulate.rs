@@ -501,14 +501,14 @@ fn write_svg(report: &Report, path: &Path) -> Result<(), CliError> {
     let Some(start) = report.start else {
         return Err(CliError::usage("--svg: the trace has no event to chart"));
     };
+    let start = start.unix_millis();
+    let secs = |ms: i64| (ms - start).max(0) as f64 / 1000.0;
     let span = report
         .policies
         .iter()
         .filter_map(|p| p.wake_times.last())
-        .map(|t| t.seconds_since(&start))
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
+        .map(|t| secs(*t))
+        .fold(1.0, f64::max);
     let (unit, div) = if span <= 2.0 * 3600.0 {
         ("seconds", 1.0)
     } else if span <= 48.0 * 3600.0 {
@@ -551,7 +551,7 @@ fn write_svg(report: &Report, path: &Path) -> Result<(), CliError> {
                 if (i + 1) % every != 0 && i + 1 != n {
                     continue;
                 }
-                let x = t.seconds_since(&start).max(0) as f64 / div;
+                let x = secs(*t) / div;
                 let prev = points.last().map_or(0.0, |p| p.1);
                 points.push((x, prev));
                 points.push((x, (i + 1) as f64));

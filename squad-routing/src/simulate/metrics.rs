@@ -189,6 +189,11 @@ pub(crate) struct Collector {
     input_seq: u64,
     /// Wake times (ms).
     pub(crate) wake_times: Vec<i64>,
+    /// The last time converted to milliseconds (most events share their time with the last
+    /// one observed, and the conversion costs more than the rest of a plain event's metrics).
+    clock: Option<(Timestamp, i64)>,
+    /// The last issue interned (an event's decisions mostly name one issue).
+    last_issue: Option<(IssueId, u32)>,
 }
 
 impl Collector {
@@ -222,6 +227,19 @@ impl Collector {
             best: Map::default(),
             input_seq: 0,
             wake_times: Vec::new(),
+            clock: None,
+            last_issue: None,
+        }
+    }
+
+    fn millis(&mut self, at: Timestamp) -> i64 {
+        match self.clock {
+            Some((t, ms)) if t == at => ms,
+            _ => {
+                let ms = at.unix_millis();
+                self.clock = Some((at, ms));
+                ms
+            }
         }
     }
 
@@ -240,6 +258,17 @@ impl Collector {
     }
 
     fn issue(&mut self, id: &IssueId, at: i64) -> u32 {
+        if let Some((last, n)) = &self.last_issue
+            && last == id
+        {
+            return *n;
+        }
+        let n = self.issue_slow(id, at);
+        self.last_issue = Some((id.clone(), n));
+        n
+    }
+
+    fn issue_slow(&mut self, id: &IssueId, at: i64) -> u32 {
         if let Some(&n) = self.issues.get(id) {
             return n;
         }
@@ -325,7 +354,17 @@ impl Collector {
         event: &Event,
         decisions: &[Decision],
     ) {
-        let ms = at.unix_millis();
+        if decisions.iter().all(|d| {
+            matches!(d, Decision::SetTaskStatus { status, .. } if *status != TaskStatus::Queued)
+                || matches!(
+                    d,
+                    Decision::Claim { .. } | Decision::Noop { .. } | Decision::Mention { .. }
+                )
+        }) {
+            // Nothing a metric counts (a task starting or finishing, a claim).
+            return;
+        }
+        let ms = self.millis(at);
         for (n, d) in decisions.iter().enumerate() {
             match d {
                 Decision::Enqueue {

@@ -287,9 +287,10 @@ pub struct PolicyReport {
     /// The decision log of [`SimOptions::explain`]'s issue.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<Vec<ExplainEntry>>,
-    /// The time of every wake, in order (what the chart of cumulative wakes plots).
+    /// The time of every wake, in order, in milliseconds since the Unix epoch (what the chart
+    /// of cumulative wakes plots; see [`Timestamp::unix_millis`]).
     #[serde(skip)]
-    pub wake_times: Vec<Timestamp>,
+    pub wake_times: Vec<i64>,
 }
 
 /// One policy's side of a [`DiffEntry`].
@@ -496,11 +497,7 @@ pub fn simulate_observed(
                 counterfactual: p.policy != opts.reference,
                 metrics: o.metrics,
                 explain: opts.explain.as_ref().map(|_| o.explain),
-                wake_times: o
-                    .wake_times
-                    .into_iter()
-                    .filter_map(|ms| Timestamp::from_unix_millis(ms).ok())
-                    .collect(),
+                wake_times: o.wake_times,
             })
             .collect(),
         diff,
@@ -655,7 +652,7 @@ struct Runner<'t, 'a> {
     translator: Option<Translator<'a>>,
     publisher: Option<Publisher<'a>>,
     /// This run's deferred tasks, by due time (counterfactual runs).
-    due: BinaryHeap<Reverse<(i64, u64, TaskId)>>,
+    due: BinaryHeap<Reverse<(Timestamp, u64, TaskId)>>,
     due_seq: u64,
     explain: Vec<ExplainEntry>,
     sigs: Vec<u64>,
@@ -699,7 +696,7 @@ fn run(trace: &Trace, spec: &RunSpec<'_>) -> RunResult {
             clock = at;
         }
         if r.translator.is_some() {
-            r.fire_due(Some(clock.unix_millis()));
+            r.fire_due(Some(clock));
         }
         r.event(index, ev, clock)?;
     }
@@ -834,16 +831,16 @@ impl Runner<'_, '_> {
             } = d
             {
                 self.due_seq += 1;
-                let due = clock.unix_millis() + i64::from(*delay) * 1000;
+                let due = clock.plus_seconds(i64::from(*delay));
                 self.due.push(Reverse((due, self.due_seq, task.id.clone())));
             }
         }
         apply_drain(&mut self.dir, &mut self.out);
     }
 
-    /// Makes this run's deferred tasks due up to `until` (ms; `None`: all of them, after the
+    /// Makes this run's deferred tasks due up to `until` (`None`: all of them, after the
     /// trace), at their due times, as the host's scheduler would.
-    fn fire_due(&mut self, until: Option<i64>) {
+    fn fire_due(&mut self, until: Option<Timestamp>) {
         while let Some(Reverse((due, _, _))) = self.due.peek() {
             if until.is_some_and(|u| *due > u) {
                 break;
@@ -858,7 +855,7 @@ impl Runner<'_, '_> {
             {
                 continue;
             }
-            let at = Timestamp::from_unix_millis(due).unwrap_or_else(|_| default_clock());
+            let at = due;
             let event = Event::TaskStatus(SetTaskStatus {
                 task_id,
                 status: TaskStatus::Queued,

@@ -179,6 +179,34 @@ pub(crate) enum To<T> {
     Skip,
 }
 
+/// One of the recorded run's tasks.
+#[derive(Debug, Clone)]
+struct RefTask {
+    id: TaskId,
+    agent: AgentId,
+    issue: Option<IssueId>,
+    deferred: bool,
+}
+
+/// The engine mints task ids as `7a5c0000-0000-4000-8000-<counter in 12 hex digits>`.
+const TASK_PREFIX: &str = "7a5c0000-0000-4000-8000-";
+
+/// The counter of a minted task id (`None` for any other id).
+fn task_seq(t: &TaskId) -> Option<usize> {
+    let rest = t.as_str().strip_prefix(TASK_PREFIX)?;
+    if rest.len() != 12 {
+        return None;
+    }
+    usize::from_str_radix(rest, 16).ok()
+}
+
+fn slot<T: Default + Clone>(v: &mut Vec<T>, n: usize) -> &mut T {
+    if v.len() <= n {
+        v.resize(n + 1, T::default());
+    }
+    &mut v[n]
+}
+
 /// One of this run's own minted records, and whether a trace id already stands for it.
 #[derive(Debug)]
 struct Own<T> {
@@ -195,13 +223,17 @@ pub(crate) struct Translator<'a> {
     /// Events the recorded run had decided at the last read.
     covered: usize,
     finished: bool,
-    ref_tasks: Map<TaskId, (AgentId, Option<IssueId>, bool)>,
+    /// The recorded run's tasks by the counter in their minted id (no hashing: most events
+    /// name a task).
+    ref_tasks: Vec<Option<RefTask>>,
     ref_comments: Map<CommentId, IssueId>,
     ref_issues: Map<IssueId, AutopilotId>,
-    alias_tasks: Map<TaskId, TaskId>,
+    /// What each of the recorded run's tasks stands for here, by its counter.
+    alias_tasks: Vec<Option<TaskId>>,
+    /// This run's tasks that a trace id already stands for, by their counter.
+    taken_tasks: Vec<bool>,
     alias_comments: Map<CommentId, CommentId>,
     alias_issues: Map<IssueId, IssueId>,
-    own_tasks: Map<(AgentId, Option<IssueId>), Vec<Own<TaskId>>>,
     own_comments: Map<IssueId, Vec<Own<CommentId>>>,
     own_issues: Map<AutopilotId, Vec<Own<IssueId>>>,
 }
@@ -213,29 +245,33 @@ impl<'a> Translator<'a> {
             read: 0,
             covered: 0,
             finished: false,
-            ref_tasks: Map::default(),
+            ref_tasks: Vec::new(),
             ref_comments: Map::default(),
             ref_issues: Map::default(),
-            alias_tasks: Map::default(),
+            alias_tasks: Vec::new(),
+            taken_tasks: Vec::new(),
             alias_comments: Map::default(),
             alias_issues: Map::default(),
-            own_tasks: Map::default(),
             own_comments: Map::default(),
             own_issues: Map::default(),
         }
     }
 
-    /// Records this run's own mints (after each event).
+    /// Records this run's own system comments and autopilot issues (after each event; its
+    /// tasks are found in the directory).
     pub(crate) fn record_own(&mut self, event: &Event, decisions: &[Decision]) {
+        let any = decisions.iter().any(|d| {
+            matches!(
+                d,
+                Decision::PostComment { system: true, .. } | Decision::CreateIssue { .. }
+            )
+        });
+        if !any {
+            return;
+        }
         for m in mints(event, decisions) {
             match m {
-                Mint::Task {
-                    id, agent, issue, ..
-                } => self
-                    .own_tasks
-                    .entry((agent, issue))
-                    .or_default()
-                    .push(Own { id, taken: false }),
+                Mint::Task { .. } => {}
                 Mint::Comment { id, issue } => self
                     .own_comments
                     .entry(issue)
@@ -253,7 +289,8 @@ impl<'a> Translator<'a> {
     /// The issue of a task the recorded run minted, as far as this run has learnt (for the
     /// decision log of a skipped event).
     pub(crate) fn recorded_issue(&self, t: &TaskId) -> Option<&IssueId> {
-        self.ref_tasks.get(t).and_then(|(_, i, _)| i.as_ref())
+        let r = self.ref_tasks.get(task_seq(t)?)?.as_ref()?;
+        (&r.id == t).then_some(r.issue.as_ref()).flatten()
     }
 
     /// Reads what the recorded run published; with `wait`, first waits until it has decided
@@ -274,8 +311,14 @@ impl<'a> Translator<'a> {
                     issue,
                     deferred,
                 } => {
-                    self.ref_tasks
-                        .insert(id.clone(), (agent.clone(), issue.clone(), *deferred));
+                    if let Some(n) = task_seq(id) {
+                        *slot(&mut self.ref_tasks, n) = Some(RefTask {
+                            id: id.clone(),
+                            agent: agent.clone(),
+                            issue: issue.clone(),
+                            deferred: *deferred,
+                        });
+                    }
                 }
                 Mint::Comment { id, issue } => {
                     self.ref_comments.insert(id.clone(), issue.clone());
@@ -296,14 +339,17 @@ impl<'a> Translator<'a> {
         !self.finished && self.covered < index
     }
 
-    fn ref_task(
-        &mut self,
-        t: &TaskId,
-        index: usize,
-    ) -> Result<Option<(AgentId, Option<IssueId>, bool)>, Aborted> {
+    /// The recorded run's task behind a trace id: `None` when the id is not one the engine
+    /// minted (a task the trace defines).
+    fn ref_task(&mut self, t: &TaskId, index: usize) -> Result<Option<(usize, RefTask)>, Aborted> {
+        let Some(n) = task_seq(t) else {
+            return Ok(None);
+        };
         loop {
-            if let Some(r) = self.ref_tasks.get(t) {
-                return Ok(Some(r.clone()));
+            if let Some(Some(r)) = self.ref_tasks.get(n)
+                && &r.id == t
+            {
+                return Ok(Some((n, r.clone())));
             }
             if !self.more_before(index) {
                 return Ok(None);
@@ -346,43 +392,58 @@ impl<'a> Translator<'a> {
         dir: &dyn Directory,
         fire: bool,
     ) -> Result<To<TaskId>, Aborted> {
-        let Some((agent, issue, deferred)) = self.ref_task(t, index)? else {
+        if let Some(n) = task_seq(t)
+            && let Some(Some(u)) = self.alias_tasks.get(n)
+        {
+            // Already matched (a fire of a deferred task is still the scheduler's).
+            if fire
+                && self
+                    .ref_tasks
+                    .get(n)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|r| r.deferred)
+            {
+                return Ok(To::Skip);
+            }
+            return Ok(if u == t { To::Same } else { To::Id(u.clone()) });
+        }
+        let Some((n, r)) = self.ref_task(t, index)? else {
             // Not minted: a task the trace defines, the same in every run.
             return Ok(To::Same);
         };
-        if fire && deferred {
+        if fire && r.deferred {
             return Ok(To::Skip);
         }
-        if let Some(u) = self.alias_tasks.get(t) {
-            return Ok(if u == t { To::Same } else { To::Id(u.clone()) });
-        }
-        let Some(own) = self.own_tasks.get_mut(&(agent, issue)) else {
+        let Some(issue) = &r.issue else {
             return Ok(To::Skip);
         };
-        // The same id, when this run minted it for the same agent and issue.
-        if let Some(o) = own.iter_mut().find(|o| &o.id == t)
-            && !o.taken
-            && dir
-                .task(t)
-                .is_some_and(|x| x.status != TaskStatus::Deferred)
-        {
-            o.taken = true;
-            self.alias_tasks.insert(t.clone(), t.clone());
-            return Ok(To::Same);
-        }
-        // Else the oldest task of that agent on that issue that nothing stands for yet and that
-        // is neither waiting nor finished.
-        let found = own.iter_mut().find(|o| {
-            !o.taken
-                && dir
-                    .task(&o.id)
-                    .is_some_and(|x| x.status != TaskStatus::Deferred && !x.status.is_terminal())
-        });
+        let free = |this: &Self, id: &TaskId| {
+            task_seq(id).is_none_or(|k| !this.taken_tasks.get(k).copied().unwrap_or(false))
+        };
+        // The same id, when this run minted it for the same agent and issue; else the oldest
+        // unfinished task of that agent on that issue that nothing stands for yet and that is
+        // not waiting (deferred).
+        let same = dir.task(t).is_some_and(|x| {
+            x.agent_id == r.agent
+                && x.issue_id.as_ref() == Some(issue)
+                && x.status != TaskStatus::Deferred
+        }) && free(self, t);
+        let found = if same {
+            Some(t.clone())
+        } else {
+            dir.active_tasks(issue)
+                .into_iter()
+                .find(|x| {
+                    x.agent_id == r.agent && x.status != TaskStatus::Deferred && free(self, &x.id)
+                })
+                .map(|x| x.id.clone())
+        };
         Ok(match found {
-            Some(o) => {
-                o.taken = true;
-                let u = o.id.clone();
-                self.alias_tasks.insert(t.clone(), u.clone());
+            Some(u) => {
+                if let Some(k) = task_seq(&u) {
+                    *slot(&mut self.taken_tasks, k) = true;
+                }
+                *slot(&mut self.alias_tasks, n) = Some(u.clone());
                 if &u == t { To::Same } else { To::Id(u) }
             }
             None => To::Skip,
