@@ -203,7 +203,7 @@ fn approval_round(root: &Path) -> anyhow::Result<()> {
     let done = block_on(approvals.consume(&polled.signals, &rules, &StaticAuthorizer::new()))?;
     let decided = done.decided.context("the gate was not decided")?;
     println!("Decision: {:?} (gate {}).", decided.state, decided.id);
-    let log = std::fs::read_to_string(approvals.dir().log_path())?;
+    let log = approvals.log_text()?.unwrap_or_default();
     let head = approvals.state()?.approval.log_head;
     let verified = verify_log(&log, head.as_deref())?;
     println!(
@@ -218,7 +218,7 @@ fn memory_round(root: &Path) -> anyhow::Result<()> {
     use squad_memory::{Budget, DocRef, FsStore, LoadPlan, MemoryStore, Situation, Touch, spawn};
 
     println!("\n== 3. Memory: a spawn prompt from hot, cold and wiki");
-    let store = FsStore::new(root.join(".squad/memory"));
+    let store = FsStore::new(root.join(".squad"));
     let data: AgentName = "data".parse()?;
     store.write(
         &DocRef::Hot(data.clone()),

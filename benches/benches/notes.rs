@@ -16,6 +16,8 @@
 //! - `batch_import`: 100k entries in one notes commit (`Notes::write_batch`) vs
 //!   `git notes copy --stdin` creating 100k notes.
 //! - `parse_one`: one note blob parsed (ours, typed and checked) vs an untyped `serde_json::Value`.
+//! - `list_json_cli`: the command users run, `squad --json notes list --agent data` (the release
+//!   binary), vs `git notes list | git cat-file --batch`, both as processes.
 //!
 //! Measured 2026-11-30 (session 3) on a 2-core machine, medians (100k notes; 10k in brackets):
 //! `show_one` 42 µs vs 2.8 ms; `write_one` 0.87 ms vs 3.0 ms; `batch_import` 1.19 s vs 2.39 s;
@@ -29,6 +31,14 @@
 //! 51,672 trees of the 2/2/36 fanout (a pack lookup and an inflate each). Full walks read each
 //! tree from the packs without an object cache, so every sample reads every tree.
 //! `examples/notes_profile.rs` times the phases.
+//!
+//! `list_json_cli`, measured 2026-12-01 on a loaded machine (load average 5 to 6 on 2 cores,
+//! other builds running; in the same run `read_all` measured 0.98x median, 0.66x fastest, against
+//! 0.48x quiet): 100k 407 ms vs 494 ms median (0.82x), 248 ms vs 452 ms fastest (0.55x); 10k
+//! 35 ms vs 45 ms. Instructions (callgrind, load-independent), 100k: the command 1.87 G, git's
+//! pipeline 2.67 G (`notes list` 1.12 G, `cat-file --batch` 1.56 G), the library's
+//! `read_all_parsed` about 2.1 G: the command counts entries without building them
+//! (`format::count_entries`), so it does less than the library read that measures 0.48x quiet.
 #![allow(missing_docs, reason = "divan bench functions")]
 #![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
@@ -236,6 +246,57 @@ mod read_all {
     #[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
     fn git_cli(b: divan::Bencher<'_, '_>, n: usize) {
         read_all_git(b, fixture(n));
+    }
+}
+
+/// The command users run against the same baseline: `squad --json notes list --agent data`
+/// (the release binary, with its own allocator: build it first with
+/// `cargo build --release -p squad-cli`, or point `SQUAD_BIN` at it) vs
+/// `git notes list | git cat-file --batch`, both as processes, output read to the end.
+mod list_json_cli {
+    use super::*;
+
+    #[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
+    #[allow(
+        clippy::print_stderr,
+        reason = "a bench that cannot run says why, on stderr, instead of failing the whole run"
+    )]
+    fn ours_cli(b: divan::Bencher<'_, '_>, n: usize) {
+        let f = fixture(n);
+        f.reset("refs/notes/squad/data", &f.data_tip);
+        let Some(bin) = squad_bin() else {
+            eprintln!(
+                "list_json_cli skipped: build the binary first (cargo build --release -p squad-cli)"
+            );
+            b.bench_local(|| ());
+            return;
+        };
+        b.bench_local(|| {
+            let out = Command::new(&bin)
+                .arg("-C")
+                .arg(&f.repo.dir)
+                .args(["--json", "notes", "list", "--agent", "data"])
+                .env("HOME", &f.repo.home)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .stderr(Stdio::inherit())
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            out.stdout.len()
+        });
+    }
+
+    #[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
+    fn git_cli(b: divan::Bencher<'_, '_>, n: usize) {
+        read_all_git(b, fixture(n));
+    }
+
+    /// The release `squad` binary: `SQUAD_BIN`, else `target/release/squad` of this workspace.
+    fn squad_bin() -> Option<std::path::PathBuf> {
+        std::env::var_os("SQUAD_BIN")
+            .map(std::path::PathBuf::from)
+            .or_else(|| Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/squad")))
+            .filter(|p| p.is_file())
     }
 }
 

@@ -1,5 +1,6 @@
 //! squad-notify: the Markdown-aware signal parser against the upstream watcher's plain prefix
-//! test, log verification against a plain split, and the atomic state write against a plain write.
+//! test, log verification against a plain split, and the atomic state write (through the
+//! state directory's boundary, squad-fs) against a plain write.
 #![allow(missing_docs, reason = "divan bench functions")]
 #![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
@@ -88,9 +89,12 @@ fn split_entries_baseline(b: divan::Bencher<'_, '_>, entries: usize) {
 #[divan::bench(sample_count = 30)]
 fn state_write_atomic(b: divan::Bencher<'_, '_>) {
     let tmp = tempfile::tempdir().unwrap();
-    let p = tmp.path().join("state.json");
-    let body = vec![b'x'; 4096];
-    b.bench(|| squad_notify::store::write_atomic(&p, &body).unwrap());
+    let dir = squad_notify::StateDir::new(tmp.path());
+    let lock = squad_notify::store::lock(&dir).unwrap();
+    let mut doc = squad_notify::StateDoc::default();
+    doc.other
+        .insert("pad".into(), serde_json::Value::String("x".repeat(4000)));
+    b.bench(|| squad_notify::store::write(&dir, &doc, &lock).unwrap());
 }
 
 /// `fs::write` without fsync or rename (can tear on a crash): the baseline.

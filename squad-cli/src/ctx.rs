@@ -212,6 +212,35 @@ impl Ctx {
     pub(crate) fn resolve(&self, path: &Path) -> PathBuf {
         self.dir.join(path)
     }
+
+    /// The value of a text flag: the text itself, `@FILE` (read relative to the working
+    /// directory) or `-` (read from stdin), at most `max` bytes of UTF-8; bad input is exit 2.
+    pub(crate) fn text_arg(&self, flag: &str, value: &str, max: u64) -> Result<String, CliError> {
+        use std::io::Read;
+        let (what, reader): (String, Box<dyn Read>) = match (value, value.strip_prefix('@')) {
+            ("-", _) => ("stdin".to_owned(), Box::new(io::stdin())),
+            (_, Some(path)) => {
+                let path = self.resolve(Path::new(path));
+                let file = std::fs::File::open(&path).map_err(|e| {
+                    CliError::usage(format!("{flag}: cannot read {}: {e}", path.display()))
+                })?;
+                (path.display().to_string(), Box::new(file))
+            }
+            _ => return Ok(value.to_owned()),
+        };
+        let mut bytes = Vec::new();
+        reader
+            .take(max.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| CliError::usage(format!("{flag}: cannot read {what}: {e}")))?;
+        if bytes.len() as u64 > max {
+            return Err(CliError::usage(format!(
+                "{flag}: {what} is larger than {max} bytes"
+            )));
+        }
+        String::from_utf8(bytes)
+            .map_err(|_| CliError::usage(format!("{flag}: {what} is not valid UTF-8")))
+    }
 }
 
 /// Reports a command-line parsing error the way every other error is reported: one `error:`

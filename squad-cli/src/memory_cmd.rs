@@ -1,18 +1,43 @@
-//! `squad memory spawn|scribe|validate`: tiered agent memory (squad-memory).
+//! `squad memory`: tiered agent memory (squad-memory).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use squad_memory::{
-    Budget, ErrorKind, ExtractiveSummarizer, FsStore, LoadPlan, Problem, Scribe, ScribeConfig,
-    Situation, TopicName, Touch,
+    Budget, Entry, ErrorKind, ExtractiveSummarizer, FsStore, ImportOptions, ImportSource,
+    ImportTarget, Kind, LoadPlan, MAX_FILE_BYTES, MemoryId, Problem, Scribe, ScribeConfig,
+    Situation, Tier, TopicName, Touch,
 };
 use squad_model::{AgentName, Timestamp};
 
-use crate::ctx::{CliError, CmdResult, Ctx, outln};
+use crate::ctx::{CliError, CmdResult, Ctx, errln, outln};
+
+const MEMORY_HELP: &str = "\
+Layout (under the state directory, .squad/ by default):
+  memory/hot/<agent>.md      the current session; every spawn loads it (cap 4 KiB)
+  memory/cold/<agent>.md     past sessions and imported history; the relevant sections load
+                             when the situation needs history (cap 64 KiB; hot + cold in a
+                             prompt at most 16 KiB)
+  memory/wiki/<topic>.md     durable reference (decisions, conventions); relevant sections load
+                             by task, or a whole topic with --include-wiki (cap 20 KiB each)
+  memory/archive/<agent>.md  aged entries: never deleted, searchable, loaded when relevant
+
+Entry format (Markdown, read line by line): every `### ` heading opens an entry, in any shape
+(`### 2026-03-14: Title`, `### Title (#977) (2026-05-01)`, `### 1. Title`, `### Title`); a date
+in the heading is read out of it, the heading and body are kept verbatim. `#`/`##` headings and
+the text under them are free text (`##` groups the entries below it). Field lines right after a
+heading: **id:**, **superseded_by:**, **topic:**, **entered:**, **last_loaded:**, **merged:**.
+An entry ends at `---`, at the next heading, or at the end of the file. The seed's hot template
+(`Current task: ...`, `Active decisions: ...`) is plain free text.
+
+Example: from an existing history.md to a first tiered spawn in three commands:
+  squad memory import --agent data .squad/agents/data/history.md
+  squad memory import --wiki decisions .squad/decisions.md
+  squad memory spawn --agent data --situation resuming --task \"finish the login fix\"";
 
 /// Arguments of `squad memory`.
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Example:\n  squad memory spawn --agent data --situation resuming --task \"finish the login fix\""
-)]
+#[command(after_help = MEMORY_HELP)]
 pub(crate) struct Args {
     #[command(subcommand)]
     cmd: Cmd,
@@ -20,22 +45,126 @@ pub(crate) struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Cmd {
-    /// Print the `## Memory Context` block for a spawn prompt (hot tier, plus what the situation
-    /// or the flags add), within budget.
+    /// Print the `## Memory Context` block for a spawn prompt: hot, plus the sections of cold,
+    /// the archive and the wiki most relevant to the task (or the newest, without a task), as
+    /// the situation or the flags include them. Reads only.
     #[command(
-        after_help = "Example:\n  squad memory spawn --agent data --situation implementing-spec --include-wiki auth --json"
+        after_help = "Example:\n  squad memory spawn --agent data --situation debugging --task \"the staging deploy times out again\" --json"
     )]
     Spawn(SpawnArgs),
-    /// End of session: hot -> cold, TTL sweep to the archive, cold -> wiki promotion. Never
-    /// deletes an entry; one Scribe at a time.
+    /// End of session: hot moves to cold verbatim (with summaries added), cold past its TTL
+    /// goes to the archive (structured entries to the wiki), duplicates are merged, caps kept.
+    /// Never deletes a line; one Scribe at a time.
     #[command(
         after_help = "Example:\n  squad memory scribe --agent data --now 2026-11-30T18:00:00Z --json"
     )]
     Scribe(ScribeArgs),
-    /// Check every memory file: names, markup, sizes. Exit 2 with one `file:line: problem` line
-    /// per problem.
+    /// Check every memory file: names, symlinks, encoding, field lines, sizes. Exit 2 with one
+    /// `file:line: problem` line per problem; warnings are printed too.
     #[command(after_help = "Example:\n  squad memory validate")]
     Validate,
+    /// Bring existing Markdown memory (an agent's history.md, the team's decisions.md, any
+    /// heading style) into the tiers. Every line lands somewhere; importing twice changes
+    /// nothing.
+    #[command(
+        after_help = "Example:\n  squad memory import --agent data .squad/agents/data/history.md --dry-run\n  squad memory import --wiki decisions .squad/decisions.md"
+    )]
+    Import(ImportArgs),
+    /// Add one entry to an agent's hot tier (refused when hot would go over its cap: run the
+    /// Scribe first). Prints the entry id.
+    #[command(
+        after_help = "Example:\n  squad memory add --agent data --kind decision --title \"keep RS256\" --body-file notes.md"
+    )]
+    Add(AddArgs),
+    /// Mark an entry as superseded by another: it stays in its file and never loads again.
+    #[command(after_help = "Example:\n  squad memory supersede d-0042 --by d-0051")]
+    Supersede(SupersedeArgs),
+    /// Ranked search over an agent's hot, cold and archive and the wiki, with scores.
+    #[command(
+        after_help = "Example:\n  squad memory search --agent data \"deploy timeout\" --tier archive --limit 5"
+    )]
+    Search(SearchArgs),
+    /// Print one entry, whatever its tier.
+    #[command(after_help = "Example:\n  squad memory show h-3f9a0c12d4e5 --json")]
+    Show(ShowArgs),
+}
+
+/// Why an agent is spawned (the load matrix row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SituationArg {
+    /// Hot only.
+    NewTask,
+    /// Hot and cold.
+    Resuming,
+    /// Hot and cold.
+    Debugging,
+    /// Hot and wiki.
+    ImplementingSpec,
+    /// Hot and wiki.
+    Onboarding,
+    /// Hot, cold and wiki.
+    PostIncident,
+}
+
+impl From<SituationArg> for Situation {
+    fn from(s: SituationArg) -> Self {
+        match s {
+            SituationArg::NewTask => Situation::NewTask,
+            SituationArg::Resuming => Situation::Resuming,
+            SituationArg::Debugging => Situation::Debugging,
+            SituationArg::ImplementingSpec => Situation::ImplementingSpec,
+            SituationArg::Onboarding => Situation::Onboarding,
+            SituationArg::PostIncident => Situation::PostIncident,
+        }
+    }
+}
+
+/// What an entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum KindArg {
+    Decision,
+    Convention,
+    Contract,
+    Action,
+    Blocker,
+    Note,
+    Memory,
+    Directive,
+}
+
+impl From<KindArg> for Kind {
+    fn from(k: KindArg) -> Self {
+        match k {
+            KindArg::Decision => Kind::Decision,
+            KindArg::Convention => Kind::Convention,
+            KindArg::Contract => Kind::Contract,
+            KindArg::Action => Kind::Action,
+            KindArg::Blocker => Kind::Blocker,
+            KindArg::Note => Kind::Note,
+            KindArg::Memory => Kind::Memory,
+            KindArg::Directive => Kind::Directive,
+        }
+    }
+}
+
+/// A memory tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum TierArg {
+    Hot,
+    Cold,
+    Wiki,
+    Archive,
+}
+
+impl From<TierArg> for Tier {
+    fn from(t: TierArg) -> Self {
+        match t {
+            TierArg::Hot => Tier::Hot,
+            TierArg::Cold => Tier::Cold,
+            TierArg::Wiki => Tier::Wiki,
+            TierArg::Archive => Tier::Archive,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -43,22 +172,26 @@ struct SpawnArgs {
     /// The agent being spawned.
     #[arg(long, value_name = "name")]
     agent: String,
-    /// new-task (default), resuming, debugging, implementing-spec, onboarding, post-incident.
-    #[arg(long, value_name = "s", default_value = "new-task")]
-    situation: String,
+    /// Why the agent is spawned; decides which tiers load.
+    #[arg(long, value_name = "situation", value_enum, default_value = "new-task")]
+    situation: SituationArg,
     /// Load the cold tier whatever the situation.
     #[arg(long)]
     include_cold: bool,
-    /// Load this wiki topic (repeatable).
+    /// Load this wiki topic whole (repeatable).
     #[arg(long, value_name = "topic")]
     include_wiki: Vec<String>,
-    /// The task text, used to rank cold entries and wiki documents.
+    /// The task text: cold, archive and wiki sections are ranked against it.
     #[arg(long, value_name = "text")]
     task: Option<String>,
-    /// Read-only: do not record `last_loaded` on the cold entries loaded (no TTL refresh).
+    /// Record `last_loaded` on the cold entries loaded (restarts their TTL; the one write a
+    /// spawn can make, under the Scribe lock).
+    #[arg(long, conflicts_with = "no_touch")]
+    touch: bool,
+    /// Read-only (the default; kept for scripts that pass it).
     #[arg(long)]
     no_touch: bool,
-    /// The time recorded as `last_loaded` (RFC 3339 UTC; default: now).
+    /// The time recorded by --touch (RFC 3339 UTC; default: now).
     #[arg(long, value_name = "rfc3339")]
     now: Option<String>,
 }
@@ -73,22 +206,110 @@ struct ScribeArgs {
     now: Option<String>,
 }
 
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["agent", "wiki"])))]
+struct ImportArgs {
+    /// Import into this agent's tiers (hot template lines to hot, the rest to cold).
+    #[arg(long, value_name = "name")]
+    agent: Option<String>,
+    /// Import into this wiki topic (`decisions` for decisions.md).
+    #[arg(long, value_name = "topic")]
+    wiki: Option<String>,
+    /// The Markdown files to import.
+    #[arg(value_name = "file", required = true)]
+    files: Vec<PathBuf>,
+    /// Print the plan; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// The time recorded as `entered` (RFC 3339 UTC; default: now).
+    #[arg(long, value_name = "rfc3339")]
+    now: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("text").args(["body", "body_file"])))]
+struct AddArgs {
+    /// The agent whose hot tier gets the entry.
+    #[arg(long, value_name = "name")]
+    agent: String,
+    /// What the entry records.
+    #[arg(long, value_name = "kind", value_enum)]
+    kind: KindArg,
+    /// One line.
+    #[arg(long, value_name = "text")]
+    title: String,
+    /// The body (Markdown).
+    #[arg(long, value_name = "text")]
+    body: Option<String>,
+    /// Read the body from a file (`-` for stdin).
+    #[arg(long, value_name = "file")]
+    body_file: Option<PathBuf>,
+    /// The entry's date (RFC 3339 UTC; default: now).
+    #[arg(long, value_name = "rfc3339")]
+    now: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct SupersedeArgs {
+    /// The entry that is replaced.
+    #[arg(value_name = "id")]
+    id: String,
+    /// The entry that replaces it.
+    #[arg(long, value_name = "id")]
+    by: String,
+}
+
+#[derive(Debug, clap::Args)]
+struct SearchArgs {
+    /// The agent whose hot, cold and archive are searched (with the wiki).
+    #[arg(long, value_name = "name")]
+    agent: String,
+    /// What to look for.
+    #[arg(value_name = "query")]
+    query: String,
+    /// Search only this tier (repeatable).
+    #[arg(long, value_name = "tier", value_enum)]
+    tier: Vec<TierArg>,
+    /// At most this many results (1 to 1000).
+    #[arg(long, value_name = "n", default_value_t = 10, allow_negative_numbers = true,
+          value_parser = crate::ctx::bounded(1, 1000))]
+    limit: u64,
+}
+
+#[derive(Debug, clap::Args)]
+struct ShowArgs {
+    /// The entry id.
+    #[arg(value_name = "id")]
+    id: String,
+}
+
 pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
     let state_dir = match &args.cmd {
-        Cmd::Scribe(_) => ctx.state_dir()?,
-        Cmd::Spawn(_) | Cmd::Validate => ctx.existing_state_dir()?,
+        Cmd::Scribe(_) | Cmd::Import(_) | Cmd::Add(_) | Cmd::Supersede(_) => ctx.state_dir()?,
+        Cmd::Spawn(a) if a.touch => ctx.state_dir()?,
+        Cmd::Spawn(_) | Cmd::Validate | Cmd::Search(_) | Cmd::Show(_) => {
+            ctx.existing_state_dir()?
+        }
     };
-    let root = state_dir.join("memory");
-    let store = FsStore::new(&root);
+    let store = FsStore::new(&state_dir);
     match &args.cmd {
         Cmd::Spawn(a) => spawn(a, ctx, &store),
         Cmd::Scribe(a) => scribe(a, ctx, &store),
         Cmd::Validate => validate(ctx, &store),
+        Cmd::Import(a) => import(a, ctx, &store),
+        Cmd::Add(a) => add(a, ctx, &store),
+        Cmd::Supersede(a) => supersede(a, ctx, &store),
+        Cmd::Search(a) => search(a, ctx, &store),
+        Cmd::Show(a) => show(a, ctx, &store),
     }
 }
 
 fn display_path(ctx: &Ctx, store: &FsStore, file: &str) -> String {
-    let full = store.root().join(file);
+    let full = if file.is_empty() {
+        store.root()
+    } else {
+        store.root().join(file)
+    };
     full.strip_prefix(&ctx.dir)
         .unwrap_or(&full)
         .display()
@@ -96,28 +317,36 @@ fn display_path(ctx: &Ctx, store: &FsStore, file: &str) -> String {
 }
 
 fn problem_line(ctx: &Ctx, store: &FsStore, p: &Problem) -> String {
-    format!(
-        "{}:{}: {}",
-        display_path(ctx, store, &p.file),
-        p.line,
-        p.message
-    )
+    let mut p = p.clone();
+    p.file = display_path(ctx, store, &p.file);
+    p.to_string()
+}
+
+fn warn_all(ctx: &Ctx, store: &FsStore, problems: &[Problem]) {
+    for p in problems {
+        let line = problem_line(ctx, store, p);
+        if p.is_error() {
+            errln!("warning: skipped: {line}");
+        } else {
+            errln!("{line}");
+        }
+    }
 }
 
 fn lib_error(ctx: &Ctx, store: &FsStore, e: &squad_memory::Error) -> CliError {
     let message = if e.problems().is_empty() {
         e.to_string()
     } else {
-        let lines: Vec<String> = e
-            .problems()
+        e.problems()
             .iter()
             .map(|p| problem_line(ctx, store, p))
-            .collect();
-        format!("malformed memory file\n{}", lines.join("\n"))
+            .collect::<Vec<_>>()
+            .join("; ")
     };
     match e.kind() {
-        ErrorKind::Locked => CliError::failure(message)
-            .with_hint("another `squad memory scribe` is running; try again when it finishes"),
+        ErrorKind::Locked => CliError::failure(message).with_hint(
+            "another `squad memory` writer (the Scribe) is running; try again when it finishes",
+        ),
         _ if e.is_user_error() => CliError::usage(message),
         _ => CliError::failure(format!("{e:#}")),
     }
@@ -132,34 +361,88 @@ fn now(value: Option<&str>) -> Result<Timestamp, CliError> {
         Some(v) => v
             .parse()
             .map_err(|e: squad_model::Error| CliError::usage(format!("--now: {e}"))),
-        None => Ok(Timestamp::now()),
+        // Whole seconds: the files show the time, and a reader needs no more.
+        None => Timestamp::from_unix_seconds(Timestamp::now().unix_seconds())
+            .map_err(|e| CliError::failure(format!("cannot read the clock: {e}"))),
     }
+}
+
+fn json(ctx: &Ctx, value: &impl serde::Serialize) -> Result<(), CliError> {
+    let v = serde_json::to_value(value)
+        .map_err(|e| CliError::failure(format!("cannot encode the output: {e}")))?;
+    ctx.print_json(&v)
+}
+
+/// Reads a file the user names, refusing one over the memory file cap and naming the line of
+/// the first bytes that are not UTF-8.
+fn read_text(ctx: &Ctx, path: &Path, what: &str) -> Result<String, CliError> {
+    let bytes = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| CliError::failure(format!("cannot read {what} from stdin: {e}")))?;
+        buf
+    } else {
+        let full = ctx.resolve(path);
+        let meta = std::fs::metadata(&full)
+            .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+        if !meta.is_file() {
+            return Err(CliError::usage(format!(
+                "{} is not a regular file",
+                path.display()
+            )));
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(CliError::usage(format!(
+                "{} is {} bytes; {what} may hold at most {MAX_FILE_BYTES} bytes",
+                path.display(),
+                meta.len()
+            )));
+        }
+        let f = std::fs::File::open(&full)
+            .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+        let mut buf = Vec::new();
+        f.take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| CliError::failure(format!("cannot read {}: {e}", path.display())))?;
+        buf
+    };
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(CliError::usage(format!(
+            "{} is over {MAX_FILE_BYTES} bytes; {what} may hold at most that",
+            path.display()
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count();
+        CliError::usage(format!("{}:{line}: not valid UTF-8", path.display()))
+    })
 }
 
 fn spawn(a: &SpawnArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
     let who = agent(&a.agent)?;
-    let situation: Situation = a
-        .situation
-        .parse()
-        .map_err(|e: squad_memory::Error| CliError::usage(e.to_string()))?;
-    let mut plan = LoadPlan::new(situation);
+    let mut plan = LoadPlan::new(a.situation.into());
     plan.include_cold = a.include_cold;
     for t in &a.include_wiki {
         let topic = TopicName::new(t.as_str()).map_err(|e| CliError::usage(e.to_string()))?;
         plan = plan.include_wiki(topic);
     }
     plan.task = a.task.clone();
-    let touch = if a.no_touch {
-        Touch::No
-    } else {
+    let touch = if a.touch {
         Touch::At(now(a.now.as_deref())?)
+    } else {
+        Touch::No
     };
     let out = squad_memory::spawn(store, &who, &plan, &Budget::default(), touch)
         .map_err(|e| lib_error(ctx, store, &e))?;
+    warn_all(ctx, store, &out.manifest.skipped);
     if ctx.json {
-        let v = serde_json::to_value(&out)
-            .map_err(|e| CliError::failure(format!("cannot encode the manifest: {e}")))?;
-        ctx.print_json(&v)?;
+        json(ctx, &out)?;
     } else {
         ctx.out(format_args!("{}", out.prompt))?;
     }
@@ -169,14 +452,13 @@ fn spawn(a: &SpawnArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
 fn scribe(a: &ScribeArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
     let who = agent(&a.agent)?;
     let at = now(a.now.as_deref())?;
-    let summarizer = ExtractiveSummarizer::default();
+    let summarizer = ExtractiveSummarizer;
     let report = Scribe::new(store, &summarizer, ScribeConfig::default())
         .run(&who, at)
         .map_err(|e| lib_error(ctx, store, &e))?;
+    warn_all(ctx, store, &report.warnings);
     if ctx.json {
-        let v = serde_json::to_value(&report)
-            .map_err(|e| CliError::failure(format!("cannot encode the report: {e}")))?;
-        ctx.print_json(&v)?;
+        json(ctx, &report)?;
     } else {
         let moved: Vec<String> = report
             .moved
@@ -194,6 +476,14 @@ fn scribe(a: &ScribeArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
             report.summarized_lines,
             report.after
         )?;
+        outln!(
+            ctx,
+            "text: {} line(s), {} bytes before; {} line(s), {} bytes after (none lost)",
+            report.text_lines_before,
+            report.text_bytes_before,
+            report.text_lines_after,
+            report.text_bytes_after
+        )?;
         if !moved.is_empty() {
             outln!(ctx, "moved: {}", moved.join(", "))?;
         }
@@ -207,6 +497,7 @@ fn scribe(a: &ScribeArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
 fn validate(ctx: &Ctx, store: &FsStore) -> CmdResult {
     let problems =
         squad_memory::validate(store, &Budget::default()).map_err(|e| lib_error(ctx, store, &e))?;
+    let errors = problems.iter().filter(|p| p.is_error()).count();
     if ctx.json {
         let list: Vec<serde_json::Value> = problems
             .iter()
@@ -215,21 +506,199 @@ fn validate(ctx: &Ctx, store: &FsStore) -> CmdResult {
                     "file": display_path(ctx, store, &p.file),
                     "line": p.line,
                     "message": p.message,
+                    "level": p.level,
                 })
             })
             .collect();
-        ctx.print_json(&serde_json::json!({ "ok": problems.is_empty(), "problems": list }))?;
+        ctx.print_json(&serde_json::json!({ "ok": errors == 0, "problems": list }))?;
     } else {
         for p in &problems {
             outln!(ctx, "{}", problem_line(ctx, store, p))?;
         }
     }
-    if problems.is_empty() {
+    if errors == 0 {
         Ok(0)
     } else {
-        Err(CliError::usage(format!(
-            "{} problem(s) in memory files",
-            problems.len()
-        )))
+        Err(
+            CliError::usage(format!("{errors} problem(s) in memory files"))
+                .with_hint("fix the files named above; `squad memory --help` describes the format"),
+        )
     }
+}
+
+fn import(a: &ImportArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
+    let target = match (&a.agent, &a.wiki) {
+        (Some(name), None) => ImportTarget::Agent(agent(name)?),
+        (None, Some(t)) => ImportTarget::Wiki(
+            TopicName::new(t.as_str()).map_err(|e| CliError::usage(e.to_string()))?,
+        ),
+        _ => return Err(CliError::usage("give exactly one of --agent and --wiki")),
+    };
+    let mut sources = Vec::new();
+    for f in &a.files {
+        sources.push(ImportSource {
+            name: f.display().to_string(),
+            text: read_text(ctx, f, "a file to import")?,
+        });
+    }
+    let options = ImportOptions {
+        dry_run: a.dry_run,
+        ..ImportOptions::new(now(a.now.as_deref())?)
+    };
+    let report = squad_memory::import(store, &target, &sources, &options).map_err(|e| {
+        if e.problems().is_empty() {
+            lib_error(ctx, store, &e)
+        } else {
+            // Problems in the sources name the files as given; problems in memory files name
+            // them under the state directory.
+            let lines: Vec<String> = e
+                .problems()
+                .iter()
+                .map(|p| {
+                    if sources.iter().any(|s| s.name == p.file) {
+                        p.to_string()
+                    } else {
+                        problem_line(ctx, store, p)
+                    }
+                })
+                .collect();
+            CliError::usage(lines.join("; "))
+        }
+    })?;
+    for w in &report.warnings {
+        if sources.iter().any(|s| s.name == w.file) {
+            errln!("{w}");
+        } else {
+            errln!("{}", problem_line(ctx, store, w));
+        }
+    }
+    if ctx.json {
+        json(ctx, &report)?;
+    } else {
+        outln!(
+            ctx,
+            "{} line(s) in, {} stored; {} entr{} read: {} added, {} already there; {} hot line(s)",
+            report.lines_in,
+            report.lines_stored,
+            report.entries,
+            if report.entries == 1 { "y" } else { "ies" },
+            report.added,
+            report.merged,
+            report.hot_lines
+        )?;
+        let verb = if report.dry_run {
+            "would write"
+        } else {
+            "wrote"
+        };
+        for p in &report.plan {
+            outln!(
+                ctx,
+                "{verb} {} ({} -> {} bytes, +{} entries, +{} lines of text)",
+                display_path(ctx, store, &p.path),
+                p.bytes_before,
+                p.bytes_after,
+                p.entries_added,
+                p.lines_added
+            )?;
+        }
+        if report.plan.is_empty() {
+            outln!(ctx, "nothing to change")?;
+        }
+    }
+    Ok(0)
+}
+
+fn add(a: &AddArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
+    let who = agent(&a.agent)?;
+    if a.title.trim().is_empty() {
+        return Err(CliError::usage("--title must not be empty"));
+    }
+    let body = match (&a.body, &a.body_file) {
+        (Some(b), _) => b.clone(),
+        (None, Some(f)) => read_text(ctx, f, "a body")?,
+        (None, None) => String::new(),
+    };
+    let entry = Entry::new(now(a.now.as_deref())?, a.kind.into(), &a.title).with_body(body);
+    let added = squad_memory::add(store, &who, entry, &Budget::default())
+        .map_err(|e| lib_error(ctx, store, &e))?;
+    if ctx.json {
+        json(ctx, &added)?;
+    } else {
+        outln!(ctx, "{}", added.id)?;
+    }
+    Ok(0)
+}
+
+fn id(text: &str) -> Result<MemoryId, CliError> {
+    MemoryId::new(text).map_err(|e| CliError::usage(e.to_string()))
+}
+
+fn supersede(a: &SupersedeArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
+    let found = squad_memory::supersede(store, &id(&a.id)?, &id(&a.by)?)
+        .map_err(|e| lib_error(ctx, store, &e))?;
+    if ctx.json {
+        json(ctx, &found)?;
+    } else {
+        outln!(
+            ctx,
+            "{} is superseded by {} ({})",
+            a.id,
+            a.by,
+            display_path(ctx, store, &found.path)
+        )?;
+    }
+    Ok(0)
+}
+
+fn search(a: &SearchArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
+    let who = agent(&a.agent)?;
+    let tiers: Vec<Tier> = a.tier.iter().map(|t| (*t).into()).collect();
+    let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
+    let hits = squad_memory::search(store, &who, &a.query, &tiers, limit)
+        .map_err(|e| lib_error(ctx, store, &e))?;
+    if ctx.json {
+        json(ctx, &hits)?;
+    } else {
+        for h in &hits {
+            outln!(
+                ctx,
+                "{:>6.2}  {:<7} {}  {}:{}  {}{}",
+                h.score,
+                h.tier.as_str(),
+                h.id.as_deref().unwrap_or("-"),
+                display_path(ctx, store, &h.path),
+                h.line,
+                h.title,
+                if h.superseded { " (superseded)" } else { "" }
+            )?;
+        }
+        if hits.is_empty() {
+            outln!(ctx, "no match")?;
+        }
+    }
+    Ok(0)
+}
+
+fn show(a: &ShowArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
+    let found = squad_memory::show(store, &id(&a.id)?).map_err(|e| lib_error(ctx, store, &e))?;
+    if ctx.json {
+        let mut v = serde_json::to_value(&found.entry)
+            .map_err(|e| CliError::failure(format!("cannot encode the entry: {e}")))?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("tier".into(), serde_json::json!(found.tier));
+            o.insert("path".into(), serde_json::json!(found.path));
+        }
+        ctx.print_json(&v)?;
+    } else {
+        outln!(
+            ctx,
+            "{} ({} tier, {})",
+            found.entry.id,
+            found.tier.as_str(),
+            display_path(ctx, store, &found.path)
+        )?;
+        ctx.out(format_args!("{}", found.entry.prompt_text()))?;
+    }
+    Ok(0)
 }

@@ -1,8 +1,12 @@
-//! `squad notes write | show | list`: commit-scoped agent notes under `refs/notes/squad/<ns>`.
+//! `squad notes write | show | list | carry | verify`: commit-scoped agent notes under
+//! `refs/notes/squad/<ns>`.
+
+use std::io::Read;
 
 use serde_json::{Map, Value};
 use squad_model::{AgentName, EntryId, NoteEntry, NoteType, Timestamp};
-use squad_notes::{GixNotes, Notes, Oid};
+use squad_notes::format::parse_note_sourced;
+use squad_notes::{GixNotes, Notes, NotesBackend, Oid};
 
 use crate::ctx::{CliError, CmdResult, Ctx, errln, outln};
 
@@ -32,12 +36,16 @@ enum NotesCommand {
     Promote(crate::notes_promote_cmd::PromoteArgs),
     /// Archive flagged entries of a closed, unmerged branch to research/ on squad-state, once.
     Archive(crate::notes_promote_cmd::ArchiveArgs),
+    /// Copy the entries of a squash-merged or rebased PR (BASE..HEAD) onto the commit that landed.
+    Carry(CarryArgs),
+    /// Check the SSH signatures of the entries on one object against gpg.ssh.allowedSignersFile.
+    Verify(VerifyArgs),
 }
 
 #[derive(Debug, clap::Args)]
 #[command(
     group(clap::ArgGroup::new("body").required(true).args(["fields", "content"])),
-    after_help = "Example:\n  squad notes write --agent data --type decision \\\n    --fields '{\"decision\":\"Use JWT RS256\",\"reasoning\":\"auth.go:47\"}' --promote"
+    after_help = "Example:\n  squad notes write --agent data --type decision \\\n    --fields '{\"decision\":\"Use JWT RS256\",\"reasoning\":\"auth.go:47\"}' --promote\n  squad notes write --agent data --type progress --content @report.md\n  git log -1 --format=%B | squad notes write --agent data --type progress --content -\n\nRetries: without --id every run writes a new entry, so a retried run after an\nerror or a timeout may write the entry twice. Pass --id with an id you generated\nonce (a ULID or a UUIDv7) and retry as often as needed: the same write again is a\nno-op (exit 0, nothing written), and a different entry with that id is refused\n(exit 2). Entries are append-only: correct one with a new entry whose fields\nname it: --fields '{\"supersedes\":\"<id>\", ...}'."
 )]
 struct WriteArgs {
     /// The writing agent (lowercase a-z, 0-9, '-', '_'; 1 to 64 characters).
@@ -46,10 +54,10 @@ struct WriteArgs {
     /// The entry type: decision, research, review, progress or security.
     #[arg(long = "type", value_name = "type")]
     kind: String,
-    /// A JSON object merged into the entry.
+    /// A JSON object merged into the entry; @FILE reads it from a file, - from stdin.
     #[arg(long, value_name = "json-object")]
     fields: Option<String>,
-    /// Free text for the entry's `content`.
+    /// Free text for the entry's `content`; @FILE reads it from a file, - from stdin.
     #[arg(long, value_name = "text")]
     content: Option<String>,
     /// The namespace to write: the agent's own (default), `research` or `review`.
@@ -58,21 +66,29 @@ struct WriteArgs {
     /// The commit to annotate.
     #[arg(long, value_name = "rev", default_value = "HEAD")]
     commit: String,
+    /// The entry id (a ULID or UUIDv7): makes a retried write a no-op (see below).
+    #[arg(long, value_name = "id")]
+    id: Option<String>,
     /// Set `promote_to_permanent: true` (Ralph copies it to decisions.md after merge).
     #[arg(long)]
     promote: bool,
     /// Set `archive_on_close: true` (Ralph archives it even when the PR is closed).
     #[arg(long)]
     archive: bool,
+    /// Sign the entry with your SSH signing key (git config gpg.format=ssh, user.signingKey).
+    #[arg(long)]
+    sign: bool,
 }
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  squad notes show --agent data HEAD~1 --json")]
+#[command(
+    after_help = "Example:\n  squad notes show --agent data HEAD~1 --json\n  squad notes show --agent data v1.0      # an annotated tag's own note\n  squad notes show --agent data 0123456789abcdef0123456789abcdef01234567"
+)]
 struct ShowArgs {
     /// The namespace to read (an agent name, `research` or `review`).
     #[arg(long, value_name = "ns")]
     agent: String,
-    /// The commit whose note to show.
+    /// The object whose note to show: any revision, or a full object id (present or not).
     #[arg(value_name = "rev", default_value = "HEAD")]
     rev: String,
 }
@@ -85,6 +101,39 @@ struct ListArgs {
     agent: String,
 }
 
+#[derive(Debug, clap::Args)]
+#[command(
+    group(clap::ArgGroup::new("which").args(["namespace", "all"])),
+    after_help = "Example:\n  squad notes carry origin/main..feature/login --to origin/main\n  squad notes carry $BASE..$HEAD --to $MERGE --namespace data --json"
+)]
+struct CarryArgs {
+    /// The commits of the PR: BASE..HEAD.
+    #[arg(value_name = "base..head")]
+    range: String,
+    /// The commit that landed (the squash or rebase result).
+    #[arg(long, value_name = "commit")]
+    to: String,
+    /// Carry only this namespace.
+    #[arg(long, value_name = "ns")]
+    namespace: Option<String>,
+    /// Carry every refs/notes/squad/* namespace (the default).
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  squad notes verify --agent data HEAD --json\n\nStatuses: signed-verified (a valid signature by a key that\ngpg.ssh.allowedSignersFile lists for the namespace's agent), signed-unknown-key\n(valid, but the key is not listed for that principal, or there is no\nallowed-signers file), signed-bad (exit 1), unsigned."
+)]
+struct VerifyArgs {
+    /// The namespace to check (an agent name, `research` or `review`).
+    #[arg(long, value_name = "ns")]
+    agent: String,
+    /// The object whose entries to check: any revision, or a full object id.
+    #[arg(value_name = "rev", default_value = "HEAD")]
+    rev: String,
+}
+
 pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
     match &args.command {
         NotesCommand::Write(a) => write(a, ctx),
@@ -94,16 +143,48 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
         NotesCommand::Sync(a) => crate::notes_sync_cmd::run(a, ctx),
         NotesCommand::Promote(a) => crate::notes_promote_cmd::promote(a, ctx),
         NotesCommand::Archive(a) => crate::notes_promote_cmd::archive(a, ctx),
+        NotesCommand::Carry(a) => carry(a, ctx),
+        NotesCommand::Verify(a) => verify(a, ctx),
     }
 }
 
-/// Maps a library error to the CLI's exit codes: caller errors are 2, the rest 1.
-fn lib_err(e: squad_notes::Error) -> CliError {
+/// Maps a library error to the CLI's exit codes: caller errors are 2, the rest 1. A lock file
+/// left by a killed process gets a hint saying how to clear it.
+pub(crate) fn lib_err(e: squad_notes::Error) -> CliError {
     if e.is_user_error() {
         CliError::usage(e.to_string())
+    } else if e.kind() == squad_notes::ErrorKind::Locked {
+        let err = CliError::failure(e.to_string());
+        match e.path() {
+            Some(path) => err.with_hint(format!(
+                "if no git command is running in this repository, remove it: rm '{}'",
+                path.display()
+            )),
+            None => err,
+        }
     } else {
         CliError::failure(format!("{e:#}"))
     }
+}
+
+/// The text of `--<flag>`: the value itself, `@FILE` for a file's contents, `-` for stdin (as
+/// `gh -F` and `git notes -F` take them). Errors name the flag and the file.
+pub(crate) fn input_text(ctx: &Ctx, flag: &str, value: &str) -> Result<String, CliError> {
+    if value == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| CliError::usage(format!("cannot read --{flag} from stdin: {e}")))?;
+        return Ok(text);
+    }
+    let Some(path) = value.strip_prefix('@') else {
+        return Ok(value.to_owned());
+    };
+    let full = ctx.resolve(std::path::Path::new(path));
+    let bytes = std::fs::read(&full)
+        .map_err(|e| CliError::usage(format!("cannot read --{flag} file '{path}': {e}")))?;
+    String::from_utf8(bytes)
+        .map_err(|_| CliError::usage(format!("--{flag} file '{path}' is not valid UTF-8 text")))
 }
 
 fn name(value: &str, what: &str) -> Result<AgentName, CliError> {
@@ -121,20 +202,50 @@ fn resolve(backend: &GixNotes, rev: &str) -> Result<Oid, CliError> {
     backend.resolve_commit(rev).map_err(lib_err)
 }
 
-fn build_entry(args: &WriteArgs, agent: &AgentName) -> Result<NoteEntry, CliError> {
+/// The object `rev` names, resolved as `git notes show` resolves it, and its note in `ns`: an
+/// annotated tag with a note of its own is the tag; one without is followed to what it tags.
+fn resolve_noted(
+    notes: &Notes<GixNotes>,
+    ns: &AgentName,
+    rev: &str,
+) -> Result<(Oid, Option<Vec<u8>>), CliError> {
+    let mut object = notes.backend().resolve_object(rev).map_err(lib_err)?;
+    for _ in 0..16 {
+        let raw = notes.read_raw(ns, &object).map_err(lib_err)?;
+        if raw.is_some() {
+            return Ok((object, raw));
+        }
+        match notes.backend().tag_target(&object).map_err(lib_err)? {
+            Some(target) => object = target,
+            None => return Ok((object, None)),
+        }
+    }
+    Ok((object, None))
+}
+
+fn build_entry(
+    args: &WriteArgs,
+    agent: &AgentName,
+    fields: Option<&str>,
+    content: Option<String>,
+) -> Result<NoteEntry, CliError> {
     let kind: NoteType = args
         .kind
         .parse()
         .map_err(|e: squad_model::Error| CliError::usage(e.to_string()))?;
+    let id = match &args.id {
+        Some(id) => EntryId::new(id).map_err(|e| CliError::usage(format!("--id: {e}")))?,
+        None => EntryId::generate(),
+    };
     let mut obj = Map::new();
-    obj.insert("id".into(), Value::String(EntryId::generate().to_string()));
+    obj.insert("id".into(), Value::String(id.to_string()));
     obj.insert("agent".into(), Value::String(agent.to_string()));
     obj.insert(
         "timestamp".into(),
         Value::String(Timestamp::now().to_string()),
     );
     obj.insert("type".into(), Value::String(kind.to_string()));
-    if let Some(fields) = &args.fields {
+    if let Some(fields) = fields {
         let value: Value = serde_json::from_str(fields)
             .map_err(|e| CliError::usage(format!("--fields is not valid JSON: {e}")))?;
         let Value::Object(fields) = value else {
@@ -154,11 +265,19 @@ fn build_entry(args: &WriteArgs, agent: &AgentName) -> Result<NoteEntry, CliErro
                     if key == "type" { "type" } else { "agent" }
                 )));
             }
+            if key == "id"
+                && let Some(given) = &args.id
+                && value.as_str() != Some(given.as_str())
+            {
+                return Err(CliError::usage(format!(
+                    "--fields sets \"id\" to {value}, which contradicts --id {given}"
+                )));
+            }
             obj.insert(key, value);
         }
     }
-    if let Some(content) = &args.content {
-        obj.insert("content".into(), Value::String(content.clone()));
+    if let Some(content) = content {
+        obj.insert("content".into(), Value::String(content));
     }
     if args.promote {
         obj.insert("promote_to_permanent".into(), Value::Bool(true));
@@ -176,12 +295,47 @@ fn write(args: &WriteArgs, ctx: &Ctx) -> CmdResult {
         Some(ns) => name(ns, "--namespace")?,
         None => agent.clone(),
     };
-    let entry = build_entry(args, &agent)?;
+    if args.fields.as_deref() == Some("-") && args.content.as_deref() == Some("-") {
+        return Err(CliError::usage(
+            "only one of --fields and --content can read stdin",
+        ));
+    }
+    let fields = args
+        .fields
+        .as_deref()
+        .map(|v| input_text(ctx, "fields", v))
+        .transpose()?;
+    let content = args
+        .content
+        .as_deref()
+        .map(|v| input_text(ctx, "content", v))
+        .transpose()?;
+    let mut entry = build_entry(args, &agent, fields.as_deref(), content)?;
     let backend = open(ctx)?;
     let commit = resolve(&backend, &args.commit)?;
-    Notes::new(backend)
-        .write(&namespace, &commit, &entry)
-        .map_err(lib_err)?;
+    let notes = Notes::new(backend);
+    if args.id.is_some() {
+        // A retry of a write with a fixed id: the stored entry's time is the entry's time, so
+        // the same write again is byte-identical (a no-op) and anything else is refused.
+        let raw = notes.read_raw(&namespace, &commit).map_err(lib_err)?;
+        if let Some(raw) = raw
+            && let Some(stored) = parse_note_sourced(&raw)
+                .entries
+                .into_iter()
+                .find(|e| e.entry.id == entry.id)
+        {
+            entry.timestamp = stored.entry.timestamp;
+        }
+    }
+    if args.sign {
+        let root = ctx.repo_root()?;
+        let key = squad_notes::sign::SigningKey::from_git_config(&root).map_err(lib_err)?;
+        let sig = key.sign(&entry.to_value()).map_err(lib_err)?;
+        entry
+            .extra
+            .insert(squad_notes::sign::SIG_KEY.into(), Value::String(sig));
+    }
+    notes.write(&namespace, &commit, &entry).map_err(lib_err)?;
     if ctx.json {
         ctx.print_json(&entry.to_value())?;
     } else {
@@ -192,20 +346,23 @@ fn write(args: &WriteArgs, ctx: &Ctx) -> CmdResult {
 
 fn show(args: &ShowArgs, ctx: &Ctx) -> CmdResult {
     let namespace = name(&args.agent, "--agent")?;
-    let backend = open(ctx)?;
-    let commit = resolve(&backend, &args.rev)?;
-    let note = Notes::new(backend)
-        .show(&namespace, &commit)
-        .map_err(lib_err)?;
+    let notes = Notes::new(open(ctx)?);
+    let (object, raw) = resolve_noted(&notes, &namespace, &args.rev)?;
+    let raw = raw.unwrap_or_default();
+    let note = parse_note_sourced(&raw);
     for u in &note.unparsed {
-        errln!("warning: {commit} line {}: {}", u.line, u.error);
+        errln!("warning: {object} line {}: {}", u.line, u.error);
     }
     if ctx.json {
-        ctx.print_json(&Value::Array(
-            note.entries.iter().map(NoteEntry::to_value).collect(),
-        ))?;
+        // Each entry as its author wrote it (key order, timestamp spelling, null fields).
+        let values = note
+            .entries
+            .iter()
+            .map(|e| serde_json::from_str(e.text(&raw)).unwrap_or_else(|_| e.entry.to_value()))
+            .collect();
+        ctx.print_json(&Value::Array(values))?;
     } else {
-        for e in &note.entries {
+        for e in note.entries.iter().map(|e| &e.entry) {
             outln!(ctx, "{} {} {} {}", e.timestamp, e.agent, e.kind, e.id)?;
             let text = e
                 .content
@@ -225,19 +382,218 @@ fn show(args: &ShowArgs, ctx: &Ctx) -> CmdResult {
 fn list(args: &ListArgs, ctx: &Ctx) -> CmdResult {
     let namespace = name(&args.agent, "--agent")?;
     let backend = open(ctx)?;
-    let all = Notes::new(backend).read_all(&namespace).map_err(lib_err)?;
+    // Only the number of valid entries per note is printed: count them without building them.
+    let all: Vec<(Oid, usize)> = match backend
+        .tip(&squad_notes::NotesRef::squad(&namespace))
+        .map_err(lib_err)?
+    {
+        Some(tip) => backend
+            .read_all_map(&tip, squad_notes::format::count_entries)
+            .map_err(lib_err)?,
+        None => Vec::new(),
+    };
+    // Written in pieces as it is made, rather than as one document of 100 bytes per note.
+    let mut text = String::with_capacity(OUT_CHUNK + 256);
+    let flush = |text: &mut String, force: bool| -> Result<(), CliError> {
+        if force || text.len() >= OUT_CHUNK {
+            ctx.out_bytes(text.as_bytes())?;
+            text.clear();
+        }
+        Ok(())
+    };
+    if ctx.json {
+        let objects: Vec<Oid> = all.iter().map(|(o, _)| o.clone()).collect();
+        let types = backend.object_types(&objects).map_err(lib_err)?;
+        // The same document serde_json's pretty printer writes, without building a value per
+        // note (100k notes are 100k maps).
+        if all.is_empty() {
+            text.push_str("[]\n");
+        } else {
+            text.push_str("[\n");
+            let mut digits = itoa_buf();
+            for (i, ((commit, entries), kind)) in all.iter().zip(&types).enumerate() {
+                // Pieces pushed one by one: `write!` costs several times more per note.
+                text.push_str("  {\n    \"commit\": \"");
+                text.push_str(commit.as_str());
+                text.push_str("\",\n    \"entries\": ");
+                text.push_str(digits.format(*entries));
+                text.push_str(",\n    \"type\": \"");
+                text.push_str(kind.as_str());
+                text.push_str(if i + 1 == all.len() {
+                    "\"\n  }\n"
+                } else {
+                    "\"\n  },\n"
+                });
+                flush(&mut text, false)?;
+            }
+            text.push_str("]\n");
+        }
+    } else {
+        let mut digits = itoa_buf();
+        for (commit, entries) in &all {
+            text.push_str(commit.as_str());
+            text.push(' ');
+            text.push_str(digits.format(*entries));
+            text.push('\n');
+            flush(&mut text, false)?;
+        }
+    }
+    flush(&mut text, true)?;
+    Ok(0)
+}
+
+/// The size of the pieces `notes list` writes its output in.
+const OUT_CHUNK: usize = 64 * 1024;
+
+/// Decimal digits of a count without the formatting machinery.
+struct Digits([u8; 20]);
+
+fn itoa_buf() -> Digits {
+    Digits([0; 20])
+}
+
+impl Digits {
+    fn format(&mut self, mut n: usize) -> &str {
+        let mut at = self.0.len();
+        loop {
+            at -= 1;
+            // `n % 10` is a single digit.
+            self.0[at] = b'0' + u8::try_from(n % 10).unwrap_or(0);
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        std::str::from_utf8(&self.0[at..]).unwrap_or("0")
+    }
+}
+
+fn carry(args: &CarryArgs, ctx: &Ctx) -> CmdResult {
+    let Some((base, head)) = args
+        .range
+        .split_once("..")
+        .filter(|(b, h)| !b.is_empty() && !h.is_empty() && !h.starts_with('.'))
+    else {
+        return Err(CliError::usage(format!(
+            "invalid range {:?}: expected BASE..HEAD (the commits of the merged PR)",
+            args.range
+        )));
+    };
+    let only = args
+        .namespace
+        .as_deref()
+        .map(|ns| name(ns, "--namespace"))
+        .transpose()?;
+    let backend = open(ctx)?;
+    let to = resolve(&backend, &args.to)?;
+    let commits = backend.commits_between(base, head).map_err(lib_err)?;
+    let namespaces: Vec<AgentName> = match only {
+        Some(ns) => vec![ns],
+        None => backend
+            .list_refs(squad_notes::sync::SQUAD_PREFIX)
+            .map_err(lib_err)?
+            .into_iter()
+            .filter_map(|(r, _)| {
+                r.as_str()
+                    .strip_prefix(squad_notes::sync::SQUAD_PREFIX)
+                    .and_then(|n| AgentName::new(n).ok())
+            })
+            .collect(),
+    };
+    let notes = Notes::new(backend);
+    let mut carried = Vec::new();
+    let mut skipped = 0;
+    for ns in &namespaces {
+        let report = notes.carry(ns, &commits, &to).map_err(lib_err)?;
+        skipped += report.skipped;
+        carried.extend(
+            report
+                .carried
+                .into_iter()
+                .map(|(id, from)| (ns.clone(), id, from)),
+        );
+    }
+    if ctx.json {
+        ctx.print_json(&serde_json::json!({
+            "carried": carried.iter().map(|(_, id, _)| id.to_string()).collect::<Vec<_>>(),
+            "skipped": skipped,
+            "to": to.as_str(),
+            "commits": commits.len(),
+        }))?;
+    } else {
+        for (ns, id, from) in &carried {
+            outln!(ctx, "carried {id} ({ns}) from {from}")?;
+        }
+        outln!(
+            ctx,
+            "carried {} onto {to}, skipped {skipped} already there ({} commits in {})",
+            carried.len(),
+            commits.len(),
+            args.range
+        )?;
+    }
+    Ok(0)
+}
+
+fn verify(args: &VerifyArgs, ctx: &Ctx) -> CmdResult {
+    use squad_notes::sign::{AllowedSigners, SignatureStatus, verify_entry};
+    let namespace = name(&args.agent, "--agent")?;
+    let root = ctx.repo_root()?;
+    let notes = Notes::new(open(ctx)?);
+    let (object, raw) = resolve_noted(&notes, &namespace, &args.rev)?;
+    let raw = raw.unwrap_or_default();
+    let allowed = AllowedSigners::from_git_config(&root).map_err(lib_err)?;
+    let note = parse_note_sourced(&raw);
+    for u in &note.unparsed {
+        errln!("warning: {object} line {}: {}", u.line, u.error);
+    }
+    let mut bad = false;
+    let mut rows = Vec::new();
+    for e in &note.entries {
+        // In an agent's namespace only that agent's key counts; in a shared one, the author's.
+        let principal = if namespace.is_shared() {
+            e.entry.agent.as_str()
+        } else {
+            namespace.as_str()
+        };
+        let v = verify_entry(e.text(&raw), principal, allowed.as_ref());
+        bad |= v.status == SignatureStatus::Bad;
+        rows.push((e.entry.id.to_string(), v));
+    }
     if ctx.json {
         ctx.print_json(&Value::Array(
-            all.iter()
-                .map(|(commit, note)| {
-                    serde_json::json!({"commit": commit.as_str(), "entries": note.entries.len()})
+            rows.iter()
+                .map(|(id, v)| {
+                    serde_json::json!({
+                        "id": id,
+                        "status": v.status.as_str(),
+                        "principal": v.principals.first(),
+                    })
                 })
                 .collect(),
         ))?;
     } else {
-        for (commit, note) in &all {
-            outln!(ctx, "{commit} {}", note.entries.len())?;
+        for (id, v) in &rows {
+            match v.principals.first() {
+                Some(p) => outln!(ctx, "{id} {} ({p})", v.status)?,
+                None => outln!(ctx, "{id} {}", v.status)?,
+            }
         }
+        if allowed.is_none() {
+            errln!(
+                "warning: no allowed-signers file (git config gpg.ssh.allowedSignersFile): no entry can be signed-verified"
+            );
+        }
+    }
+    if bad {
+        let n = rows
+            .iter()
+            .filter(|(_, v)| v.status == SignatureStatus::Bad)
+            .count();
+        return Err(CliError::failure(format!(
+            "{n} entr{} on {object} signed-bad: the signature does not match the entry",
+            if n == 1 { "y is" } else { "ies are" }
+        )));
     }
     Ok(0)
 }

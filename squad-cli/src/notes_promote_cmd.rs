@@ -17,7 +17,7 @@ use crate::ctx::{CliError, CmdResult, Ctx, errln, outln};
 /// Arguments of `squad notes promote`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Example:\n  squad notes promote --json\n  squad notes promote --branch main --merged-from feature/login   # a squash-merged PR"
+    after_help = "Example:\n  squad notes promote --json\n  squad notes promote --branch main --merged-from feature/login   # a squash-merged PR\n  squad notes promote --require-signed --json"
 )]
 pub(crate) struct PromoteArgs {
     /// The branch whose history is promoted (default: git config squad.defaultBranch, else the
@@ -30,6 +30,18 @@ pub(crate) struct PromoteArgs {
     /// Show what would be promoted; write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Promote only entries whose SSH signature verifies (`squad notes verify`); list the others
+    /// as refused.
+    #[arg(long)]
+    require_signed: bool,
+    /// Do not fetch the remote's squad-state first (by default the promotion ledger of the
+    /// remote is merged in before promoting, so that nothing is promoted twice across clones).
+    #[arg(long)]
+    offline: bool,
+    /// The remote whose squad-state is fetched first (default: origin, skipped when there is
+    /// no such remote).
+    #[arg(long, value_name = "name")]
+    remote: Option<String>,
 }
 
 /// Arguments of `squad notes archive`.
@@ -65,7 +77,8 @@ fn lib_err(e: squad_notes::Error) -> CliError {
 
 type Opened = (Promoter<OrphanBranchStore>, Option<indicatif::ProgressBar>);
 
-/// The promoter, and the progress spinner it drives (when stderr is a terminal).
+/// The promoter, and the progress spinner it drives (when stderr is a terminal). The spinner
+/// shows each stage's count, which only grows.
 fn open(ctx: &Ctx) -> Result<Opened, CliError> {
     let not_repo = |e: squad_notes::Error| {
         CliError::usage(e.to_string()).with_hint("run inside a git repository or pass -C <path>")
@@ -77,24 +90,57 @@ fn open(ctx: &Ctx) -> Result<Opened, CliError> {
         return Ok((promoter, None));
     };
     let shown = bar.clone();
+    let walked = std::sync::atomic::AtomicU64::new(0);
+    let read = std::sync::atomic::AtomicU64::new(0);
+    let total = std::sync::atomic::AtomicU64::new(0);
     Ok((
-        promoter.with_progress(move |p: Progress| match (p.stage, p.total) {
-            (Stage::ReadNotes, Some(total)) => {
-                bar.set_message("reading notes");
-                bar.set_length(total);
-                bar.set_position(p.done);
+        promoter.with_progress(move |p: Progress| {
+            use std::sync::atomic::Ordering::Relaxed;
+            match p.stage {
+                Stage::ReadNotes => {
+                    read.fetch_max(p.done, Relaxed);
+                    total.fetch_max(p.total.unwrap_or(0), Relaxed);
+                }
+                _ => {
+                    walked.fetch_max(p.done, Relaxed);
+                }
             }
-            _ => {
-                bar.set_message("walking commits");
-                bar.set_position(p.done);
-            }
+            let (w, r, t) = (
+                walked.load(Relaxed),
+                read.load(Relaxed),
+                total.load(Relaxed),
+            );
+            bar.set_message(if t > 0 {
+                format!("walked {w} commits, read {r}/{t} notes")
+            } else {
+                format!("walked {w} commits")
+            });
+            bar.tick();
         }),
         Some(shown),
     ))
 }
 
+/// Fetches the remote's squad-state and merges it into the local branch (the ledger of what
+/// other clones promoted), unless `--offline` or `--dry-run` (which writes nothing). Without
+/// `--remote`, a clone with no `origin` skips it; a remote given that does not exist is an error.
+fn pull_state(args: &PromoteArgs, ctx: &Ctx, state: &OrphanBranchStore) -> Result<(), CliError> {
+    if args.offline || args.dry_run {
+        return Ok(());
+    }
+    let remote = args.remote.as_deref().unwrap_or("origin");
+    let transport = squad_notes::transport::GitCliTransport::new(ctx.repo_root()?);
+    match squad_notes::sync::pull_state(state, &transport, remote) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == squad_notes::ErrorKind::NotFound && args.remote.is_none() => Ok(()),
+        Err(e) => Err(crate::notes_sync_cmd::sync_err(e).with_hint(
+            "promotion first merges the remote's squad-state; pass --offline to skip it",
+        )),
+    }
+}
+
 /// A progress spinner on stderr, only when stderr is a terminal.
-fn progress_bar() -> Option<indicatif::ProgressBar> {
+pub(crate) fn progress_bar() -> Option<indicatif::ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;
     }
@@ -103,6 +149,41 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
         bar.set_style(style);
     }
     Some(bar)
+}
+
+/// The status of the signature of a flagged entry: `None` when it is `signed-verified`.
+fn signature_check(
+    ctx: &Ctx,
+    notes: &squad_notes::GixNotes,
+) -> Result<impl Fn(&FoundEntry) -> Option<String>, CliError> {
+    use squad_notes::NotesBackendExt;
+    use squad_notes::sign::{AllowedSigners, SignatureStatus, verify_entry};
+    let allowed =
+        AllowedSigners::from_git_config(&ctx.repo_root()?).map_err(crate::notes_cmd::lib_err)?;
+    let notes = notes.clone();
+    Ok(move |f: &FoundEntry| {
+        let raw = notes
+            .read_current(&f.notes_ref, &f.commit)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let parsed = squad_notes::format::parse_note_sourced(&raw);
+        let text = parsed
+            .entries
+            .iter()
+            .find(|e| e.entry.id == f.entry.id)
+            .map(|e| e.text(&raw))
+            .unwrap_or_default();
+        let ns = f
+            .notes_ref
+            .as_str()
+            .strip_prefix(squad_notes::sync::SQUAD_PREFIX)
+            .unwrap_or_default();
+        let shared = squad_model::AgentName::new(ns).is_ok_and(|n| n.is_shared());
+        let principal = if shared { f.entry.agent.as_str() } else { ns };
+        let status = verify_entry(text, principal, allowed.as_ref()).status;
+        (status != SignatureStatus::Verified).then(|| status.as_str().to_owned())
+    })
 }
 
 fn found_json(f: &FoundEntry) -> Value {
@@ -136,11 +217,25 @@ fn warn_unparseable(list: &[Unparseable]) {
 
 pub(crate) fn promote(args: &PromoteArgs, ctx: &Ctx) -> CmdResult {
     let (promoter, bar) = open(ctx)?;
-    let result = promoter.promote(&PromoteOptions {
+    if let Err(e) = pull_state(args, ctx, promoter.state()) {
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        return Err(e);
+    }
+    let options = PromoteOptions {
         branch: args.branch.clone(),
         merged_from: args.merged_from.clone(),
         dry_run: args.dry_run,
-    });
+    };
+    let result = if args.require_signed {
+        let notes = squad_notes::GixNotes::discover(&ctx.repo_root()?)
+            .map_err(crate::notes_cmd::lib_err)?;
+        let check = signature_check(ctx, &notes)?;
+        promoter.promote_checked(&options, &check)
+    } else {
+        promoter.promote(&options)
+    };
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -149,6 +244,7 @@ pub(crate) fn promote(args: &PromoteArgs, ctx: &Ctx) -> CmdResult {
     if ctx.json {
         ctx.print_json(&json!({
             "promoted": report.promoted.iter().map(|f| f.entry.id.to_string()).collect::<Vec<_>>(),
+            "refused": report.refused.iter().map(|(f, status)| json!({"id": f.entry.id.to_string(), "status": status})).collect::<Vec<_>>(),
             "skipped": report.skipped(),
             "unflagged": report.unflagged,
             "unparseable": report.unparseable.iter().map(unparseable_json).collect::<Vec<_>>(),
@@ -169,6 +265,15 @@ pub(crate) fn promote(args: &PromoteArgs, ctx: &Ctx) -> CmdResult {
             outln!(
                 ctx,
                 "{verb} {} ({} on {})",
+                f.entry.id,
+                f.notes_ref,
+                f.commit
+            )?;
+        }
+        for (f, status) in &report.refused {
+            outln!(
+                ctx,
+                "refused {} ({} on {}): {status}, not signed-verified",
                 f.entry.id,
                 f.notes_ref,
                 f.commit

@@ -4,23 +4,32 @@
 //! Wired as the `setup` subcommand of `squad notes` (see `notes_cmd.rs`).
 
 use serde_json::json;
-use squad_notes::transport::GitCliTransport;
+use squad_notes::transport::{GitCliTransport, SetupOptions};
 
-use crate::ctx::{CliError, CmdResult, Ctx, outln};
+use crate::ctx::{CliError, CmdResult, Ctx, errln, outln};
 
 /// Arguments of `squad notes setup`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  squad notes setup --remote origin")]
+#[command(
+    after_help = "Example:\n  squad notes setup --remote origin\n  squad notes setup --dry-run --json\n\nSets: remote.REMOTE.fetch +refs/notes/squad/*:refs/notes/remotes/REMOTE/squad/*\n(and the squad-state branch, unless your refspecs fetch it already),\nnotes.rewriteRef refs/notes/squad/*, notes.rewrite.amend and notes.rewrite.rebase\ntrue, notes.rewriteMode concatenate (so amend and rebase carry the notes).\nYour own refspecs are kept."
+)]
 pub(crate) struct SetupArgs {
     /// The remote whose fetch configuration to set up.
     #[arg(long, value_name = "name", default_value = "origin")]
     remote: String,
+    /// Show what would change; change nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
-/// Adds the notes fetch refspec once, and removes refspecs that fetch into local notes refs.
+/// Adds the squad's refspecs and rewrite settings once, keeping the user's own.
 pub(crate) fn run(args: &SetupArgs, ctx: &Ctx) -> CmdResult {
     let transport = GitCliTransport::new(ctx.repo_root()?);
-    let report = transport.setup(&args.remote).map_err(|e| {
+    let options = SetupOptions {
+        dry_run: args.dry_run,
+        ..SetupOptions::default()
+    };
+    let report = transport.setup_with(&args.remote, &options).map_err(|e| {
         let err = if e.is_user_error() {
             CliError::usage(e.to_string())
         } else {
@@ -32,25 +41,40 @@ pub(crate) fn run(args: &SetupArgs, ctx: &Ctx) -> CmdResult {
             err
         }
     })?;
+    let key = format!("remote.{}.fetch", args.remote);
     if ctx.json {
         ctx.print_json(&json!({
             "remote": args.remote,
             "added": report.added,
             "removed": report.removed,
+            "kept": report.kept,
+            "config": report.config.iter().map(|(k, old, new)| json!({"key": k, "old": old, "new": new})).collect::<Vec<_>>(),
+            "warnings": report.warnings,
+            "dry_run": report.dry_run,
         }))?;
     } else {
-        let key = format!("remote.{}.fetch", args.remote);
-        for spec in &report.removed {
+        let verb = if report.dry_run { "would add" } else { "added" };
+        let set = if report.dry_run { "would set" } else { "set" };
+        for spec in &report.added {
+            outln!(ctx, "{verb} {key} {spec}")?;
+        }
+        for (k, old, new) in &report.config {
+            match old {
+                Some(old) => outln!(ctx, "{set} {k} {new} (was {old})")?,
+                None => outln!(ctx, "{set} {k} {new}")?,
+            }
+        }
+        for spec in &report.kept {
+            outln!(ctx, "kept {key} {spec} (yours)")?;
+        }
+        if report.is_unchanged() {
             outln!(
                 ctx,
-                "removed {key} {spec} (it fetched into local notes refs)"
+                "{key} and the notes rewrite settings are already set up"
             )?;
         }
-        for spec in &report.added {
-            outln!(ctx, "added {key} {spec}")?;
-        }
-        if report.added.is_empty() && report.removed.is_empty() {
-            outln!(ctx, "{key} is already set up")?;
+        for w in &report.warnings {
+            errln!("warning: {w}");
         }
     }
     Ok(0)
@@ -82,6 +106,7 @@ mod tests {
     fn args(remote: &str) -> SetupArgs {
         SetupArgs {
             remote: remote.to_owned(),
+            dry_run: false,
         }
     }
 

@@ -1,70 +1,194 @@
 //! Okapi BM25 ranking, offline and model-free.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
-/// FNV-1a: terms are short, and the index is rebuilt per spawn, so a fast non-keyed hash beats
-/// SipHash here. The input is the caller's own memory files, not adversarial network input.
-#[derive(Debug, Clone, Copy)]
-struct Fnv(u64);
+use rust_stemmers::{Algorithm, Stemmer};
 
-impl Default for Fnv {
-    fn default() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
-
-type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+/// foldhash: terms are short and the index is rebuilt per spawn, so a fast non-keyed hash beats
+/// SipHash here (the input is the caller's own memory files). Fixed state: deterministic.
+type FnvMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
+/// Common English words that carry no topic (articles, pronouns, auxiliaries, question words),
+/// so that a question phrased as a user would ask it ranks on its content words.
 const STOP: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "in", "is", "it", "of",
-    "on", "or", "that", "the", "this", "to", "was", "we", "with", "will", "not", "but", "all",
+    "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at",
+    "be", "been", "before", "being", "but", "by", "can", "could", "did", "do", "does", "doing",
+    "for", "from", "had", "has", "have", "having", "he", "her", "here", "him", "his", "how", "i",
+    "if", "in", "into", "is", "it", "its", "just", "me", "my", "no", "nor", "not", "of", "on",
+    "once", "or", "our", "ours", "she", "should", "so", "some", "such", "than", "that", "the",
+    "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "us", "very",
+    "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will",
+    "with", "would", "you", "your",
 ];
 
-/// Splits text into lowercase alphanumeric terms, dropping one-letter terms and common English
-/// stop words.
+/// Splits text into terms: alphanumeric runs, lowercased, without one-letter words and common
+/// English stop words, each reduced to its stem by the Snowball English stemmer
+/// (`rust-stemmers`), so `deploys`, `deployed` and `deploying` are one term.
+///
+/// ```
+/// assert_eq!(squad_memory::tokenize("The deploys were failing"), ["deploy", "fail"]);
+/// ```
 pub fn tokenize(text: &str) -> Vec<String> {
+    let stemmer = Stemmer::create(Algorithm::English);
     let mut out = Vec::new();
-    each_term(text, &mut String::new(), |t| out.push(t.to_owned()));
+    each_word(text, &mut String::new(), |w| {
+        if !is_stop(w) {
+            out.push(stemmer.stem(w).into_owned());
+        }
+    });
     out
 }
 
-/// Calls `f` with each term of `text`, lowercased into the reused buffer `buf`.
-fn each_term(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
-    for raw in text.split(|c: char| !c.is_alphanumeric()) {
-        if raw.len() < 2 || raw.chars().nth(1).is_none() {
+fn is_stop(w: &str) -> bool {
+    STOP.binary_search(&w).is_ok()
+}
+
+/// Calls `f` with each word of `text` (two characters or more), lowercased into the reused
+/// buffer `buf`.
+fn each_word(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
+    each_raw_word(text, |raw| {
+        lower(raw, buf);
+        f(buf);
+    });
+}
+
+/// Lowercases `raw` into `buf`.
+fn lower(raw: &str, buf: &mut String) {
+    buf.clear();
+    if raw.is_ascii() {
+        buf.push_str(raw);
+        buf.make_ascii_lowercase();
+    } else {
+        buf.extend(raw.chars().flat_map(char::to_lowercase));
+    }
+}
+
+/// Calls `f` with each word of `text` as it is written: runs of alphanumeric characters, two
+/// characters or more. ASCII is scanned byte by byte; runs holding other characters are split
+/// by `char::is_alphanumeric`.
+fn each_raw_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !(b[i].is_ascii_alphanumeric() || b[i] >= 0x80) {
+            i += 1;
             continue;
         }
-        buf.clear();
-        if raw.is_ascii() {
-            buf.push_str(raw);
-            buf.make_ascii_lowercase();
-        } else {
-            buf.extend(raw.chars().flat_map(char::to_lowercase));
+        let start = i;
+        let mut ascii = true;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] >= 0x80) {
+            ascii &= b[i] < 0x80;
+            i += 1;
         }
-        if !STOP.contains(&buf.as_str()) {
-            f(buf);
+        // `start` and `i` sit next to ASCII bytes or the ends: character boundaries.
+        let run = &text[start..i];
+        if ascii {
+            if run.len() >= 2 {
+                f(run);
+            }
+        } else {
+            for w in run.split(|c: char| !c.is_alphanumeric()) {
+                if w.chars().nth(1).is_some() {
+                    f(w);
+                }
+            }
         }
     }
 }
 
+/// Short forms developers write for longer words, as stems: a query holding one also asks for
+/// the other.
+const ABBREVIATIONS: &[(&str, &[&str])] = &[
+    ("pr", &["pull", "request"]),
+    ("repo", &["repositori"]),
+    ("doc", &["document"]),
+    ("config", &["configur"]),
+    ("env", &["environ"]),
+    ("dep", &["depend"]),
+    ("auth", &["authent"]),
+    ("dir", &["directori"]),
+    ("nav", &["navig"]),
+    ("ci", &["continu", "integr"]),
+    ("perf", &["perform"]),
+    ("spec", &["specif"]),
+    ("impl", &["implement"]),
+    ("msg", &["messag"]),
+    ("info", &["inform"]),
+    ("app", &["applic"]),
+    ("db", &["databas"]),
+    ("k8s", &["kubernet"]),
+];
+
+/// `true` when two different stems are forms of one word: one holds the other whole (at least
+/// four characters), or they share a prefix of at least five characters covering most of the
+/// shorter one.
+fn related(q: &str, t: &str) -> bool {
+    if q == t {
+        return false;
+    }
+    let (short, long) = if q.len() <= t.len() { (q, t) } else { (t, q) };
+    if short.chars().count() < 4 {
+        return false;
+    }
+    if long.starts_with(short) || long.ends_with(short) {
+        return true;
+    }
+    let common = q.chars().zip(t.chars()).take_while(|(a, b)| a == b).count();
+    common >= 5 && common * 5 >= short.chars().count() * 4
+}
+
+/// Maps words to term ids, stemming each distinct word once (cached by the word as written,
+/// so a repeated word costs one lookup).
+struct Terms<'t> {
+    stemmer: Stemmer,
+    words: FnvMap<&'t str, Option<usize>>,
+    buf: String,
+}
+
+impl<'t> Terms<'t> {
+    fn new() -> Self {
+        Self {
+            stemmer: Stemmer::create(Algorithm::English),
+            words: FnvMap::default(),
+            buf: String::new(),
+        }
+    }
+
+    /// The term id of `word`, adding its stem to `vocab` (with a new postings list) if new.
+    fn id(
+        &mut self,
+        word: &'t str,
+        vocab: &mut FnvMap<String, usize>,
+        postings: &mut Vec<Vec<(u32, u32)>>,
+    ) -> Option<usize> {
+        if let Some(id) = self.words.get(word) {
+            return *id;
+        }
+        lower(word, &mut self.buf);
+        let id = if is_stop(&self.buf) {
+            None
+        } else {
+            let stem = self.stemmer.stem(&self.buf);
+            Some(match vocab.get(stem.as_ref()) {
+                Some(&id) => id,
+                None => {
+                    vocab.insert(stem.into_owned(), postings.len());
+                    postings.push(Vec::new());
+                    postings.len() - 1
+                }
+            })
+        };
+        self.words.insert(word, id);
+        id
+    }
+}
+
 /// A BM25 index over a fixed set of documents (k1 = 1.2, b = 0.75), stored as an inverted
-/// index (term -> postings), so scoring touches only the documents that contain a query term.
+/// index (stemmed term -> postings), so scoring touches only the documents that contain a query
+/// term. Terms come from [`tokenize`]'s rules; each distinct word is stemmed once per index.
 ///
 /// ```
 /// use squad_memory::Bm25;
@@ -95,23 +219,19 @@ impl Bm25 {
             lens: Vec::new(),
             avg_len: 0.0,
         };
-        let mut buf = String::new();
-        for (doc, d) in docs.into_iter().enumerate() {
+        let docs: Vec<S> = docs.into_iter().collect();
+        let mut terms = Terms::new();
+        for (doc, d) in docs.iter().enumerate() {
             let doc = u32::try_from(doc).unwrap_or(u32::MAX);
             let mut len = 0usize;
             let Self {
                 vocab, postings, ..
             } = &mut out;
-            each_term(d.as_ref(), &mut buf, |t| {
-                len += 1;
-                let id = match vocab.get(t) {
-                    Some(&id) => id,
-                    None => {
-                        vocab.insert(t.to_owned(), postings.len());
-                        postings.push(Vec::new());
-                        postings.len() - 1
-                    }
+            each_raw_word(d.as_ref(), |w| {
+                let Some(id) = terms.id(w, vocab, postings) else {
+                    return;
                 };
+                len += 1;
                 let list = &mut postings[id];
                 match list.last_mut() {
                     Some((d, tf)) if *d == doc => *tf += 1,
@@ -129,19 +249,11 @@ impl Bm25 {
     /// The BM25 score of every document for `query`, in document order.
     pub fn scores(&self, query: &str) -> Vec<f64> {
         let n = self.lens.len() as f64;
-        let mut terms: Vec<usize> = Vec::new();
-        each_term(query, &mut String::new(), |t| {
-            if let Some(&id) = self.vocab.get(t) {
-                terms.push(id);
-            }
-        });
-        terms.sort_unstable();
-        terms.dedup();
         let mut scores = vec![0.0; self.lens.len()];
-        for id in terms {
+        for (id, weight) in self.query_terms(query) {
             let list = &self.postings[id];
             let df = list.len() as f64;
-            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln() * weight;
             for &(doc, tf) in list {
                 let d = doc as usize;
                 let norm = if self.avg_len > 0.0 {
@@ -154,6 +266,52 @@ impl Bm25 {
             }
         }
         scores
+    }
+
+    /// The indexed terms a query asks for, each with a weight: its own stems (1.0); the common
+    /// short forms and long forms of words developers abbreviate (`PR` and `pull request`,
+    /// `repo`, `docs`, `config`, ...: 0.8); and indexed terms that share a long prefix with a
+    /// query stem or hold it whole (`licence`/`license`, `symlink`/`link`,
+    /// `subdirectory`/`directory`: 0.5). The best weight per term counts once.
+    fn query_terms(&self, query: &str) -> Vec<(usize, f64)> {
+        let stems = tokenize(query);
+        let mut weights: FnvMap<usize, f64> = FnvMap::default();
+        let mut add = |id: usize, w: f64| {
+            let e = weights.entry(id).or_insert(0.0);
+            if w > *e {
+                *e = w;
+            }
+        };
+        for q in &stems {
+            if let Some(&id) = self.vocab.get(q) {
+                add(id, 1.0);
+            }
+        }
+        for (short, long) in ABBREVIATIONS {
+            let has_short = stems.iter().any(|q| q == short);
+            let has_long = long.iter().all(|l| stems.iter().any(|q| q == l));
+            if has_short {
+                for l in *long {
+                    if let Some(&id) = self.vocab.get(*l) {
+                        add(id, 0.8);
+                    }
+                }
+            }
+            if has_long && let Some(&id) = self.vocab.get(*short) {
+                add(id, 0.8);
+            }
+        }
+        let fuzzy: Vec<&String> = stems.iter().filter(|q| q.chars().count() >= 4).collect();
+        if !fuzzy.is_empty() {
+            for (term, &id) in &self.vocab {
+                if fuzzy.iter().any(|q| related(q, term)) {
+                    add(id, 0.5);
+                }
+            }
+        }
+        let mut out: Vec<(usize, f64)> = weights.into_iter().collect();
+        out.sort_by_key(|&(id, _)| id);
+        out
     }
 
     /// Documents with a positive score, best first (ties keep document order).
@@ -192,10 +350,22 @@ mod tests {
     }
 
     #[test]
-    fn tokenizer_lowercases_and_drops_stop_words_and_single_letters() {
+    fn tokenizer_lowercases_stems_and_drops_stop_words_and_single_letters() {
         assert_eq!(
             tokenize("The DNS-cache TTL is x É Ärger"),
-            ["dns", "cache", "ttl", "ärger"]
+            ["dns", "cach", "ttl", "ärger"]
         );
+        assert_eq!(tokenize("deploying deployed deploys"), ["deploy"; 3]);
+    }
+
+    #[test]
+    fn stop_words_are_sorted_for_binary_search() {
+        assert!(STOP.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn stemming_matches_word_forms() {
+        let idx = Bm25::new(["the deploys timed out", "auth tokens rotate"]);
+        assert_eq!(idx.rank("why did deploying time out")[0].0, 0);
     }
 }

@@ -8,7 +8,9 @@
 //! squad_memory::conformance::run_all(&squad_memory::InMemoryStore::new());
 //! ```
 
+mod facts;
 pub mod fixture;
+pub mod realistic;
 
 use std::collections::HashSet;
 use std::fmt::Debug;
@@ -143,9 +145,9 @@ fn all_ids<S: MemoryStore + ?Sized>(store: &S, docs: &[DocRef]) -> Result<Vec<Me
     for d in docs {
         if let Some(t) = store.read(d)? {
             let doc = MemoryDoc::parse(&d.path(), &t)?;
-            for e in doc.entries {
-                ids.push(e.id);
-                ids.extend(e.merged);
+            for e in doc.entries() {
+                ids.push(e.id.clone());
+                ids.extend(e.merged.iter().cloned());
             }
         }
     }
@@ -159,7 +161,7 @@ pub fn scribe_conserves_entries<S: MemoryStore + ?Sized>(store: &S) {
     let cold = "### 2026-09-01T10:00:00Z: decision: an old decision\n**id:** c-old-dec\n---\n\n### 2026-09-02T10:00:00Z: note: an old note\n**id:** c-old-note\n---\n\n### 2026-11-20T10:00:00Z: note: a recent note\n**id:** c-new-note\n---\n";
     ok(store.write(&DocRef::Hot(a.clone()), hot), "write hot");
     ok(store.write(&DocRef::Cold(a.clone()), cold), "write cold");
-    let summarizer = ExtractiveSummarizer::default();
+    let summarizer = ExtractiveSummarizer;
     let scribe = Scribe::new(&store, &summarizer, ScribeConfig::default());
     let now = ok("2026-11-30T12:00:00Z".parse(), "time");
     let report = ok(scribe.run(&a, now), "scribe run");

@@ -41,7 +41,21 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// One problem found in a memory file, reported as `file:line: message`.
+/// How serious a [`Problem`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Level {
+    /// The file is malformed (`validate` fails, exit 2). Readers skip the document and say so.
+    #[default]
+    Error,
+    /// Read leniently and reported (a renamed duplicate id, a date that is not one). Never
+    /// fatal.
+    Warning,
+}
+
+/// One problem found in a memory file, reported as `file:line: message` (`file:line: warning:
+/// message` for a warning).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Problem {
     /// The file, as the store names it (for example `hot/data.md`).
@@ -50,11 +64,41 @@ pub struct Problem {
     pub line: usize,
     /// What is wrong, one lowercase sentence.
     pub message: String,
+    /// Error or warning.
+    pub level: Level,
+}
+
+impl Problem {
+    /// An error-level problem.
+    pub fn error(file: impl Into<String>, line: usize, message: impl Into<String>) -> Self {
+        Self {
+            file: file.into(),
+            line,
+            message: message.into(),
+            level: Level::Error,
+        }
+    }
+
+    /// A warning.
+    pub fn warning(file: impl Into<String>, line: usize, message: impl Into<String>) -> Self {
+        Self {
+            level: Level::Warning,
+            ..Self::error(file, line, message)
+        }
+    }
+
+    /// `true` for an error-level problem.
+    pub fn is_error(&self) -> bool {
+        self.level == Level::Error
+    }
 }
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.file, self.line, self.message)
+        match self.level {
+            Level::Error => write!(f, "{}:{}: {}", self.file, self.line, self.message),
+            Level::Warning => write!(f, "{}:{}: warning: {}", self.file, self.line, self.message),
+        }
     }
 }
 
@@ -138,10 +182,6 @@ impl Error {
     pub fn is_user_error(&self) -> bool {
         matches!(self.kind, ErrorKind::InvalidInput | ErrorKind::NotFound)
     }
-
-    pub(crate) fn io(op: &'static str, what: impl fmt::Display, e: std::io::Error) -> Self {
-        Error::new(ErrorKind::Backend, op, format!("cannot {what}: {e}")).with_source(e)
-    }
 }
 
 impl fmt::Display for Error {
@@ -181,16 +221,8 @@ mod tests {
         let e = Error::malformed(
             "memory.parse",
             vec![
-                Problem {
-                    file: "hot/data.md".into(),
-                    line: 3,
-                    message: "unknown kind \"x\"".into(),
-                },
-                Problem {
-                    file: "cold/data.md".into(),
-                    line: 9,
-                    message: "bad date".into(),
-                },
+                Problem::error("hot/data.md", 3, "unknown kind \"x\""),
+                Problem::error("cold/data.md", 9, "bad date"),
             ],
         );
         assert_eq!(

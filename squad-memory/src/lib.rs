@@ -2,10 +2,13 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod bm25;
+mod date;
 mod entry;
 mod error;
+mod import;
 mod matrix;
 mod name;
+mod ops;
 mod render;
 mod scribe;
 mod spawn;
@@ -16,14 +19,17 @@ mod store;
 pub mod conformance;
 
 pub use bm25::{Bm25, tokenize};
-pub use entry::{Entry, FreeLine, Kind, MemoryDoc, parse_date};
-pub use error::{Error, ErrorKind, Problem, Result};
+pub use date::parse_date;
+pub use entry::{Entry, FreeLine, Item, Kind, MemoryDoc, ParseOptions};
+pub use error::{Error, ErrorKind, Level, Problem, Result};
+pub use import::{ImportOptions, ImportReport, ImportSource, ImportTarget, PlannedDoc, import};
 pub use matrix::{LoadPlan, Situation, TierSet};
 pub use name::{MAX_NAME_LEN, MemoryId, TopicName};
+pub use ops::{Found, Hit, add, search, show, supersede};
 pub use render::{
-    Budget, FileReport, LeftOut, Manifest, PINNED_PREFIXES, Reason, Rendered, Source, SpawnInputs,
-    TierReport, render,
+    Budget, FileReport, LeftOut, LoadReason, Loaded, Manifest, PINNED_PREFIXES, Reason, Rendered,
+    Source, SpawnInputs, TierReport, is_pinned, render,
 };
 pub use scribe::{ExtractiveSummarizer, Scribe, ScribeConfig, ScribeReport, Summarizer};
 pub use spawn::{Touch, spawn, validate};
-pub use store::{DocRef, FsStore, InMemoryStore, MemoryStore, StoreLock, Tier};
+pub use store::{DocRef, FsStore, InMemoryStore, MAX_FILE_BYTES, MemoryStore, StoreLock, Tier};

@@ -1,4 +1,5 @@
-//! Store-level operations: [`spawn`] (read, render, refresh TTLs) and [`validate`].
+//! Store-level operations: [`spawn`] (read and render; writes nothing unless asked to record
+//! a TTL refresh) and [`validate`].
 
 use std::collections::HashSet;
 
@@ -11,45 +12,53 @@ use crate::name::{MemoryId, TopicName};
 use crate::render::{Budget, Rendered, Source, SpawnInputs, render};
 use crate::store::{DocRef, MemoryStore, Tier};
 
-/// How [`spawn`] treats the cold TTL.
+/// Whether [`spawn`] records the TTL refresh of what it loads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Touch {
-    /// Read-only: nothing is written (`squad memory spawn --no-touch`).
+    /// Read-only (the default): nothing is written and no lock is taken.
     #[default]
     No,
-    /// Record `last_loaded = at` on every cold entry loaded, which restarts its rolling TTL.
-    /// Needs the store lock; when a Scribe holds it the refresh is skipped and the manifest says
-    /// `touched: false`.
+    /// Record `last_loaded = at` on every cold entry loaded, which restarts its rolling TTL
+    /// (`squad memory spawn --touch`). Needs the store lock; when a Scribe holds it the refresh
+    /// is skipped and the manifest says `touched: false`.
     At(Timestamp),
 }
 
+/// Reads a document for a spawn: `Ok(None)` when it is missing, or when it cannot be read as a
+/// memory file (malformed, a symlink, too large), in which case the problems are added to
+/// `skipped`. Storage failures are errors.
 fn read_source(
     store: &dyn MemoryStore,
     doc: &DocRef,
-    problems: &mut Vec<Problem>,
+    skipped: &mut Vec<Problem>,
 ) -> Result<Option<Source>> {
     let text = match store.read(doc) {
-        Ok(t) => t,
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(None),
         Err(e) if !e.problems().is_empty() => {
-            problems.extend(e.problems().iter().cloned());
+            skipped.extend(e.problems().iter().cloned());
             return Ok(None);
         }
         Err(e) => return Err(e),
     };
-    match text {
-        None => Ok(None),
-        Some(t) => match Source::parse(doc.path(), &t) {
-            Ok(s) => Ok(Some(s)),
-            Err(e) => {
-                problems.extend(e.problems().iter().cloned());
-                Ok(None)
-            }
-        },
+    match Source::parse(doc.path(), &text) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) => {
+            skipped.extend(e.problems().iter().cloned());
+            Ok(None)
+        }
     }
 }
 
-/// Reads what `plan` needs for `agent` from `store`, renders it within `budget`, and (with
-/// [`Touch::At`]) refreshes the TTL of the cold entries loaded.
+/// Reads what `plan` needs for `agent` from `store` and renders it within `budget` (see
+/// [`render`]).
+///
+/// A spawn only reads: it writes nothing and takes no lock, so it works on a read-only
+/// `.squad`. With [`Touch::At`] it records the TTL refresh of the cold entries it loaded (the
+/// one write, under the store lock).
+///
+/// A document that cannot be read as a memory file (NUL bytes, a symlink, too large) is
+/// skipped and listed in [`crate::Manifest::skipped`]; the others still load.
 ///
 /// ```
 /// use squad_memory::{Budget, DocRef, InMemoryStore, LoadPlan, MemoryStore, Situation, Touch, spawn};
@@ -64,8 +73,8 @@ fn read_source(
 ///
 /// # Errors
 ///
-/// [`ErrorKind::InvalidInput`] listing `file:line` problems when a file it needs is malformed
-/// (never skipped); [`ErrorKind::NotFound`] for a named wiki topic with no document;
+/// [`ErrorKind::NotFound`] for a named wiki topic with no document;
+/// [`ErrorKind::InvalidInput`] when a named wiki topic cannot be read as a memory file;
 /// [`ErrorKind::Backend`] on storage failure.
 pub fn spawn(
     store: &dyn MemoryStore,
@@ -75,42 +84,53 @@ pub fn spawn(
     touch: Touch,
 ) -> Result<Rendered> {
     let tiers = plan.tiers();
-    let mut problems = Vec::new();
-    let hot = read_source(store, &DocRef::Hot(agent.clone()), &mut problems)?;
-    let cold = if tiers.cold {
-        read_source(store, &DocRef::Cold(agent.clone()), &mut problems)?
+    let mut skipped = Vec::new();
+    let hot = read_source(store, &DocRef::Hot(agent.clone()), &mut skipped)?;
+    let (cold, archive) = if tiers.cold {
+        (
+            read_source(store, &DocRef::Cold(agent.clone()), &mut skipped)?,
+            read_source(store, &DocRef::Archive(agent.clone()), &mut skipped)?,
+        )
     } else {
-        None
+        (None, None)
     };
     let mut wiki = Vec::new();
     if tiers.wiki {
-        let topics: Vec<TopicName> = if plan.wiki_topics.is_empty() {
+        if plan.wiki_topics.is_empty() {
             if plan.task.is_some() {
-                store
-                    .list(Tier::Wiki)?
-                    .into_iter()
-                    .filter_map(|n| TopicName::new(n).ok())
-                    .collect()
-            } else {
-                Vec::new()
+                let names = match store.list(Tier::Wiki) {
+                    Ok(n) => n,
+                    Err(e) if !e.problems().is_empty() => {
+                        skipped.extend(e.problems().iter().cloned());
+                        Vec::new()
+                    }
+                    Err(e) => return Err(e),
+                };
+                for t in names.into_iter().filter_map(|n| TopicName::new(n).ok()) {
+                    if let Some(src) = read_source(store, &DocRef::Wiki(t.clone()), &mut skipped)? {
+                        wiki.push((t, src));
+                    }
+                }
             }
         } else {
-            plan.wiki_topics.clone()
-        };
-        for t in topics {
-            if let Some(src) = read_source(store, &DocRef::Wiki(t.clone()), &mut problems)? {
-                wiki.push((t, src));
+            for t in &plan.wiki_topics {
+                let mut problems = Vec::new();
+                if let Some(src) = read_source(store, &DocRef::Wiki(t.clone()), &mut problems)? {
+                    wiki.push((t.clone(), src));
+                }
+                if !problems.is_empty() {
+                    return Err(Error::malformed("memory.spawn", problems));
+                }
             }
         }
-    }
-    if !problems.is_empty() {
-        return Err(Error::malformed("memory.spawn", problems));
     }
     let inputs = SpawnInputs {
         agent: agent.clone(),
         hot,
         cold,
+        archive,
         wiki,
+        skipped,
     };
     let mut rendered = render(plan, &inputs, budget)?;
     if let Touch::At(now) = touch {
@@ -120,9 +140,7 @@ pub fn spawn(
             .get(&Tier::Cold)
             .map(|r| r.entries.iter().cloned().collect())
             .unwrap_or_default();
-        if !loaded.is_empty() {
-            rendered.manifest.touched = refresh(store, agent, &loaded, now)?;
-        }
+        rendered.manifest.touched = loaded.is_empty() || refresh(store, agent, &loaded, now)?;
     }
     Ok(rendered)
 }
@@ -146,7 +164,7 @@ fn refresh(
     };
     let mut doc = MemoryDoc::parse(&doc_ref.path(), &text)?;
     let mut changed = false;
-    for e in doc.entries.iter_mut().filter(|e| loaded.contains(&e.id)) {
+    for e in doc.entries_mut().filter(|e| loaded.contains(&e.id)) {
         if e.last_loaded.is_none_or(|l| l < now) {
             e.last_loaded = Some(now);
             changed = true;
@@ -158,26 +176,31 @@ fn refresh(
     Ok(true)
 }
 
-/// Checks every memory document in `store`: names valid for their tier, UTF-8, well-formed
-/// markup, and size within [`Budget::file_cap`]. Returns every problem found (empty when all is
-/// well), in tier and name order.
+/// Checks every memory document in `store`: symlinks and special files (from
+/// [`MemoryStore::audit`]), names valid for their tier, UTF-8, NUL bytes, field lines, and size
+/// within [`Budget::file_cap`]. Returns every problem found, errors and warnings (renamed
+/// duplicate ids, dates that are not dates), in tier and name order; empty when all is well.
 ///
 /// # Errors
 ///
 /// [`ErrorKind::Backend`] when the store cannot be listed or read.
 pub fn validate(store: &dyn MemoryStore, budget: &Budget) -> Result<Vec<Problem>> {
-    let mut problems = Vec::new();
+    let mut problems = store.audit()?;
     for tier in Tier::ALL {
-        for name in store.list(tier)? {
+        let names = match store.list(tier) {
+            Ok(n) => n,
+            Err(e) if !e.problems().is_empty() => {
+                problems.extend(e.problems().iter().cloned());
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        for name in names {
             let path = format!("{tier}/{name}.md");
             let doc = match DocRef::new(tier, &name) {
                 Ok(d) => d,
                 Err(e) => {
-                    problems.push(Problem {
-                        file: path,
-                        line: 1,
-                        message: e.message().to_owned(),
-                    });
+                    problems.push(Problem::error(path, 1, e.message()));
                     continue;
                 }
             };
@@ -193,16 +216,29 @@ pub fn validate(store: &dyn MemoryStore, budget: &Budget) -> Result<Vec<Problem>
             if let Some(cap) = budget.file_cap(tier)
                 && text.len() > cap
             {
-                problems.push(Problem {
-                    file: path.clone(),
-                    line: 1,
-                    message: format!("{} bytes, over the {tier} cap of {cap} bytes", text.len()),
-                });
+                let next = match tier {
+                    Tier::Hot => "run `squad memory scribe --agent <name>` to move it to cold",
+                    Tier::Cold => {
+                        "run `squad memory scribe --agent <name>`: it moves the oldest entries to the archive"
+                    }
+                    _ => "split it into several topics",
+                };
+                problems.push(Problem::error(
+                    path.clone(),
+                    1,
+                    format!(
+                        "{} bytes, over the {tier} cap of {cap} bytes; {next}",
+                        text.len()
+                    ),
+                ));
             }
-            if let Err(e) = MemoryDoc::parse(&path, &text) {
-                problems.extend(e.problems().iter().cloned());
+            match MemoryDoc::parse(&path, &text) {
+                Ok(d) => problems.extend(d.problems),
+                Err(e) => problems.extend(e.problems().iter().cloned()),
             }
         }
     }
+    let mut seen = HashSet::new();
+    problems.retain(|p| seen.insert((p.file.clone(), p.line, p.message.clone())));
     Ok(problems)
 }

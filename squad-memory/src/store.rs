@@ -2,12 +2,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use squad_fs::{EntryKind, StateDir};
 use squad_model::AgentName;
 
 use crate::error::{Error, ErrorKind, Problem, Result};
@@ -186,6 +185,17 @@ pub trait MemoryStore: Send + Sync + fmt::Debug {
     ///
     /// [`ErrorKind::Locked`] when another holder has it; [`ErrorKind::Backend`] on I/O failure.
     fn lock(&self) -> Result<StoreLock>;
+
+    /// Problems the store sees outside the documents: for a file system, symlinks and special
+    /// files in the memory directory (never followed, and reported by `validate`). The default
+    /// finds none.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Backend`] when the store cannot be examined.
+    fn audit(&self) -> Result<Vec<Problem>> {
+        Ok(Vec::new())
+    }
 }
 
 macro_rules! forward {
@@ -202,6 +212,9 @@ macro_rules! forward {
             }
             fn lock(&self) -> Result<StoreLock> {
                 (**self).lock()
+            }
+            fn audit(&self) -> Result<Vec<Problem>> {
+                (**self).audit()
             }
         }
     )*};
@@ -282,145 +295,159 @@ impl MemoryStore for InMemoryStore {
     }
 }
 
-/// The file-system store on the seed's layout under a memory root (usually `.squad/memory`):
-/// `hot/<agent>.md`, `cold/<agent>.md`, `wiki/<topic>.md`, `archive/<agent>.md`.
+/// The largest memory file [`FsStore`] reads (8 MiB): a larger one is an error naming the file,
+/// not an allocation.
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The file-system store on the seed's layout, inside a squad state directory (usually
+/// `.squad`): `memory/hot/<agent>.md`, `memory/cold/<agent>.md`, `memory/wiki/<topic>.md`,
+/// `memory/archive/<agent>.md`.
 ///
-/// Writes go to a temporary file in the same directory, are fsynced, renamed over the target,
-/// and the directory is fsynced, so a crash leaves either the old or the new text. The lock is
-/// an advisory exclusive lock (`fs4`) on `<root>/.scribe.lock`, released when the process exits.
+/// Every access goes through [`squad_fs::StateDir`]: no symlink below the state root is ever
+/// followed (a symlinked `memory`, tier directory or file is an error naming it, never read or
+/// written through), writes are atomic (temporary file, fsync, rename, directory fsync), files
+/// over [`MAX_FILE_BYTES`] are refused before they are read, and the Scribe lock is an advisory
+/// lock on `memory/.scribe.lock`, released when the process exits. The state root itself may be
+/// a symlink the user chose.
 #[derive(Debug, Clone)]
 pub struct FsStore {
-    root: PathBuf,
+    state: StateDir,
 }
+
+const MEMORY: &str = "memory";
 
 impl FsStore {
-    /// A store rooted at `root` (created on the first write).
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+    /// A store in the state directory `state_root` (created on the first write); the memory
+    /// files live in `<state_root>/memory`.
+    pub fn new(state_root: impl Into<PathBuf>) -> Self {
+        Self {
+            state: StateDir::new(state_root),
+        }
     }
 
-    /// The memory root.
-    pub fn root(&self) -> &Path {
-        &self.root
+    /// The state directory.
+    pub fn state(&self) -> &StateDir {
+        &self.state
     }
 
-    /// The absolute path of a document.
+    /// The memory root, `<state_root>/memory` (for messages; never opened by path).
+    pub fn root(&self) -> PathBuf {
+        self.state.display_path(MEMORY)
+    }
+
+    /// The full path of a document (for messages; never opened by path).
     pub fn file_path(&self, doc: &DocRef) -> PathBuf {
-        self.root
-            .join(doc.tier().as_str())
-            .join(format!("{}.md", doc.name()))
+        self.state.display_path(Self::rel(doc))
+    }
+
+    fn rel(doc: &DocRef) -> String {
+        format!("{MEMORY}/{}", doc.path())
     }
 }
 
-struct FileLock(File);
-
-impl Drop for FileLock {
-    fn drop(&mut self) {
-        let _ = fs4::fs_std::FileExt::unlock(&self.0);
+/// Turns a state-directory error into ours: what is in the directory (a symlink, a file too
+/// large, a directory where a file should be) is bad input naming the file relative to the
+/// memory root (`fallback` when the error names no path below it); anything else is a
+/// back-end failure.
+fn fs_error(state: &StateDir, op: &'static str, fallback: &str, e: squad_fs::Error) -> Error {
+    use squad_fs::ErrorKind as K;
+    if e.kind() == K::Io {
+        return Error::new(ErrorKind::Backend, op, e.to_string()).with_source(e);
     }
+    let file = e
+        .path()
+        .strip_prefix(state.root())
+        .ok()
+        .and_then(|p| p.strip_prefix(MEMORY).ok())
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .unwrap_or_else(|| fallback.to_owned());
+    let text = e.to_string();
+    let prefix = format!("{} ", e.path().display());
+    let message = text.strip_prefix(&prefix).unwrap_or(&text).to_owned();
+    let message = if e.kind() == K::TooLarge {
+        format!("{message}: a memory file may hold at most {MAX_FILE_BYTES} bytes")
+    } else {
+        message
+    };
+    Error::malformed(
+        op,
+        vec![Problem::error(file, e.line().unwrap_or(1), message)],
+    )
+}
+
+fn utf8(file: &str, bytes: Vec<u8>) -> Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count();
+        Error::malformed(
+            "memory.read",
+            vec![Problem::error(file, line, "not valid UTF-8")],
+        )
+    })
 }
 
 impl MemoryStore for FsStore {
     fn read(&self, doc: &DocRef) -> Result<Option<String>> {
-        let path = self.file_path(doc);
-        match fs::read(&path) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(s) => Ok(Some(s)),
-                Err(e) => {
-                    let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
-                        .iter()
-                        .filter(|b| **b == b'\n')
-                        .count();
-                    Err(Error::malformed(
-                        "memory.read",
-                        vec![Problem {
-                            file: doc.path(),
-                            line,
-                            message: "not valid UTF-8".into(),
-                        }],
-                    ))
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(
-                "memory.read",
-                format_args!("read {}", path.display()),
-                e,
-            )),
+        match self.state.read_capped(Self::rel(doc), MAX_FILE_BYTES) {
+            Ok(None) => Ok(None),
+            Ok(Some(bytes)) => utf8(&doc.path(), bytes).map(Some),
+            Err(e) => Err(fs_error(&self.state, "memory.read", &doc.path(), e)),
         }
     }
 
     fn write(&self, doc: &DocRef, text: &str) -> Result<()> {
-        let path = self.file_path(doc);
-        let dir = path.parent().unwrap_or(&self.root).to_path_buf();
-        let op = "memory.write";
-        fs::create_dir_all(&dir)
-            .map_err(|e| Error::io(op, format_args!("create {}", dir.display()), e))?;
-        let tmp = dir.join(format!(".{}.md.tmp-{}", doc.name(), std::process::id()));
-        let result = (|| -> std::io::Result<()> {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            drop(f);
-            fs::rename(&tmp, &path)?;
-            // Make the rename itself durable.
-            File::open(&dir)?.sync_all()
-        })();
-        result.map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            Error::io(op, format_args!("write {}", path.display()), e)
-        })
+        self.state
+            .write_atomic(Self::rel(doc), text.as_bytes())
+            .map_err(|e| fs_error(&self.state, "memory.write", &doc.path(), e))
     }
 
     fn list(&self, tier: Tier) -> Result<Vec<String>> {
-        let dir = self.root.join(tier.as_str());
-        let rd = match fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => {
-                return Err(Error::io(
-                    "memory.list",
-                    format_args!("list {}", dir.display()),
-                    e,
-                ));
-            }
-        };
-        let mut names = Vec::new();
-        for ent in rd {
-            let ent = ent
-                .map_err(|e| Error::io("memory.list", format_args!("list {}", dir.display()), e))?;
-            let name = ent.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
-                continue;
-            }
-            if let Some(stem) = name.strip_suffix(".md") {
-                names.push(stem.to_owned());
-            }
-        }
-        names.sort();
-        Ok(names)
+        let dir = format!("{MEMORY}/{tier}");
+        let entries = self
+            .state
+            .list(&dir)
+            .map_err(|e| fs_error(&self.state, "memory.list", tier.as_str(), e))?;
+        Ok(entries
+            .into_iter()
+            .filter(|e| e.kind == EntryKind::File && !e.name.starts_with('.'))
+            .filter_map(|e| e.name.strip_suffix(".md").map(str::to_owned))
+            .collect())
     }
 
     fn lock(&self) -> Result<StoreLock> {
-        let op = "memory.lock";
-        fs::create_dir_all(&self.root)
-            .map_err(|e| Error::io(op, format_args!("create {}", self.root.display()), e))?;
-        let path = self.root.join(".scribe.lock");
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| Error::io(op, format_args!("open {}", path.display()), e))?;
-        match fs4::fs_std::FileExt::try_lock_exclusive(&f) {
-            Ok(true) => Ok(StoreLock::new(FileLock(f))),
-            Ok(false) => Err(locked_error()),
-            Err(e) => Err(Error::io(op, format_args!("lock {}", path.display()), e)),
+        match self.state.try_lock(format!("{MEMORY}/.scribe.lock")) {
+            Ok(Some(lock)) => Ok(StoreLock::new(lock)),
+            Ok(None) => Err(locked_error()),
+            Err(e) => Err(fs_error(&self.state, "memory.lock", ".scribe.lock", e)),
         }
+    }
+
+    fn audit(&self) -> Result<Vec<Problem>> {
+        let findings = self
+            .state
+            .audit()
+            .map_err(|e| fs_error(&self.state, "memory.audit", "", e))?;
+        let mut out = Vec::new();
+        for f in findings {
+            let Ok(rel) = f.path.strip_prefix(MEMORY) else {
+                continue;
+            };
+            let file = rel.to_string_lossy().replace('\\', "/");
+            let message = match (f.kind, &f.target) {
+                (EntryKind::Symlink, Some(t)) => format!(
+                    "is a symbolic link (to {}); squad never follows links inside the state \
+                     directory: replace it with the file itself",
+                    t.display()
+                ),
+                (EntryKind::Symlink, None) => "is a symbolic link; squad never follows links \
+                                               inside the state directory"
+                    .to_owned(),
+                _ => "is not a regular file or directory".to_owned(),
+            };
+            out.push(Problem::error(file, 1, message));
+        }
+        Ok(out)
     }
 }

@@ -25,6 +25,10 @@ pub enum ErrorKind {
     Corrupt,
     /// The git repository, the git CLI or the file system failed.
     Backend,
+    /// A lock file that no running process holds (left by a process that was killed in the
+    /// middle of an update) blocks the update; [`Error::path`] names it. Nothing was changed.
+    /// Remove the file when no git command is running, then try again.
+    Locked,
 }
 
 impl ErrorKind {
@@ -38,6 +42,7 @@ impl ErrorKind {
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::Corrupt => "corrupt data",
             ErrorKind::Backend => "backend failure",
+            ErrorKind::Locked => "locked",
         }
     }
 }
@@ -59,6 +64,7 @@ pub struct Error {
     kind: ErrorKind,
     op: &'static str,
     message: String,
+    path: Option<std::path::PathBuf>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -69,8 +75,21 @@ impl Error {
             kind,
             op,
             message: message.into(),
+            path: None,
             source: None,
         }
+    }
+
+    /// Names the file the error is about (for [`ErrorKind::Locked`]: the lock file).
+    pub fn with_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+
+    /// The file the error is about, when there is one (the lock file of an
+    /// [`ErrorKind::Locked`] error).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
     }
 
     /// Attaches the underlying cause.

@@ -198,13 +198,18 @@ fn find_parts(
     Ok(())
 }
 
-/// Joins several entries of one object as git's `combine_notes_concatenate` does.
+/// Joins several entries of one object as git's notes code does: an entry with the same bytes
+/// (the same blob) as the one held so far adds nothing; otherwise `combine_notes_concatenate`.
 fn join_git(parts: Vec<Vec<u8>>) -> Vec<u8> {
     let mut acc: Vec<u8> = Vec::new();
+    let mut combined = false;
     for part in parts.into_iter().filter(|p| !p.is_empty()) {
         if acc.is_empty() {
             acc = part;
+        } else if !combined && part == acc {
+            continue;
         } else {
+            combined = true;
             if acc.ends_with(b"\n") {
                 acc.pop();
             }

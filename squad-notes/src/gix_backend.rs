@@ -141,6 +141,132 @@ impl GixNotes {
         peel_commit(&repo, rev, "notes.resolve").map(|id| from_gix(&id))
     }
 
+    /// The commits of `<base>..<head>` (reachable from `head`, not from `base`), oldest first:
+    /// the commits of a pull request, for [`Notes::carry`](crate::Notes::carry).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] naming a revision that does not resolve to a commit.
+    pub fn commits_between(&self, base: &str, head: &str) -> Result<Vec<Oid>> {
+        const OP: &str = "notes.range";
+        let repo = self.local();
+        let base = peel_commit(&repo, base, OP)?;
+        let head = peel_commit(&repo, head, OP)?;
+        let walk = repo
+            .rev_walk([head])
+            .with_hidden([base])
+            .all()
+            .map_err(backend_err(OP, format!("cannot walk from {head}")))?;
+        let mut out = Vec::new();
+        for info in walk {
+            let info = info.map_err(backend_err(OP, format!("cannot walk from {head}")))?;
+            out.push(from_gix(&info.id));
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Resolves a revision to an object id the way `git notes show` does: `HEAD`, a branch, a
+    /// tag (an annotated tag is **not** peeled: it is the tag object), `<rev>^{tree}`,
+    /// `<rev>:<path>`, an abbreviated id. A full hex id (40 or 64 digits) is taken as it is,
+    /// whether the object is present or not, since notes may annotate missing objects.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] naming `rev` when it does not resolve.
+    pub fn resolve_object(&self, rev: &str) -> Result<Oid> {
+        let repo = self.local();
+        if rev.len() == repo.object_hash().len_in_hex()
+            && rev.bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            return Oid::new(rev);
+        }
+        let not_found = || {
+            Error::new(
+                ErrorKind::NotFound,
+                "notes.resolve",
+                format!("object {rev:?} not found"),
+            )
+        };
+        let id = repo
+            .rev_parse_single(rev.as_bytes().as_bstr())
+            .map_err(|e| not_found().with_source(e))?;
+        Ok(from_gix(&id))
+    }
+
+    /// The object an annotated tag points at, or `None` when `object` is not a tag (or missing).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Corrupt`] when the tag cannot be read.
+    pub fn tag_target(&self, object: &Oid) -> Result<Option<Oid>> {
+        let repo = self.local();
+        let id = to_gix(&repo, object)?;
+        match repo.try_find_object(id) {
+            Ok(Some(o)) if o.kind == gix::object::Kind::Tag => {
+                let tag = o.into_tag();
+                let target = tag.target_id().map_err(|e| {
+                    Error::new(
+                        ErrorKind::Corrupt,
+                        "notes.resolve",
+                        format!("tag {object} cannot be read"),
+                    )
+                    .with_source(e)
+                })?;
+                Ok(Some(from_gix(&target)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The type of each object of `objects` (in their order): commit, tag, tree, blob, or
+    /// missing when the repository does not have it. Packed objects are typed from their pack
+    /// entry headers alone, so typing every annotated object of a large namespace is cheap.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Corrupt`] for an unreadable pack entry; backend failures.
+    pub fn object_types(&self, objects: &[Oid]) -> Result<Vec<crate::ObjectType>> {
+        use crate::ObjectType;
+        let repo = self.local();
+        let ids = objects
+            .iter()
+            .map(|o| to_gix(&repo, o))
+            .collect::<Result<Vec<_>>>()?;
+        let packs = gix_bulk::Packs::open(&repo);
+        let located = packs.locate_all(&ids, |id| id)?;
+        let pairs: Vec<(gix::ObjectId, Option<gix_bulk::Location>)> =
+            ids.into_iter().zip(located).collect();
+        let of = |kind: gix::object::Kind| match kind {
+            gix::object::Kind::Commit => ObjectType::Commit,
+            gix::object::Kind::Tag => ObjectType::Tag,
+            gix::object::Kind::Tree => ObjectType::Tree,
+            gix::object::Kind::Blob => ObjectType::Blob,
+        };
+        parallel::map_chunks(&pairs, PARALLEL_MIN, "notes.list", |part| {
+            let repo = self.repo.to_thread_local();
+            part.iter()
+                .map(|(id, at)| {
+                    if let Some(at) = at
+                        && let Some(kind) = packs.kind_at(*at)?
+                    {
+                        return Ok(of(kind));
+                    }
+                    match repo.try_find_header(*id) {
+                        Ok(Some(header)) => Ok(of(header.kind())),
+                        Ok(None) => Ok(ObjectType::Missing),
+                        Err(e) => Err(Error::new(
+                            ErrorKind::Backend,
+                            "notes.list",
+                            format!("cannot read object {id}"),
+                        )
+                        .with_source(e)),
+                    }
+                })
+                .collect()
+        })
+    }
+
     /// Writes the blobs of `edits` (on several threads for large batches) and pairs each
     /// annotated object with its new blob id.
     fn write_blobs(
@@ -234,15 +360,35 @@ impl GixNotes {
                     None => map(&[]),
                 }
             } else {
-                let parts = slots.by_ref().take(entries.len()).map(|s| match s {
-                    Some(Slot::Raw(bytes)) => bytes,
-                    _ => Vec::new(),
-                });
-                map(&join_git(parts))
+                let parts = slots
+                    .by_ref()
+                    .take(entries.len())
+                    .zip(entries)
+                    .map(|(s, e)| match s {
+                        Some(Slot::Raw(bytes)) => (e.1, bytes),
+                        _ => (e.1, Vec::new()),
+                    });
+                map(&join_git(parts, repo.object_hash()))
             };
             out.push((from_gix(&entries[0].0), value));
         }
         Ok(out)
+    }
+
+    /// Every note at `tip`, each mapped by `map` on the thread that decoded it, straight from
+    /// the decoder's buffer (no copy of the blobs), sorted by object: the bulk read behind
+    /// `read_all` and `read_all_parsed`, for callers that need less than a parsed note (for
+    /// example [`format::count_entries`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`NotesBackend::read_all`].
+    pub fn read_all_map<T: Send>(
+        &self,
+        tip: &Oid,
+        map: impl Fn(&[u8]) -> T + Sync,
+    ) -> Result<Vec<(Oid, T)>> {
+        self.bulk_read(tip, map)
     }
 
     fn from_repo(repo: gix::ThreadSafeRepository) -> Self {
@@ -575,24 +721,39 @@ fn load_blob(repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>> {
     Ok(blob.take_data())
 }
 
-/// Joins the contents of several entries for one object as git's `combine_notes_concatenate` does.
-fn join_git(parts: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
-    let mut acc: Vec<u8> = Vec::new();
-    for part in parts {
-        if part.is_empty() {
+/// Joins the entries of one object, in tree order, as git's notes code does when it loads a
+/// tree with several entries for one object: an entry whose blob is the one held so far adds
+/// nothing (two entries in two fanouts pointing at the same blob are one note), an empty one
+/// adds nothing, and otherwise `combine_notes_concatenate` applies (the held text without one
+/// trailing `\n`, then `\n\n`, then the entry; the result is a new blob, whose id is what
+/// later entries are compared with).
+fn join_git(
+    parts: impl IntoIterator<Item = (gix::ObjectId, Vec<u8>)>,
+    hash: gix::hash::Kind,
+) -> Vec<u8> {
+    let mut held: Option<(gix::ObjectId, Vec<u8>)> = None;
+    for (id, part) in parts {
+        let Some((held_id, acc)) = held.as_mut() else {
+            held = Some((id, part));
+            continue;
+        };
+        if *held_id == id || part.is_empty() {
             continue;
         }
         if acc.is_empty() {
-            acc = part;
-        } else {
-            if acc.ends_with(b"\n") {
-                acc.pop();
-            }
-            acc.extend_from_slice(b"\n\n");
-            acc.extend_from_slice(&part);
+            *held_id = id;
+            *acc = part;
+            continue;
         }
+        if acc.ends_with(b"\n") {
+            acc.pop();
+        }
+        acc.extend_from_slice(b"\n\n");
+        acc.extend_from_slice(&part);
+        *held_id = gix::objs::compute_hash(hash, gix::object::Kind::Blob, acc)
+            .unwrap_or_else(|_| gix::ObjectId::null(hash));
     }
-    acc
+    held.map(|(_, bytes)| bytes).unwrap_or_default()
 }
 
 fn apply_edits(
@@ -607,41 +768,66 @@ fn apply_edits(
     state.write(repo)
 }
 
-/// Rewrites `root` so that no object has more than one entry: the entries of such an object are
-/// removed and replaced by one blob at the first entry's path holding their git-joined contents.
-fn repair_duplicates(repo: &gix::Repository, root: gix::ObjectId) -> Result<gix::ObjectId> {
+/// Applies `edits` to a tree that gix's notes trie refuses (several entries for one object):
+/// every entry of an edited object is removed, at every depth, and its new note goes where the
+/// tree's existing 2-hex directories lead. Entries of objects the write does not touch stay as
+/// they are (git still shows them as before), and so do non-note entries.
+fn edit_around_duplicates(
+    repo: &gix::Repository,
+    root: gix::ObjectId,
+    edits: &[(gix::ObjectId, Option<gix::ObjectId>)],
+) -> Result<gix::ObjectId> {
+    const OP: &str = "notes.update";
     let walked = walk_notes(None, None, repo, root, true)?;
+    let mut dirs: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    for (_, _, path) in &walked {
+        for (i, b) in path.iter().enumerate() {
+            if *b == b'/' {
+                dirs.insert(path[..i].to_vec());
+            }
+        }
+    }
+    let last: std::collections::HashMap<gix::ObjectId, Option<gix::ObjectId>> =
+        edits.iter().copied().collect();
     let mut editor = repo
         .edit_tree(root)
-        .map_err(backend_err("notes.update", "cannot edit the notes tree"))?;
-    let mut changed = false;
-    for entries in walked.chunk_by(|a, b| a.0 == b.0).filter(|e| e.len() > 1) {
-        let mut parts = Vec::new();
-        for (_, blob, path) in entries {
-            parts.push(load_blob(repo, *blob)?);
+        .map_err(backend_err(OP, "cannot edit the notes tree"))?;
+    for (object, _, path) in &walked {
+        if last.contains_key(object) {
             editor
                 .remove(path.as_bstr())
-                .map_err(backend_err("notes.update", "cannot edit the notes tree"))?;
+                .map_err(backend_err(OP, "cannot edit the notes tree"))?;
         }
-        let joined = repo
-            .write_blob(join_git(parts))
-            .map_err(backend_err("notes.update", "cannot write a note blob"))?
-            .detach();
-        editor
-            .upsert(
-                entries[0].2.as_bstr(),
-                gix::object::tree::EntryKind::Blob,
-                joined,
-            )
-            .map_err(backend_err("notes.update", "cannot edit the notes tree"))?;
-        changed = true;
     }
-    if !changed {
-        return Ok(root);
+    for (object, blob) in &last {
+        let Some(blob) = blob else { continue };
+        let hex = object.to_hex().to_string().into_bytes();
+        let mut dir: Vec<u8> = Vec::new();
+        let mut at = 0;
+        while at + 2 < hex.len() {
+            let mut candidate = dir.clone();
+            if !candidate.is_empty() {
+                candidate.push(b'/');
+            }
+            candidate.extend_from_slice(&hex[at..at + 2]);
+            if !dirs.contains(&candidate) {
+                break;
+            }
+            dir = candidate;
+            at += 2;
+        }
+        let mut path = dir;
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(&hex[at..]);
+        editor
+            .upsert(path.as_bstr(), gix::object::tree::EntryKind::Blob, *blob)
+            .map_err(backend_err(OP, "cannot edit the notes tree"))?;
     }
     Ok(editor
         .write()
-        .map_err(backend_err("notes.update", "cannot write the notes tree"))?
+        .map_err(backend_err(OP, "cannot write the notes tree"))?
         .detach())
 }
 
@@ -698,9 +884,9 @@ impl NotesBackend for GixNotes {
             _ => {
                 let parts = blobs
                     .into_iter()
-                    .map(|b| load_blob(&repo, b))
+                    .map(|b| Ok((b, load_blob(&repo, b)?)))
                     .collect::<Result<Vec<_>>>()?;
-                Ok(Some(join_git(parts)))
+                Ok(Some(join_git(parts, repo.object_hash())))
             }
         }
     }
@@ -839,7 +1025,12 @@ impl GixNotes {
             Err(e) => {
                 let now = current_tip(&repo, notes_ref)?;
                 let text = format!("{e:?}");
-                if now != expected || text.contains("lock") || text.contains("Lock") {
+                if let Some(lock) =
+                    crate::health::blocking_locks(repo.common_dir(), notes_ref.as_str()).first()
+                {
+                    // A lock nobody holds will not go away by retrying: say so at once.
+                    Err(crate::health::locked_error(OP, notes_ref.as_str(), lock).with_source(e))
+                } else if now != expected || text.contains("lock") || text.contains("Lock") {
                     Err(moved(now).with_source(e))
                 } else {
                     Err(
@@ -896,18 +1087,16 @@ fn build_commit(
     };
     let tree = match apply_edits(objects, root, staged) {
         Ok(tree) => tree,
-        Err(_) => {
-            // Most likely several entries for one object (mixed fanout): repair, then retry once.
-            let repaired = repair_duplicates(repo, root)?;
-            apply_edits(objects, repaired, staged).map_err(|e| {
-                Error::new(
-                    ErrorKind::Corrupt,
-                    OP,
-                    format!("the notes tree of {notes_ref} cannot be edited"),
-                )
-                .with_source(e)
-            })?
-        }
+        // Most likely several entries for one object (mixed fanout), which gix's trie refuses:
+        // edit the tree directly, touching only the objects written.
+        Err(e) => edit_around_duplicates(repo, root, staged).map_err(|_| {
+            Error::new(
+                ErrorKind::Corrupt,
+                OP,
+                format!("the notes tree of {notes_ref} cannot be edited"),
+            )
+            .with_source(e)
+        })?,
     };
     if let Some(pack) = pack {
         // The tree and blobs go to disk as one pack before the commit that refers to them.

@@ -154,6 +154,40 @@ impl Packs {
         Ok(out)
     }
 
+    /// The kind of the object at `at`, from the entry headers alone (a delta's is its base's):
+    /// `Ok(None)` when the chain leaves the pack (the caller then asks the object database).
+    pub(crate) fn kind_at(&self, at: Location) -> Result<Option<gix::object::Kind>> {
+        let (n, mut offset) = at;
+        let bundle = self
+            .bundles
+            .get(n)
+            .ok_or_else(|| Error::new(ErrorKind::Backend, "notes.list", "a pack vanished"))?;
+        // A chain longer than git ever writes (4095) means a cycle in a corrupt pack.
+        for _ in 0..=4096 {
+            let entry = bundle
+                .pack
+                .entry(offset)
+                .map_err(corrupt_at(bundle, offset))?;
+            offset = match &entry.header {
+                Header::Commit => return Ok(Some(gix::object::Kind::Commit)),
+                Header::Tree => return Ok(Some(gix::object::Kind::Tree)),
+                Header::Blob => return Ok(Some(gix::object::Kind::Blob)),
+                Header::Tag => return Ok(Some(gix::object::Kind::Tag)),
+                Header::OfsDelta { base_distance } => {
+                    match entry.checked_base_pack_offset(*base_distance) {
+                        Some(base) => base,
+                        None => return Ok(None),
+                    }
+                }
+                Header::RefDelta { base_id } => match offset_in(bundle, base_id) {
+                    Some(base) => base,
+                    None => return Ok(None),
+                },
+            };
+        }
+        Ok(None)
+    }
+
     /// The pack and offset of `id`, or `None` when no pack here holds it.
     pub(crate) fn locate(&self, id: &gix::oid) -> Option<Location> {
         self.bundles

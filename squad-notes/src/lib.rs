@@ -14,6 +14,7 @@ mod gix_backend;
 mod gix_bulk;
 #[cfg(feature = "gix")]
 mod gix_sync;
+pub mod health;
 mod memory;
 mod notes;
 mod oid;
@@ -21,6 +22,9 @@ mod parallel;
 #[cfg(feature = "gix")]
 #[cfg_attr(docsrs, doc(cfg(feature = "gix")))]
 pub mod promote;
+#[cfg(feature = "sign")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sign")))]
+pub mod sign;
 pub mod state;
 pub mod sync;
 pub mod transport;
@@ -32,5 +36,5 @@ pub use git2_backend::Git2Notes;
 #[cfg(feature = "gix")]
 pub use gix_backend::GixNotes;
 pub use memory::InMemoryNotes;
-pub use notes::{APPEND_MESSAGE, Notes, RetryPolicy, WriteOutcome};
-pub use oid::{NotesRef, Oid};
+pub use notes::{APPEND_MESSAGE, CARRY_MESSAGE, CarryReport, Notes, RetryPolicy, WriteOutcome};
+pub use oid::{NotesRef, ObjectType, Oid};

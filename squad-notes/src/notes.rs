@@ -70,9 +70,10 @@ pub struct WriteOutcome {
 /// - Every entry is checked against the note-entry schema before anything is written.
 /// - **Namespace rule:** the entry's `agent` may write its own namespace and the shared ones
 ///   (`research`, `review`) only; anything else is [`ErrorKind::PermissionDenied`].
-/// - **Append-only:** a write appends. Writing an entry whose id is already in the note is a
-///   no-op when the entry is identical; with different content it replaces the old entry in the
-///   agent's own namespace, and is refused ([`ErrorKind::PermissionDenied`]) in a shared one.
+/// - **Append-only, in every namespace:** a write appends. Writing an entry whose id is already
+///   in the note is a no-op when its line is byte-identical to the stored one (so a retried
+///   write with a fixed id changes nothing), and is refused with [`ErrorKind::InvalidInput`]
+///   otherwise: a correction is a new entry naming the old one in `supersedes`.
 /// - **Lossless under concurrency:** each write is a read-modify-write at one tip, published by
 ///   compare-and-swap and retried with jittered back-off ([`RetryPolicy`]).
 ///
@@ -120,8 +121,9 @@ impl<B: NotesBackend> Notes<B> {
     /// # Errors
     ///
     /// - [`ErrorKind::InvalidInput`]: the entry breaks the note-entry schema.
-    /// - [`ErrorKind::PermissionDenied`]: `entry.agent` may not write `namespace`, or the entry
-    ///   would replace a different entry with the same id in a shared namespace.
+    /// - [`ErrorKind::PermissionDenied`]: `entry.agent` may not write `namespace`.
+    /// - [`ErrorKind::InvalidInput`] also when the note holds an entry with the same id and
+    ///   other bytes (entries are append-only).
     /// - [`ErrorKind::Conflict`]: the retries ran out. In every error case nothing was written.
     pub fn write(
         &self,
@@ -210,6 +212,106 @@ impl<B: NotesBackend> Notes<B> {
         }
     }
 
+    /// Copies the entries of `namespace` on the commits `from` (in that order) onto the note of
+    /// `to`, for a squash-merged or rebased pull request whose commits are not on the default
+    /// branch: each copy is the entry's own JSON text with `"carried_from":"<commit>"` added at
+    /// its end (a copy of a copy keeps the first `carried_from`), so every other byte, a
+    /// signature included, stays the author's; ids are unchanged, so promotion still promotes
+    /// each entry once. One notes commit, by compare-and-swap.
+    ///
+    /// Idempotent: an entry whose id the note of `to` already holds is skipped (counted in
+    /// [`CarryReport::skipped`]), so carrying again changes nothing. Lines that are not valid
+    /// entries are not copied (counted in [`CarryReport::unparsed`]).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Conflict`] when the retries ran out; backend failures. Nothing is written
+    /// in either case.
+    ///
+    /// ```
+    /// use squad_model::{AgentName, NoteEntry, NoteType};
+    /// use squad_notes::{InMemoryNotes, Notes, Oid};
+    ///
+    /// let notes = Notes::new(InMemoryNotes::new());
+    /// let data = AgentName::new("data")?;
+    /// let old: Oid = "1111111111111111111111111111111111111111".parse()?;
+    /// let landed: Oid = "2222222222222222222222222222222222222222".parse()?;
+    /// notes.write(&data, &old, &NoteEntry::new(data.clone(), NoteType::Decision))?;
+    /// let report = notes.carry(&data, &[old.clone()], &landed)?;
+    /// assert_eq!(report.carried.len(), 1);
+    /// let copy = &notes.show(&data, &landed)?.entries[0];
+    /// assert_eq!(copy.extra["carried_from"], old.as_str());
+    /// assert_eq!(notes.carry(&data, &[old], &landed)?.skipped, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn carry(&self, namespace: &AgentName, from: &[Oid], to: &Oid) -> Result<CarryReport> {
+        const OP: &str = "notes.carry";
+        let notes_ref = NotesRef::squad(namespace);
+        let _turn = self.backend.lock_writes(&notes_ref)?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let Some(tip) = self.backend.tip(&notes_ref)? else {
+                return Ok(CarryReport::default());
+            };
+            let old = self.backend.read(&tip, to)?.unwrap_or_default();
+            let mut have: std::collections::HashSet<squad_model::EntryId> =
+                format::parse_note(&old)
+                    .entries
+                    .into_iter()
+                    .map(|e| e.id)
+                    .collect();
+            let mut report = CarryReport::default();
+            let mut bytes = old.clone();
+            for source in from {
+                if source == to {
+                    continue;
+                }
+                let Some(blob) = self.backend.read(&tip, source)? else {
+                    continue;
+                };
+                let note = format::parse_note_sourced(&blob);
+                report.unparsed += note.unparsed.len();
+                for sourced in &note.entries {
+                    if !have.insert(sourced.entry.id.clone()) {
+                        report.skipped += 1;
+                        continue;
+                    }
+                    let line = carried_line(sourced, &blob, source)?;
+                    bytes = format::append_line(&bytes, &line);
+                    report
+                        .carried
+                        .push((sourced.entry.id.clone(), source.clone()));
+                }
+            }
+            if report.carried.is_empty() {
+                return Ok(report);
+            }
+            match self.backend.update(
+                &notes_ref,
+                Some(&tip),
+                &[NoteEdit::set(to.clone(), bytes)],
+                CARRY_MESSAGE,
+            ) {
+                Ok(_) => return Ok(report),
+                Err(e) if e.kind() == ErrorKind::Conflict && attempt < self.retry.max_attempts => {
+                    self.retry.sleep(attempt);
+                }
+                Err(e) if e.kind() == ErrorKind::Conflict => {
+                    return Err(Error::new(
+                        ErrorKind::Conflict,
+                        OP,
+                        format!(
+                            "gave up carrying into {notes_ref} after {attempt} attempts: other writers kept moving it"
+                        ),
+                    )
+                    .with_source(e));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// The old note bytes of `commits` at `tip`: one read per commit for small batches, one bulk
     /// read for large ones.
     fn read_old<'a>(
@@ -250,6 +352,20 @@ impl<B: NotesBackend> Notes<B> {
             .unwrap_or_default())
     }
 
+    /// The note bytes of `object` in `namespace`, exactly as stored (`None` without a note).
+    /// Parse them with [`format::parse_note_sourced`] to show or copy entries byte for byte.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures only.
+    pub fn read_raw(&self, namespace: &AgentName, object: &Oid) -> Result<Option<Vec<u8>>> {
+        let notes_ref = NotesRef::squad(namespace);
+        match self.backend.tip(&notes_ref)? {
+            Some(tip) => self.backend.read(&tip, object),
+            None => Ok(None),
+        }
+    }
+
     /// The commits that have a note in `namespace`, sorted.
     ///
     /// # Errors
@@ -277,6 +393,52 @@ impl<B: NotesBackend> Notes<B> {
     }
 }
 
+/// The notes-commit message of [`Notes::carry`], as `git notes copy` writes it.
+pub const CARRY_MESSAGE: &str = "Notes added by 'git notes copy'\n";
+
+/// What [`Notes::carry`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CarryReport {
+    /// The ids copied, in the order written, each with the commit it was copied from.
+    pub carried: Vec<(squad_model::EntryId, Oid)>,
+    /// Entries not copied because the target already holds their id.
+    pub skipped: usize,
+    /// Lines of the source notes that are not valid entries (not copied).
+    pub unparsed: usize,
+}
+
+/// The line of a carried copy: the entry's own text with `carried_from` added before its
+/// closing brace (kept as it is when it has one). An entry spread over several lines is
+/// written again as one compact line, since a note holds one entry per line.
+fn carried_line(sourced: &format::SourcedEntry, blob: &[u8], from: &Oid) -> Result<String> {
+    let text = sourced.text(blob).trim();
+    if sourced.entry.extra.contains_key("carried_from") {
+        return Ok(format!("{text}\n"));
+    }
+    if !text.contains('\n')
+        && let Some(body) = text.strip_suffix('}')
+    {
+        return Ok(format!(
+            "{},\"carried_from\":\"{from}\"}}\n",
+            body.trim_end()
+        ));
+    }
+    let mut value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        Error::new(
+            ErrorKind::Corrupt,
+            "notes.carry",
+            format!("entry {} cannot be copied: {e}", sourced.entry.id),
+        )
+    })?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("carried_from".into(), from.as_str().into());
+    }
+    let mut line = value.to_string();
+    line.push('\n');
+    Ok(line)
+}
+
 /// Checks one entry before anything is written: the schema and the namespace rule.
 fn check_entry(namespace: &AgentName, entry: &NoteEntry) -> Result<()> {
     squad_model::schema::validate_note_entry(&entry.to_value())?;
@@ -295,65 +457,53 @@ fn check_entry(namespace: &AgentName, entry: &NoteEntry) -> Result<()> {
 }
 
 /// The new bytes of one note after adding `new`, or `None` when nothing changes.
+///
+/// Entries are append-only in every namespace: an entry whose id the note already holds is a
+/// no-op when its line is byte-identical to the stored one, and refused otherwise (a
+/// correction is a new entry that names the old one in `supersedes`).
 fn merge_entries(
     namespace: &AgentName,
     commit: &Oid,
     old: &[u8],
     new: &[&NoteEntry],
 ) -> Result<Option<Vec<u8>>> {
-    let parsed = format::parse_note(old);
-    let mut by_id: HashMap<&squad_model::EntryId, &NoteEntry> =
-        parsed.entries.iter().map(|e| (&e.id, e)).collect();
-    let mut appended: Vec<&NoteEntry> = Vec::new();
-    let mut replaced: HashMap<squad_model::EntryId, NoteEntry> = HashMap::new();
+    let parsed = format::parse_note_sourced(old);
+    let stored: HashMap<&squad_model::EntryId, &str> = parsed
+        .entries
+        .iter()
+        .map(|e| (&e.entry.id, e.text(old)))
+        .collect();
+    let mut bytes: Option<Vec<u8>> = None;
+    let mut added: HashMap<&squad_model::EntryId, String> = HashMap::new();
     for entry in new {
-        match by_id.get(&entry.id) {
-            Some(existing) if existing.to_value() == entry.to_value() => {}
-            Some(_) if namespace.is_shared() => {
+        let line = entry.to_line();
+        let existing = stored
+            .get(&entry.id)
+            .copied()
+            .or_else(|| added.get(&entry.id).map(String::as_str));
+        match existing {
+            Some(text) if text.trim() == line.trim_end() => {}
+            Some(_) => {
                 return Err(Error::new(
-                    ErrorKind::PermissionDenied,
+                    ErrorKind::InvalidInput,
                     "notes.write",
                     format!(
-                        "namespace {} is append-only: entry {} on commit {commit} exists with different content",
+                        "entry {} already exists on {commit} in {} with different content; entries \
+                         are append-only: to correct it, write a new entry with \"supersedes\": \"{}\"",
+                        entry.id,
                         NotesRef::squad(namespace),
                         entry.id
                     ),
                 ));
             }
-            Some(_) => {
-                replaced.insert(entry.id.clone(), (*entry).clone());
-            }
             None => {
-                by_id.insert(&entry.id, entry);
-                appended.push(entry);
+                let base = bytes.take().unwrap_or_else(|| old.to_vec());
+                bytes = Some(format::append_line(&base, &line));
+                added.insert(&entry.id, line);
             }
         }
     }
-    if appended.is_empty() && replaced.is_empty() {
-        return Ok(None);
-    }
-    if replaced.is_empty() {
-        let mut bytes = old.to_vec();
-        for e in appended {
-            bytes = format::append_line(&bytes, &e.to_line());
-        }
-        return Ok(Some(bytes));
-    }
-    // A replacement in the agent's own namespace: rewrite the note from its parsed form, keeping
-    // every other entry and every unparsed line.
-    let mut entries: Vec<NoteEntry> = parsed
-        .entries
-        .iter()
-        .map(|e| replaced.get(&e.id).cloned().unwrap_or_else(|| e.clone()))
-        .collect();
-    entries.extend(appended.into_iter().cloned());
-    entries.sort_by(NoteEntry::display_order);
-    let mut bytes = format::serialize_entries(&entries);
-    for u in &parsed.unparsed {
-        bytes.extend_from_slice(u.text.as_bytes());
-        bytes.push(b'\n');
-    }
-    Ok(Some(bytes))
+    Ok(bytes)
 }
 
 /// Parses note blobs, on several threads for large sets (parsing is pure).

@@ -187,3 +187,38 @@ impl FromStr for NotesRef {
         Self::new(s)
     }
 }
+
+/// What kind of object a note annotates, as `squad notes list --json` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ObjectType {
+    /// A commit.
+    Commit,
+    /// An annotated tag.
+    Tag,
+    /// A tree.
+    Tree,
+    /// A blob.
+    Blob,
+    /// Not in the repository (notes may annotate objects fetched without their notes' objects).
+    Missing,
+}
+
+impl ObjectType {
+    /// The lowercase name: `commit`, `tag`, `tree`, `blob` or `missing`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ObjectType::Commit => "commit",
+            ObjectType::Tag => "tag",
+            ObjectType::Tree => "tree",
+            ObjectType::Blob => "blob",
+            ObjectType::Missing => "missing",
+        }
+    }
+}
+
+impl fmt::Display for ObjectType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

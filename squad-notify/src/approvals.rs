@@ -12,9 +12,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::gate::{
     Applied, Gate, GateId, GatePolicy, GateRequest, GateState, PolicyDecision, Responder, RunId,
 };
-use crate::log::{LogEntry, append_entry};
+use crate::log::{LogEntry, render_acknowledgement, verify_log};
 use crate::signal::{parse_comment, parse_label};
-use crate::store::{RunRecord, StateDir, StateDoc};
+use crate::store::{self, RunRecord, StateDoc, TamperRecord, Txn};
+use squad_fs::StateDir;
 
 /// What `request` did.
 #[derive(Debug)]
@@ -96,8 +97,8 @@ pub struct Consumed {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Approvals {
-    dir: StateDir,
-    clock: Arc<dyn Clock>,
+    pub(crate) dir: StateDir,
+    pub(crate) clock: Arc<dyn Clock>,
     policy: GatePolicy,
 }
 
@@ -121,6 +122,23 @@ fn gate_line(g: &Gate) -> String {
     format!("{} (run {}, digest {})", g.id, g.run, g.digest)
 }
 
+/// The entry of a gate: heading `<at> <trigger>`, mode, channel, approval ref, gate, topic,
+/// awaiting (callers add the rest).
+pub(crate) fn gate_entry(
+    g: &Gate,
+    channel: ChannelKind,
+    approval_ref: &str,
+    at: squad_model::Timestamp,
+) -> LogEntry {
+    LogEntry::new(at, g.trigger.as_str())
+        .field("Mode", g.mode.as_str())
+        .field("Channel", channel.as_str())
+        .field("Approval Ref", approval_ref)
+        .field("Gate", &gate_line(g))
+        .field("Topic", &g.topic)
+        .field("Awaiting", &g.awaiting)
+}
+
 fn resolution(g: &Gate) -> String {
     let Some(d) = &g.decision else {
         return g.state.to_string();
@@ -132,6 +150,46 @@ fn resolution(g: &Gate) -> String {
             .map_or_else(|| "by nobody".to_owned(), |r| format!("by {}", who(r)))
     };
     format!("{} ({by}, at {})", g.state, d.at)
+}
+
+/// Whether a value looks like a URL or a token (never echoed back).
+fn looks_like_secret(v: &str) -> bool {
+    let l = v.trim().to_ascii_lowercase();
+    l.contains("://")
+        || [
+            "ghp_",
+            "gho_",
+            "ghu_",
+            "ghs_",
+            "ghr_",
+            "github_pat_",
+            "xox",
+            "glpat-",
+        ]
+        .iter()
+        .any(|p| l.starts_with(p))
+}
+
+/// The architecture's rule that no secret is stored: `notify` never holds a URL or a token
+/// (the webhook URL and tokens are read from the environment at send time).
+fn refuse_secrets(settings: &NotifySettings) -> Result<()> {
+    let mut fields = vec![("email", settings.email.as_str())];
+    if let Some(g) = &settings.github {
+        fields.push(("github.handle", g.handle.as_str()));
+        fields.push(("github.repo", g.repo.as_str()));
+    }
+    for (name, value) in fields {
+        if looks_like_secret(value) {
+            // Never echo the value: it may be a secret.
+            return Err(Error::invalid(
+                "notify.configure",
+                format!(
+                    "notify.{name} looks like a URL or a token; the notify settings never hold a webhook URL or a token (they are read from SQUAD_WEBHOOK_URL, SQUAD_WEBHOOK_SECRET, GITHUB_TOKEN at send time)"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Approvals {
@@ -149,67 +207,72 @@ impl Approvals {
         &self.dir
     }
 
-    /// Reads `state.json`.
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Reads `state.json` as it is (no lock, no repair).
     ///
     /// # Errors
     ///
-    /// As [`StateDir::read`].
+    /// As [`store::read`].
     pub fn state(&self) -> Result<StateDoc> {
-        self.dir.read()
+        store::read(&self.dir)
+    }
+
+    /// Reads `notifications.md` as it is (`None` when it does not exist).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Corrupt`] when it is a symbolic link, not a regular file, too large or not
+    /// UTF-8; [`ErrorKind::Io`] when it cannot be read.
+    pub fn log_text(&self) -> Result<Option<String>> {
+        match self
+            .dir
+            .read_capped(store::LOG_FILE, crate::log::MAX_LOG_BYTES)?
+        {
+            None => Ok(None),
+            Some(b) => String::from_utf8(b)
+                .map(Some)
+                .map_err(|_| Error::corrupt("log.read", "notifications.md is not valid UTF-8")),
+        }
+    }
+
+    fn begin(&self) -> Result<Txn> {
+        Txn::begin(&self.dir, self.clock.now())
     }
 
     /// Replaces the `notify` object (replace semantics; validated by the schema; other keys kept).
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::InvalidInput`] when `settings` breaks the schema (nothing is written).
+    /// [`ErrorKind::InvalidInput`] when `settings` breaks the schema or holds something that
+    /// looks like a URL or a token in a handle, repository or email (nothing is written; the
+    /// value is never repeated).
     pub fn configure(&self, settings: NotifySettings) -> Result<()> {
+        refuse_secrets(&settings)?;
         squad_model::schema::validate_notify(&settings.to_value())?;
-        let lock = self.dir.lock()?;
-        let mut doc = self.dir.read()?;
-        doc.notify = Some(settings);
-        self.dir.write(&doc, &lock)
+        let mut txn = self.begin()?;
+        txn.doc.notify = Some(settings);
+        txn.save()
     }
 
-    fn log(&self, doc: &mut StateDoc, entry: &LogEntry) -> Result<()> {
-        let head = append_entry(&self.dir.log_path(), entry)?;
-        doc.approval.log_head = Some(head);
-        Ok(())
-    }
-
-    fn gate_entry(
-        g: &Gate,
-        channel: ChannelKind,
-        approval_ref: &str,
-        at: squad_model::Timestamp,
-    ) -> LogEntry {
-        LogEntry::new(at, g.trigger.as_str())
-            .field("Mode", g.mode.as_str())
-            .field("Channel", channel.as_str())
-            .field("Approval Ref", approval_ref)
-            .field("Gate", &gate_line(g))
-            .field("Topic", &g.topic)
-            .field("Awaiting", &g.awaiting)
-    }
-
-    /// Expires the pending gate when it is due (records it); returns it when it expired.
-    fn expire_due(&self, doc: &mut StateDoc) -> Result<Option<Gate>> {
+    /// Expires the pending gate when it is due; returns it and its log entry when it expired.
+    fn expire_due(&self, doc: &mut StateDoc) -> Option<(Gate, LogEntry)> {
         let now = self.clock.now();
-        let Some(gate) = doc.approval.pending_gate.as_mut() else {
-            return Ok(None);
-        };
+        let gate = doc.approval.pending_gate.as_mut()?;
         if !gate.expire_if_due(now) {
-            return Ok(None);
+            return None;
         }
         let gate = gate.clone();
         doc.approval.pending_gate = None;
         doc.approval.push_recent(gate.clone());
-        let entry = Self::gate_entry(&gate, ChannelKind::InChat, "-", now).field(
+        let entry = gate_entry(&gate, ChannelKind::InChat, "-", now).field(
             "Resolved",
             &format!("expired (at {now}; a decision after expiry does not count)"),
         );
-        self.log(doc, &entry)?;
-        Ok(Some(gate))
+        Some((gate, entry))
     }
 
     /// Opens a gate for `request` if the mode pings at its trigger, notifies `channels`, and
@@ -218,10 +281,20 @@ impl Approvals {
     /// The run is `run`, else the current run of `state.json`, else a new one. A gate covered by
     /// an earlier `/approve-all` of the run is recorded as approved without a ping.
     ///
+    /// Check, then act: `state.json` and `notifications.md` are read and validated before any
+    /// channel is notified, and the gate is written to `state.json` before the first ping goes
+    /// out (see [`crate::store`]), so no ping ever refers to a gate that is not recorded. When
+    /// recording the deliveries fails after the pings were sent, the gate stays recorded; the
+    /// next command completes the log entry.
+    ///
     /// # Errors
     ///
-    /// - [`ErrorKind::InvalidInput`]: bad texts or `expires_in_secs == 0` (nothing changed);
-    /// - [`ErrorKind::Conflict`]: a gate is pending, or the run was stopped (nothing changed).
+    /// - [`ErrorKind::InvalidInput`]: bad texts, or `expires_in_secs` outside 1 second to
+    ///   [`crate::MAX_EXPIRES_IN_SECS`] (nothing changed);
+    /// - [`ErrorKind::Conflict`]: a gate is pending, or the run was stopped (nothing changed);
+    /// - [`ErrorKind::Tampered`]: a tampering of `notifications.md` is not yet acknowledged
+    ///   (nothing sent, nothing changed but the tampering recorded);
+    /// - [`ErrorKind::Corrupt`]: `state.json` or `notifications.md` cannot be used (nothing sent).
     pub async fn request(
         &self,
         request: &GateRequest,
@@ -230,13 +303,15 @@ impl Approvals {
         channels: &FanOut,
     ) -> Result<RequestOutcome> {
         request.validate()?;
+        crate::gate::check_expires_in(expires_in_secs)?;
         if let PolicyDecision::NoGate(reason) = self.policy.decide(request.mode, request.trigger) {
             return Ok(RequestOutcome::NoGate { reason });
         }
-        let lock = self.dir.lock()?;
-        let mut doc = self.dir.read()?;
+        let mut txn = self.begin()?;
+        txn.refuse_if_tampered("gate.request")?;
+        txn.log_text()?;
         let now = self.clock.now();
-        if let Some(p) = &doc.approval.pending_gate
+        if let Some(p) = &txn.doc.approval.pending_gate
             && !p.is_expired_at(now)
         {
             return Err(Error::new(
@@ -248,11 +323,12 @@ impl Approvals {
                 ),
             ));
         }
-        let run_id = match run.or_else(|| doc.approval.current_run.clone()) {
+        let run_id = match run.or_else(|| txn.doc.approval.current_run.clone()) {
             Some(r) => r,
             None => RunId::generate(),
         };
-        if doc
+        if txn
+            .doc
             .approval
             .run(&run_id)
             .is_some_and(|r| r.stopped.is_some())
@@ -265,7 +341,12 @@ impl Approvals {
         }
         let mut gate = Gate::open(request, run_id.clone(), now, expires_in_secs)?;
         // Validation passed: from here on the state changes.
-        self.expire_due(&mut doc)?;
+        let mut entries: Vec<LogEntry> = self
+            .expire_due(&mut txn.doc)
+            .map(|(_, e)| e)
+            .into_iter()
+            .collect();
+        let doc = &mut txn.doc;
         if doc.approval.run(&run_id).is_none() {
             doc.approval.runs.push(RunRecord {
                 id: run_id.clone(),
@@ -283,15 +364,20 @@ impl Approvals {
         if let Some(by_gate) = blanket.filter(|_| self.policy.covered_by_approve_all(gate.trigger))
         {
             gate.pre_approve(now);
-            let entry = Self::gate_entry(&gate, ChannelKind::InChat, "none (no ping)", now).field(
-                "Resolved",
-                &format!("approved (pre-approved by /approve-all on gate {by_gate}, at {now})"),
+            entries.push(
+                gate_entry(&gate, ChannelKind::InChat, "none (no ping)", now).field(
+                    "Resolved",
+                    &format!("approved (pre-approved by /approve-all on gate {by_gate}, at {now})"),
+                ),
             );
-            self.log(&mut doc, &entry)?;
             doc.approval.push_recent(gate.clone());
-            self.dir.write(&doc, &lock)?;
+            txn.commit("request", &entries)?;
             return Ok(RequestOutcome::PreApproved(gate));
         }
+        // Write ahead: the gate is recorded, marked as being notified, before any ping.
+        doc.approval.pending_gate = Some(gate.clone());
+        txn.notifying = Some(gate.id.clone());
+        txn.commit("request", &entries)?;
         let deliveries = channels.notify_each(&gate).await;
         let delivered: Vec<_> = deliveries
             .iter()
@@ -306,7 +392,7 @@ impl Approvals {
         if !refs.iter().any(|r| r == "in-chat") {
             refs.push("in-chat".to_owned());
         }
-        let mut entry = Self::gate_entry(&gate, channel, &refs.join("; "), now);
+        let mut entry = gate_entry(&gate, channel, &refs.join("; "), now);
         for d in &deliveries {
             if let Err(e) = &d.result {
                 entry = entry.field(
@@ -320,21 +406,14 @@ impl Approvals {
             }
         }
         entry = entry.field("Resolved", "pending");
-        self.log(&mut doc, &entry)?;
         gate.deliveries = delivered.into_iter().cloned().collect();
-        doc.approval.pending_gate = Some(gate.clone());
-        self.dir.write(&doc, &lock)?;
+        txn.doc.approval.pending_gate = Some(gate.clone());
+        txn.notifying = None;
+        txn.commit("request", &[entry])?;
         Ok(RequestOutcome::Opened { gate, deliveries })
     }
 
-    fn ignore(
-        &self,
-        doc: &mut StateDoc,
-        gate: &Gate,
-        signal: &Signal,
-        reason: String,
-        out: &mut Consumed,
-    ) -> Result<()> {
+    fn ignored_entry(&self, gate: &Gate, signal: &Signal, reason: &str) -> LogEntry {
         let what = match &signal.body {
             SignalBody::Text(t) => t
                 .lines()
@@ -353,39 +432,33 @@ impl Approvals {
         if let Some(r) = &signal.reference {
             entry = entry.field("Signal Ref", r);
         }
-        entry = entry.field("Resolved", &format!("ignored ({reason})"));
-        self.log(doc, &entry)?;
-        out.ignored.push(Ignored {
-            signal: signal.clone(),
-            reason,
-        });
-        Ok(())
+        entry.field("Resolved", &format!("ignored ({reason})"))
     }
 
     /// Consumes candidate `signals` (oldest first) against the pending gate: parses each, refuses
-    /// commands sent before the gate was opened, checks the gate id it names, authorizes its author (now, at consumption), and applies the first
-    /// valid command. Text that is not a command is skipped; refused commands are logged and
-    /// ignored. A pending gate past its expiry becomes `expired` first, and nothing counts.
+    /// commands sent before the gate was opened, checks the gate id it names, authorizes its
+    /// author (now, at consumption), and applies the first valid command. Text that is not a
+    /// command is skipped; refused commands are logged and ignored. A pending gate past its
+    /// expiry becomes `expired` first, and nothing counts. Everything is written as one batch.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::NotFound`] when no gate is pending; [`ErrorKind::Corrupt`] when the pending
     /// gate in `state.json` no longer matches its digest (its payload or expiry was altered after
-    /// the ping): then no signal counts.
+    /// the ping): then no signal counts; [`ErrorKind::Tampered`] while a tampering of the log is
+    /// not acknowledged.
     pub async fn consume(
         &self,
         signals: &[Signal],
         rules: &ApproverRules,
         authorizer: &dyn Authorizer,
     ) -> Result<Consumed> {
-        let lock = self.dir.lock()?;
-        let mut doc = self.dir.read()?;
+        let mut txn = self.begin()?;
         let mut out = Consumed::default();
-        if let Some(p) = &doc.approval.pending_gate
+        if let Some(p) = &txn.doc.approval.pending_gate
             && !p.digest_matches()
         {
-            return Err(Error::new(
-                ErrorKind::Corrupt,
+            return Err(Error::corrupt(
                 "gate.decide",
                 format!(
                     "the pending gate {} in state.json no longer matches its digest: its payload or expiry was altered after the ping; nothing counts",
@@ -393,19 +466,21 @@ impl Approvals {
                 ),
             ));
         }
-        if let Some(expired) = self.expire_due(&mut doc)? {
-            self.dir.write(&doc, &lock)?;
+        txn.refuse_if_tampered("gate.decide")?;
+        txn.log_text()?;
+        if let Some((expired, entry)) = self.expire_due(&mut txn.doc) {
+            txn.commit("expire", &[entry])?;
             out.decided = Some(expired);
             return Ok(out);
         }
-        let Some(mut gate) = doc.approval.pending_gate.clone() else {
+        let Some(mut gate) = txn.doc.approval.pending_gate.clone() else {
             return Err(Error::new(
                 ErrorKind::NotFound,
                 "gate.decide",
                 "no gate is pending",
             ));
         };
-        let mut changed = false;
+        let mut entries = Vec::new();
         for signal in signals {
             let parsed = match &signal.body {
                 SignalBody::Text(t) => parse_comment(t).command().cloned(),
@@ -416,19 +491,24 @@ impl Approvals {
                 }),
             };
             let Some(cmd) = parsed else { continue };
-            if signal.at < gate.created {
+            let refused = if signal.at < gate.created {
                 // A reused thread still holds answers to earlier gates: they never count here.
-                let reason = format!("sent at {} before gate {} was opened", signal.at, gate.id);
-                self.ignore(&mut doc, &gate, signal, reason, &mut out)?;
-                changed = true;
-                continue;
-            }
-            if let Some(named) = &cmd.gate
-                && named != &gate.id
-            {
-                let reason = format!("names gate {named}, but the pending gate is {}", gate.id);
-                self.ignore(&mut doc, &gate, signal, reason, &mut out)?;
-                changed = true;
+                Some(format!(
+                    "sent at {} before gate {} was opened",
+                    signal.at, gate.id
+                ))
+            } else {
+                cmd.gate
+                    .as_ref()
+                    .filter(|named| **named != gate.id)
+                    .map(|named| format!("names gate {named}, but the pending gate is {}", gate.id))
+            };
+            if let Some(reason) = refused {
+                entries.push(self.ignored_entry(&gate, signal, &reason));
+                out.ignored.push(Ignored {
+                    signal: signal.clone(),
+                    reason,
+                });
                 continue;
             }
             let allowed = match authorize(signal, rules, authorizer).await {
@@ -438,8 +518,11 @@ impl Approvals {
                         Refusal::LookupFailed(_) => refusal.to_string(),
                         _ => format!("unauthorized: {refusal}"),
                     };
-                    self.ignore(&mut doc, &gate, signal, reason, &mut out)?;
-                    changed = true;
+                    entries.push(self.ignored_entry(&gate, signal, &reason));
+                    out.ignored.push(Ignored {
+                        signal: signal.clone(),
+                        reason,
+                    });
                     continue;
                 }
             };
@@ -453,18 +536,18 @@ impl Approvals {
             )?;
             match applied {
                 Applied::Decided(GateState::ApproveAll) => {
-                    if let Some(r) = doc.approval.run_mut(&gate.run) {
+                    if let Some(r) = txn.doc.approval.run_mut(&gate.run) {
                         r.approve_all = Some(gate.id.clone());
                     }
                 }
                 Applied::Decided(GateState::Stopped) => {
-                    if let Some(r) = doc.approval.run_mut(&gate.run) {
+                    if let Some(r) = txn.doc.approval.run_mut(&gate.run) {
                         r.stopped = Some(now);
                     }
                 }
                 _ => {}
             }
-            let mut entry = Self::gate_entry(&gate, signal.source, signal.source.as_str(), now)
+            let mut entry = gate_entry(&gate, signal.source, signal.source.as_str(), now)
                 .field("Authorized As", &allowed_as(allowed));
             if let Some(r) = &signal.reference {
                 entry = entry.field("Signal Ref", r);
@@ -474,16 +557,14 @@ impl Approvals {
             {
                 entry = entry.field("Note", n);
             }
-            entry = entry.field("Resolved", &resolution(&gate));
-            self.log(&mut doc, &entry)?;
-            doc.approval.pending_gate = None;
-            doc.approval.push_recent(gate.clone());
+            entries.push(entry.field("Resolved", &resolution(&gate)));
+            txn.doc.approval.pending_gate = None;
+            txn.doc.approval.push_recent(gate.clone());
             out.decided = Some(gate);
-            changed = true;
             break;
         }
-        if changed {
-            self.dir.write(&doc, &lock)?;
+        if !entries.is_empty() {
+            txn.commit("decide", &entries)?;
         }
         Ok(out)
     }
@@ -494,21 +575,28 @@ impl Approvals {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Io`] or [`ErrorKind::Corrupt`] when the state cannot be read or written.
+    /// [`ErrorKind::Io`] or [`ErrorKind::Corrupt`] when the state cannot be read or written;
+    /// [`ErrorKind::Tampered`] while a tampering of the log is not acknowledged.
     pub fn note_ignored(&self, gate: &GateId, ignored: &[Ignored]) -> Result<()> {
         if ignored.is_empty() {
             return Ok(());
         }
-        let lock = self.dir.lock()?;
-        let mut doc = self.dir.read()?;
-        let Some(pending) = doc.approval.pending_gate.clone().filter(|p| &p.id == gate) else {
+        let mut txn = self.begin()?;
+        let Some(pending) = txn
+            .doc
+            .approval
+            .pending_gate
+            .clone()
+            .filter(|p| &p.id == gate)
+        else {
             return Ok(());
         };
-        let mut sink = Consumed::default();
-        for i in ignored {
-            self.ignore(&mut doc, &pending, &i.signal, i.reason.clone(), &mut sink)?;
-        }
-        self.dir.write(&doc, &lock)
+        txn.refuse_if_tampered("gate.note")?;
+        let entries: Vec<LogEntry> = ignored
+            .iter()
+            .map(|i| self.ignored_entry(&pending, &i.signal, &i.reason))
+            .collect();
+        txn.commit("note-ignored", &entries)
     }
 
     /// Stores `locator` as the locator of `channel`'s delivery on the pending gate `gate` (for
@@ -525,9 +613,14 @@ impl Approvals {
         channel: ChannelKind,
         locator: &str,
     ) -> Result<bool> {
-        let lock = self.dir.lock()?;
-        let mut doc = self.dir.read()?;
-        let Some(pending) = doc.approval.pending_gate.as_mut().filter(|p| &p.id == gate) else {
+        let mut txn = self.begin()?;
+        let Some(pending) = txn
+            .doc
+            .approval
+            .pending_gate
+            .as_mut()
+            .filter(|p| &p.id == gate)
+        else {
             return Ok(false);
         };
         let Some(d) = pending.deliveries.iter_mut().find(|d| d.channel == channel) else {
@@ -537,7 +630,7 @@ impl Approvals {
             return Ok(true);
         }
         d.locator = Some(locator.to_owned());
-        self.dir.write(&doc, &lock)?;
+        txn.save()?;
         Ok(true)
     }
 
@@ -547,7 +640,8 @@ impl Approvals {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Io`] or [`ErrorKind::Corrupt`] when the state cannot be read or written.
+    /// [`ErrorKind::Io`] or [`ErrorKind::Corrupt`] when the state cannot be read or written;
+    /// [`ErrorKind::Tampered`] while a tampering of the log is not acknowledged.
     pub fn record_resolution(
         &self,
         gate: &Gate,
@@ -555,13 +649,55 @@ impl Approvals {
         approval_ref: &str,
         action: &str,
     ) -> Result<()> {
-        let lock = self.dir.lock()?;
-        let mut doc = self.dir.read()?;
-        let entry = Self::gate_entry(gate, channel, approval_ref, self.clock.now())
+        let mut txn = self.begin()?;
+        txn.refuse_if_tampered("gate.resolve")?;
+        let entry = gate_entry(gate, channel, approval_ref, self.clock.now())
             .field("Action", action)
             .field("Resolved", &resolution(gate));
-        self.log(&mut doc, &entry)?;
-        self.dir.write(&doc, &lock)
+        txn.commit("resolve", &[entry])
+    }
+
+    /// Acknowledges a detected tampering of `notifications.md`: appends a
+    /// [`tamper-acknowledged`](crate::ACK_TITLE) entry saying who (`by`) acknowledged what and when,
+    /// which restarts the hash chain from the text as it is now, and clears the record so that
+    /// gates can be requested again. Returns the acknowledged record, or `None` when nothing
+    /// was to acknowledge (the log verifies and no tampering is recorded; nothing changes, so a
+    /// repeated call is harmless).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidInput`] for an empty `by`; [`ErrorKind::Corrupt`] when the log is
+    /// not a regular UTF-8 file (a symbolic link, a directory: remove it first).
+    pub fn acknowledge_tamper(&self, by: &str) -> Result<Option<TamperRecord>> {
+        let by = by.trim();
+        if by.is_empty() || by.chars().any(char::is_control) {
+            return Err(Error::invalid(
+                "tamper.acknowledge",
+                "who acknowledges must be named (one line)",
+            ));
+        }
+        let mut txn = self.begin()?;
+        let Some(record) = txn.doc.approval.tamper.clone() else {
+            return Ok(None);
+        };
+        let now = self.clock.now();
+        let (append, head) = render_acknowledgement(
+            txn.log_text()?,
+            now,
+            &[
+                ("By", by.to_owned()),
+                ("Detected", record.detected.to_string()),
+                ("Problem", record.problem.clone()),
+            ],
+        );
+        txn.doc.approval.tamper = None;
+        txn.commit_text("acknowledge-tamper", append, head)?;
+        // The acknowledgement must make the log verify; if it does not, something else is wrong.
+        let text = txn.log_text()?;
+        verify_log(text, txn.doc.approval.log_head.as_deref())?;
+        // A notification interrupted while the log was tampered with is recorded now.
+        txn.complete_notifying(now)?;
+        Ok(Some(record))
     }
 
     /// The gate `wait` should report on: `id` if given (pending or recent), else the pending gate,
@@ -571,7 +707,7 @@ impl Approvals {
     ///
     /// [`ErrorKind::NotFound`] when there is no such gate.
     pub fn target(&self, id: Option<&GateId>) -> Result<Gate> {
-        let doc = self.dir.read()?;
+        let doc = self.state()?;
         let a = &doc.approval;
         let found = match id {
             Some(id) => a.gate(id).cloned(),

@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use squad_model::{ChannelKind, Timestamp};
@@ -11,6 +12,7 @@ use squad_model::{ChannelKind, Timestamp};
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::gate::{Gate, Responder};
+use crate::signal::{ChatLines, NotCommand, Parsed};
 
 /// What a signal carries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,6 +83,13 @@ pub struct Polled {
     /// with the reason. The host records them ([`crate::Approvals::note_ignored`]); they never
     /// decide anything.
     pub ignored: Vec<crate::Ignored>,
+    /// Locators that advanced during the poll (for example the GitHub poll state with new
+    /// ETags), by channel: the host stores each with the gate's delivery of that channel
+    /// ([`crate::Approvals::update_locator`]) so that a fresh process resumes from it.
+    pub locators: Vec<(ChannelKind, String)>,
+    /// The pause the channel asks for before its next poll (GitHub's `x-poll-interval`), when
+    /// it asked. A rate limit comes back as an error instead, with [`Error::retry_after`].
+    pub next_poll_after: Option<Duration>,
 }
 
 /// A bidirectional approval surface: send a notification for a gate, poll for signals.
@@ -216,15 +225,18 @@ pub fn render_payload(gate: &Gate) -> String {
 #[derive(Debug, Default)]
 struct Inbox {
     lines: VecDeque<String>,
+    reader: ChatLines,
     closed: bool,
 }
 
 /// The in-chat channel: the notification is written to the session, and each line the human
 /// types is a candidate signal. An explicit keyword is required; an empty line never approves.
 ///
-/// The host feeds lines (`feed`) from wherever the chat is (the CLI reads stdin on a thread) and
-/// calls `close` at the end of input. Each line is one message, parsed on its own (so a fenced
-/// block spread over several lines is not recognised as a fence).
+/// The host feeds lines (`feed`) from wherever the chat is (the CLI reads stdin on a thread, an
+/// MCP server the answers to its elicitations) and calls `close` at the end of input. Each line
+/// outside a Markdown block is one message; the Markdown state is kept across lines with the
+/// comment parser's rules ([`ChatLines`]), so a command inside a fenced block (```` ``` ```` or
+/// `~~~`), a quote or an HTML comment spread over several lines never counts.
 ///
 /// Every line counts as coming from the person at the session: whoever controls the chat input
 /// is the approver. That is the point of in-chat for an attended run; an unattended run should
@@ -251,13 +263,21 @@ impl InChatChannel {
         }
     }
 
-    /// Queues one line typed by the human.
-    pub fn feed(&self, line: &str) {
-        if let Ok(mut inbox) = self.inbox.lock() {
-            inbox
-                .lines
-                .push_back(line.trim_end_matches(['\r', '\n']).to_owned());
+    /// Reads one line typed by the human. A line that is part of a Markdown block (a fence, a
+    /// quote, a list, an HTML block) is no message of its own and is dropped; the others are
+    /// queued as signals.
+    /// Returns what the line is: a command, or why it is not (for the host to tell the human,
+    /// for example that a `/approve` inside a fence does not count).
+    pub fn feed(&self, line: &str) -> Parsed {
+        let line = line.trim_end_matches(['\r', '\n']);
+        let Ok(mut inbox) = self.inbox.lock() else {
+            return Parsed::Note(NotCommand::Prose);
+        };
+        let parsed = inbox.reader.push(line);
+        if parsed != Parsed::Note(NotCommand::InsideBlock) {
+            inbox.lines.push_back(line.to_owned());
         }
+        parsed
     }
 
     /// Marks the end of input: once the queue is drained, `poll` reports `exhausted`.
@@ -316,7 +336,7 @@ impl ApprovalChannel for InChatChannel {
         Ok(Polled {
             signals,
             exhausted: inbox.closed,
-            ignored: Vec::new(),
+            ..Polled::default()
         })
     }
 }
@@ -384,9 +404,21 @@ impl ApprovalChannel for InMemoryChannel {
             .unwrap_or_default();
         Ok(Polled {
             signals,
-            exhausted: false,
-            ignored: Vec::new(),
+            ..Polled::default()
         })
+    }
+}
+
+impl Polled {
+    /// Adds what another channel's poll brought: signals (kept oldest first), ignored signals,
+    /// locators, the longer pause; exhausted only when both are.
+    pub fn merge(&mut self, other: Polled) {
+        self.exhausted &= other.exhausted;
+        self.signals.extend(other.signals);
+        self.signals.sort_by_key(|s| s.at);
+        self.ignored.extend(other.ignored);
+        self.locators.extend(other.locators);
+        self.next_poll_after = self.next_poll_after.max(other.next_poll_after);
     }
 }
 
@@ -481,40 +513,34 @@ impl ApprovalChannel for FanOut {
         }
     }
     /// Merges the signals of every inbound channel, oldest first; exhausted when every inbound
-    /// channel is (a channel that fails to poll counts as not exhausted).
+    /// channel is (a channel that fails to poll counts as not exhausted). The locators are
+    /// merged, the longest `next_poll_after` wins. A failure is returned only when no channel
+    /// brought anything.
     async fn poll(&self, gate: &Gate) -> Result<Polled> {
-        let mut signals = Vec::new();
-        let mut ignored = Vec::new();
-        let mut exhausted = true;
+        let mut out = Polled {
+            exhausted: true,
+            ..Polled::default()
+        };
         let mut last_err = None;
         for c in &self.channels {
             if !c.capabilities().inbound {
                 continue;
             }
             match c.poll(gate).await {
-                Ok(p) => {
-                    exhausted &= p.exhausted;
-                    signals.extend(p.signals);
-                    ignored.extend(p.ignored);
-                }
+                Ok(p) => out.merge(p),
                 Err(e) => {
-                    exhausted = false;
+                    out.exhausted = false;
                     last_err = Some(e);
                 }
             }
         }
-        if signals.is_empty()
-            && ignored.is_empty()
+        if out.signals.is_empty()
+            && out.ignored.is_empty()
             && let Some(e) = last_err
         {
             return Err(e);
         }
-        signals.sort_by_key(|s| s.at);
-        Ok(Polled {
-            signals,
-            exhausted,
-            ignored,
-        })
+        Ok(out)
     }
     /// Resolves on every channel; the descriptions are joined with `; `. A failing channel does
     /// not stop the others; its error is returned when no channel did anything.

@@ -525,6 +525,27 @@ pub struct Gate {
 /// Default lifetime of a gate: one day.
 pub const DEFAULT_EXPIRES_IN_SECS: u64 = 86_400;
 
+/// Longest lifetime of a gate: one year (365 days).
+pub const MAX_EXPIRES_IN_SECS: u64 = 365 * 24 * 60 * 60;
+
+/// Checks a gate lifetime: 1 second to [`MAX_EXPIRES_IN_SECS`].
+///
+/// # Errors
+///
+/// [`ErrorKind::InvalidInput`] naming the limit.
+pub(crate) fn check_expires_in(secs: u64) -> Result<()> {
+    if (1..=MAX_EXPIRES_IN_SECS).contains(&secs) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "gate.open",
+            format!(
+                "expires-in {secs} is out of range (1 to {MAX_EXPIRES_IN_SECS} seconds, one year)"
+            ),
+        ))
+    }
+}
+
 /// How a decision attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Applied {
@@ -539,8 +560,9 @@ impl Gate {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::InvalidInput`] when the request's texts break [`GateRequest::validate`] or
-    /// `expires_in_secs` is zero.
+    /// [`ErrorKind::InvalidInput`] when the request's texts break [`GateRequest::validate`],
+    /// `expires_in_secs` is outside 1 to [`MAX_EXPIRES_IN_SECS`], or the expiry would not be
+    /// later than `now` (a clock at the end of the supported range).
     pub fn open(
         request: &GateRequest,
         run: RunId,
@@ -548,13 +570,14 @@ impl Gate {
         expires_in_secs: u64,
     ) -> Result<Self> {
         request.validate()?;
-        if expires_in_secs == 0 {
+        check_expires_in(expires_in_secs)?;
+        let secs = i64::try_from(expires_in_secs).unwrap_or(i64::MAX);
+        if now.plus_seconds(secs) <= now {
             return Err(Error::invalid(
                 "gate.open",
-                "expires-in must be at least 1 second",
+                format!("a gate opened at {now} cannot expire {expires_in_secs} seconds later"),
             ));
         }
-        let secs = i64::try_from(expires_in_secs).unwrap_or(i64::MAX);
         let mut gate = Gate {
             id: GateId::generate(),
             run,

@@ -10,9 +10,14 @@ mod gate;
 #[cfg(feature = "github")]
 #[cfg_attr(docsrs, doc(cfg(feature = "github")))]
 pub mod github;
+mod health;
+pub mod host;
+mod json;
 pub mod log;
+mod redact;
 mod signal;
 pub mod store;
+mod wait;
 #[cfg(feature = "webhook")]
 #[cfg_attr(docsrs, doc(cfg(feature = "webhook")))]
 pub mod webhook;
@@ -33,13 +38,20 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::{Error, ErrorKind, Result};
 pub use gate::{
     Applied, DEFAULT_EXPIRES_IN_SECS, DecisionRecord, Gate, GateId, GatePolicy, GateRequest,
-    GateState, MAX_DETAIL_CHARS, MAX_LINE_CHARS, Mode, PolicyDecision, Responder, RunId, Trigger,
+    GateState, MAX_DETAIL_CHARS, MAX_EXPIRES_IN_SECS, MAX_LINE_CHARS, Mode, PolicyDecision,
+    Responder, RunId, Trigger,
 };
-pub use log::{LOG_HEADER, LogEntry, LogReport, log_head, verify_log};
+pub use health::{Fixed, Health, LogStatus, Status};
+pub use json::output_json;
+pub use log::{ACK_TITLE, LOG_HEADER, LogEntry, LogReport, log_head, verify_log};
+pub use redact::redact_urls;
 pub use signal::{
-    Command, MAX_NOTE_CHARS, NotCommand, Parsed, ParsedCommand, parse_comment, parse_label,
+    ChatLines, Command, MAX_NOTE_CHARS, NotCommand, Parsed, ParsedCommand, parse_comment,
+    parse_label,
 };
-pub use store::{ApprovalState, RunRecord, StateDir, StateDoc};
+pub use squad_fs::StateDir;
+pub use store::{ApprovalState, Batch, RunRecord, StateDoc, TamperRecord};
+pub use wait::{Next, Pacer, PacerOptions, Turn, WaitEnd, Waiter};
 
 #[cfg(test)]
 mod tests {
@@ -52,6 +64,7 @@ mod tests {
     fn public_types_are_send_and_sync() {
         assert_send_sync::<Gate>();
         assert_send_sync::<Approvals>();
+        assert_send_sync::<Waiter>();
         assert_send_sync::<FanOut>();
         assert_send_sync::<InChatChannel>();
         assert_send_sync::<Error>();
@@ -78,6 +91,18 @@ mod tests {
         let auth = StaticAuthorizer::new();
         assert_send(&a.request(&req, None, 60, &fan));
         assert_send(&a.consume(&[], &rules, &auth));
+        let chat =
+            std::sync::Arc::new(InChatChannel::new(Box::new(std::io::sink()), clock.clone()));
+        let gate = Gate::open(&req, RunId::generate(), Timestamp::now(), 60).unwrap();
+        let mut waiter = Waiter::new(
+            a.clone(),
+            gate,
+            &FanOut::new().with(chat),
+            rules.clone(),
+            std::sync::Arc::new(StaticAuthorizer::new()),
+            &PacerOptions::default(),
+        );
+        assert_send(&waiter.step());
         let chat = InChatChannel::new(Box::new(std::io::sink()), clock);
         assert_send(
             &chat.poll(&Gate::open(&req, RunId::generate(), Timestamp::now(), 60).unwrap()),

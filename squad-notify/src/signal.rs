@@ -23,6 +23,16 @@
 //!
 //! Labels: `squad/approved`, `squad/approve-all`, `squad/changes` and `squad/stop`
 //! (case-insensitive, exact).
+//!
+//! # In-chat lines
+//!
+//! A chat session arrives line by line, and each line outside a Markdown block is a message of
+//! its own. [`ChatLines`] keeps the Markdown state across lines with the same parser and the
+//! same options as [`parse_comment`]: a line inside a fenced code block (```` ``` ```` or `~~~`,
+//! closed only by a fence of the same kind at least as long), a block quote (including its lazy
+//! continuation lines), a list item or an HTML block (`<!-- ... -->`) is never a command, exactly
+//! as in a comment. A line that starts a paragraph outside any block is judged by
+//! [`parse_comment`].
 
 use pulldown_cmark::{Event, Options, Parser, Tag};
 use serde::{Deserialize, Serialize};
@@ -80,6 +90,10 @@ pub enum NotCommand {
     UnknownCommand(String),
     /// A command followed by other text on its line (`/approve thanks`), or a malformed gate id.
     TrailingText,
+    /// An in-chat line that is part of a Markdown block other than a paragraph of its own (it
+    /// opens or continues a fence, a quote, a list, an HTML block, or is a heading): never a
+    /// command ([`ChatLines`]).
+    InsideBlock,
 }
 
 /// The result of parsing a comment or an in-chat line.
@@ -138,6 +152,92 @@ pub fn parse_label(name: &str) -> Option<Command> {
         "squad/stop" => Some(Command::Stop),
         _ => None,
     }
+}
+
+/// Longest text of an open block [`ChatLines`] keeps; beyond it only the block's first line and
+/// the latest line are kept (enough for fences, quotes and HTML blocks to end as they should).
+const MAX_OPEN_BLOCK_BYTES: usize = 64 * 1024;
+
+/// Reads a chat session line by line, keeping the Markdown state across lines (see the module
+/// docs): what [`parse_comment`] would say of each line within the session so far.
+///
+/// ```
+/// use squad_notify::{ChatLines, Command, NotCommand, Parsed};
+///
+/// let mut chat = ChatLines::new();
+/// let judged: Vec<Parsed> = ["```", "/approve", "```", "/stop"]
+///     .iter()
+///     .map(|l| chat.push(l))
+///     .collect();
+/// assert_eq!(judged[1], Parsed::Note(NotCommand::InsideBlock));
+/// assert_eq!(judged[3].command().map(|c| &c.command), Some(&Command::Stop));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ChatLines {
+    /// The lines of the block still open, each ending in a newline; empty when none is.
+    open: String,
+}
+
+impl ChatLines {
+    /// A session with no block open.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether a block (a fence, a quote, a list, an HTML block) is open after the lines so far.
+    pub fn in_block(&self) -> bool {
+        !self.open.is_empty()
+    }
+
+    /// Reads the next line (a trailing newline is ignored): a command when the line starts a
+    /// paragraph outside any block and [`parse_comment`] finds a command in it, else why not.
+    pub fn push(&mut self, line: &str) -> Parsed {
+        let line = line.trim_end_matches(['\r', '\n']);
+        // A newline or NUL inside the line would split it; a line is one line.
+        let line = line.replace(['\n', '\r', '\0'], " ");
+        let start = self.open.len();
+        let doc = format!("{}{line}\n", self.open);
+        if paragraph_starts_in(&doc, start) {
+            self.open.clear();
+            return parse_comment(&line);
+        }
+        // Not a paragraph of its own: does the block it belongs to (or opens) go on? It does when
+        // a paragraph typed on the next line would still be inside it.
+        let probe = format!("{doc}p\n");
+        if paragraph_starts_in(&probe, doc.len()) {
+            self.open.clear();
+        } else {
+            self.open = doc;
+            if self.open.len() > MAX_OPEN_BLOCK_BYTES {
+                let first_end = self.open.find('\n').map_or(0, |i| i + 1);
+                let first = self.open[..first_end].to_owned();
+                self.open = format!("{first}{line}\n");
+            }
+        }
+        if line.trim().is_empty() {
+            Parsed::Note(NotCommand::Empty)
+        } else {
+            Parsed::Note(NotCommand::InsideBlock)
+        }
+    }
+}
+
+/// Whether a top-level paragraph starts at or after byte `from` of `text` (in its last line).
+fn paragraph_starts_in(text: &str, from: usize) -> bool {
+    let mut depth = 0usize;
+    for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
+        match event {
+            Event::Start(tag) => {
+                if depth == 0 && matches!(tag, Tag::Paragraph) && range.start >= from {
+                    return true;
+                }
+                depth += 1;
+            }
+            Event::End(_) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The byte range of the first top-level paragraph, if the first counting block is one.

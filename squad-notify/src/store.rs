@@ -1,30 +1,68 @@
-//! `state.json`: the `notify` object and the `approval` object, with atomic writes and a lock.
+//! `state.json` and the write protocol that keeps it in step with `notifications.md`.
 //!
 //! The file is a JSON object. This crate owns two keys and keeps every other key as it found it:
 //!
 //! - `notify`: [`NotifySettings`], replace semantics, validated by the notify-state schema;
 //! - `approval`: [`ApprovalState`]: the current run, the runs, the pending gate (`pendingGate`),
-//!   the last decided gates and the head of the `notifications.md` hash chain.
+//!   the last decided gates, the head of the `notifications.md` hash chain, the batch in
+//!   progress and a detected tampering.
 //!
-//! Writes go to a temporary file in the same directory, which is synced and renamed over
-//! `state.json`, then the directory is synced: a reader (or a crash) sees the old file or the new
-//! one, never a torn one. Read-modify-write cycles hold an exclusive lock on `.state.lock`, so
-//! concurrent `squad` processes lose nothing.
+//! Every file is reached through [`squad_fs::StateDir`]: paths stay inside the state
+//! directory and no symbolic link below it is followed, so a link committed as
+//! `.squad/notifications.md` can neither be read nor appended to.
+//!
+//! # Writing: check, then act, in batches
+//!
+//! A command holds the exclusive lock on `.state.lock` from its first read to its last write.
+//! Under it, it reads and validates `state.json` and `notifications.md` *before* it sends
+//! anything to a human or a remote service. Each change is then one batch:
+//!
+//! 1. `state.json` is replaced (temporary file, fsync, rename, fsync of the directory) with the
+//!    new state, whose `approval.batch` holds the log text about to be appended and the length of
+//!    the log before it;
+//! 2. that text is appended to `notifications.md` in one `O_APPEND` write, fsynced;
+//! 3. `state.json` is replaced again without `approval.batch`.
+//!
+//! A process killed anywhere in between leaves `state.json` old or new, never torn. The next
+//! command (or [`crate::Approvals::fix`]) finds the batch and completes it: when the log holds
+//! the bytes it had before plus a prefix of the batch's text (nothing, part, or all of it), the
+//! rest is appended; the log is never rewritten. So a crash is never reported as tampering,
+//! and a log entry never refers to a gate that `state.json` does not hold.
+//!
+//! Sending a ping is guarded the same way: before the channels are notified, the pending gate
+//! is written with `approval.batch.notifying` naming it. A process killed while sending leaves a
+//! gate that exists (so no ping refers to a missing gate); the next command appends an entry
+//! saying the notification was interrupted and that it may not have arrived.
+//!
+//! Leftover temporary files of killed writers (`.state.json.tmp-<pid>-<n>`) are removed by the
+//! next command under the lock, when no other writer of `state.json` can be between its two
+//! steps.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use squad_fs::{Lock, StateDir};
 use squad_model::{NotifySettings, Timestamp};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::gate::{Gate, GateId, RunId};
+use crate::log::{LogEntry, MAX_LOG_BYTES, render_append, verify_log};
 
 /// How many decided gates `approval.recent` keeps.
 pub const RECENT_GATES: usize = 20;
+
+/// The state file, relative to the state directory.
+pub const STATE_FILE: &str = "state.json";
+/// The audit log, relative to the state directory.
+pub const LOG_FILE: &str = "notifications.md";
+/// The lock file every writer of the two holds.
+pub const LOCK_FILE: &str = ".state.lock";
+/// Most bytes of `state.json` read (a larger file is refused as corrupt).
+pub const MAX_STATE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The prefix of the temporary files of `state.json` (see [`squad_fs::StateDir::write_atomic`]).
+const STATE_TEMP_PREFIX: &str = ".state.json.tmp-";
 
 /// One run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +78,33 @@ pub struct RunRecord {
     /// The gate whose `/approve-all` pre-approves the run's later impactful-action gates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approve_all: Option<GateId>,
+}
+
+/// A batch of changes in progress (see the module docs): written into `state.json` before
+/// `notifications.md` is appended to, removed after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Batch {
+    /// What wrote it (`request`, `decide`, `acknowledge-tamper`, ...).
+    pub op: String,
+    /// The length of `notifications.md` in bytes before the batch.
+    pub log_len_before: u64,
+    /// The text appended to `notifications.md` after those bytes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub append: String,
+    /// The gate whose notification is being sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notifying: Option<GateId>,
+}
+
+/// A tampering of `notifications.md` that was detected and not yet acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TamperRecord {
+    /// When it was first detected.
+    pub detected: Timestamp,
+    /// What was found, in one sentence.
+    pub problem: String,
 }
 
 /// The `approval` object of `state.json`.
@@ -64,6 +129,12 @@ pub struct ApprovalState {
     /// SHA-256 of the last `notifications.md` entry (the hash chain's head).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_head: Option<String>,
+    /// The batch in progress, present only while a command writes (or after it was killed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<Batch>,
+    /// A detected tampering of `notifications.md`, until a human acknowledges it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tamper: Option<TamperRecord>,
     /// Unknown keys, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -114,15 +185,10 @@ impl StateDoc {
     /// `approval` does not have its shape.
     pub fn from_json(text: &str) -> Result<Self> {
         let value: Value = serde_json::from_str(text).map_err(|e| {
-            Error::new(
-                ErrorKind::Corrupt,
-                "state.read",
-                format!("state.json is not valid JSON: {e}"),
-            )
+            Error::corrupt("state.read", format!("state.json is not valid JSON: {e}"))
         })?;
         let Value::Object(mut map) = value else {
-            return Err(Error::new(
-                ErrorKind::Corrupt,
+            return Err(Error::corrupt(
                 "state.read",
                 "state.json is not a JSON object",
             ));
@@ -130,18 +196,13 @@ impl StateDoc {
         let notify = match map.remove("notify") {
             None | Some(Value::Null) => None,
             Some(v) => Some(NotifySettings::from_value(v).map_err(|e| {
-                Error::new(
-                    ErrorKind::Corrupt,
-                    "state.read",
-                    format!("state.json `notify` is invalid: {e}"),
-                )
+                Error::corrupt("state.read", format!("state.json `notify` is invalid: {e}"))
             })?),
         };
         let approval = match map.remove("approval") {
             None | Some(Value::Null) => ApprovalState::default(),
             Some(v) => serde_json::from_value(v).map_err(|e| {
-                Error::new(
-                    ErrorKind::Corrupt,
+                Error::corrupt(
                     "state.read",
                     format!("state.json `approval` is invalid: {e}"),
                 )
@@ -168,165 +229,361 @@ impl StateDoc {
             map.insert("notify".to_owned(), v);
         }
         let approval = serde_json::to_value(&self.approval).map_err(|e| {
-            Error::new(
-                ErrorKind::InvalidInput,
+            Error::invalid(
                 "state.write",
                 format!("cannot encode the approval state: {e}"),
             )
         })?;
         map.insert("approval".to_owned(), approval);
-        let mut text = serde_json::to_string_pretty(&Value::Object(map)).map_err(|e| {
-            Error::new(
-                ErrorKind::InvalidInput,
-                "state.write",
-                format!("cannot encode state.json: {e}"),
-            )
-        })?;
+        let mut text = serde_json::to_string_pretty(&Value::Object(map))
+            .map_err(|e| Error::invalid("state.write", format!("cannot encode state.json: {e}")))?;
         text.push('\n');
         Ok(text)
     }
 }
 
-/// The squad state directory (`.squad/`): `state.json`, `notifications.md` and the lock file.
-#[derive(Debug, Clone)]
-pub struct StateDir {
-    dir: PathBuf,
-}
-
-/// An exclusive lock on the state directory; released on drop.
-#[derive(Debug)]
-pub struct StateLock {
-    file: File,
-}
-
-impl Drop for StateLock {
-    fn drop(&mut self) {
-        let _ = FileExt::unlock(&self.file);
-    }
-}
-
-impl StateDir {
-    /// The state directory at `dir` (created on first write).
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
-    }
-
-    /// The directory.
-    pub fn path(&self) -> &Path {
-        &self.dir
-    }
-
-    /// `<dir>/state.json`.
-    pub fn state_path(&self) -> PathBuf {
-        self.dir.join("state.json")
-    }
-
-    /// `<dir>/notifications.md`.
-    pub fn log_path(&self) -> PathBuf {
-        self.dir.join("notifications.md")
-    }
-
-    /// Takes the exclusive lock (blocking until other processes release it).
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Io`] when the directory or the lock file cannot be created or locked.
-    pub fn lock(&self) -> Result<StateLock> {
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| Error::io("state.lock", "cannot create the state directory", e))?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.dir.join(".state.lock"))
-            .map_err(|e| Error::io("state.lock", "cannot open the lock file", e))?;
-        FileExt::lock_exclusive(&file)
-            .map_err(|e| Error::io("state.lock", "cannot lock the state directory", e))?;
-        Ok(StateLock { file })
-    }
-
-    /// Reads `state.json` (an empty document when the file does not exist).
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::Corrupt`] as [`StateDoc::from_json`]; [`ErrorKind::Io`] when it cannot be read.
-    pub fn read(&self) -> Result<StateDoc> {
-        match std::fs::read_to_string(self.state_path()) {
-            Ok(text) => StateDoc::from_json(&text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(StateDoc::default()),
-            Err(e) => Err(Error::io("state.read", "cannot read state.json", e)),
-        }
-    }
-
-    /// Writes `state.json` atomically: temporary file in the same directory, fsync, rename,
-    /// fsync of the directory. Call it while holding [`StateDir::lock`].
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::InvalidInput`] when the document does not validate (the file is untouched);
-    /// [`ErrorKind::Io`] when writing fails (the file is untouched).
-    ///
-    /// A writer killed between creating its temporary file and the rename leaves that file
-    /// behind; readers never look at it, and the next write sweeps every such leftover (under
-    /// the lock no other writer of `state.json` is between those steps).
-    pub fn write(&self, doc: &StateDoc, _lock: &StateLock) -> Result<()> {
-        let text = doc.to_json()?;
-        write_atomic(&self.state_path(), text.as_bytes())?;
-        self.sweep_temporaries();
-        Ok(())
-    }
-
-    /// Removes the temporary files of `state.json` that killed writers left. Best effort.
-    fn sweep_temporaries(&self) {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            if entry
-                .file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with(".state.json.tmp-"))
-            {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
-    }
-}
-
-/// Replaces `path` with `bytes` atomically (temp file in the same directory, fsync, rename, fsync
-/// of the directory).
+/// Reads `state.json` (an empty document when the file does not exist), without the lock.
 ///
 /// # Errors
 ///
-/// [`ErrorKind::Io`] when any step fails; the temporary file is removed and `path` is untouched.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::io("state.write", "cannot create the state directory", e))?;
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("state.json");
-    let tmp = dir.join(format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        squad_model::EntryId::generate()
-    ));
-    let result = (|| {
-        let mut f = OpenOptions::new().create_new(true).write(true).open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)?;
-        // Make the rename durable. Directories cannot be opened for syncing everywhere; where
-        // they cannot, the rename is still atomic.
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
+/// [`ErrorKind::Corrupt`] as [`StateDoc::from_json`], and when `state.json` (or the directory)
+/// is a symbolic link, not a regular file, larger than [`MAX_STATE_BYTES`] or not UTF-8;
+/// [`ErrorKind::Io`] when it cannot be read.
+pub fn read(dir: &StateDir) -> Result<StateDoc> {
+    match dir.read_capped(STATE_FILE, MAX_STATE_BYTES)? {
+        None => Ok(StateDoc::default()),
+        Some(bytes) => {
+            let text = String::from_utf8(bytes)
+                .map_err(|_| Error::corrupt("state.read", "state.json is not valid UTF-8"))?;
+            StateDoc::from_json(&text)
         }
-        Ok::<(), std::io::Error>(())
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io("state.write", "cannot write state.json", e)
-    })
+    }
+}
+
+/// Takes the exclusive lock of the state files (blocking until other processes release it;
+/// released on drop and when the process dies), creating the directory when needed.
+///
+/// # Errors
+///
+/// [`ErrorKind::Io`] when the directory or the lock file cannot be created or locked;
+/// [`ErrorKind::Corrupt`] when the lock file is a symbolic link.
+pub fn lock(dir: &StateDir) -> Result<Lock> {
+    Ok(dir.lock(LOCK_FILE)?)
+}
+
+/// Writes `state.json` atomically. Call it while holding [`lock`].
+///
+/// # Errors
+///
+/// [`ErrorKind::InvalidInput`] when the document does not validate; [`ErrorKind::Io`] when
+/// writing fails; [`ErrorKind::Corrupt`] when `state.json` is a symbolic link. The file is
+/// untouched in each case.
+pub fn write(dir: &StateDir, doc: &StateDoc, lock: &Lock) -> Result<()> {
+    let _ = lock;
+    let text = doc.to_json()?;
+    Ok(dir.write_atomic(STATE_FILE, text.as_bytes())?)
+}
+
+/// The temporary files of `state.json` in the state directory, with whether their writer runs.
+///
+/// # Errors
+///
+/// [`ErrorKind::Io`] when the directory cannot be read.
+pub(crate) fn state_temp_files(dir: &StateDir) -> Result<Vec<squad_fs::TempFile>> {
+    let mut out = Vec::new();
+    for entry in dir.list_root()? {
+        if entry.kind == squad_fs::EntryKind::File
+            && entry.name.starts_with(STATE_TEMP_PREFIX)
+            && let Some(pid) = squad_fs::temp_file_pid(&entry.name)
+        {
+            out.push(squad_fs::TempFile {
+                path: PathBuf::from(&entry.name),
+                pid,
+                writer_alive: pid == std::process::id(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `notifications.md` as a command found it.
+#[derive(Debug)]
+pub(crate) enum LogFile {
+    /// It does not exist.
+    Missing,
+    /// Its bytes.
+    Bytes(Vec<u8>),
+    /// It cannot be used: a symbolic link, a directory, too large, unreadable.
+    Unusable(Error),
+}
+
+impl LogFile {
+    fn read(dir: &StateDir) -> Result<Self> {
+        match dir.read_capped(LOG_FILE, MAX_LOG_BYTES) {
+            Ok(None) => Ok(Self::Missing),
+            Ok(Some(bytes)) => Ok(Self::Bytes(bytes)),
+            Err(e) if e.kind() == squad_fs::ErrorKind::Io => Err(e.into()),
+            Err(e) => Ok(Self::Unusable(e.into())),
+        }
+    }
+
+    fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Self::Missing => Some(&[]),
+            Self::Bytes(b) => Some(b),
+            Self::Unusable(_) => None,
+        }
+    }
+}
+
+/// One command's session on the state files: the lock, the state as read (with an interrupted
+/// batch completed), and the log.
+#[derive(Debug)]
+pub(crate) struct Txn {
+    dir: StateDir,
+    lock: Lock,
+    pub(crate) doc: StateDoc,
+    log: LogFile,
+    /// The gate whose notification is about to be sent: carried into every batch written until
+    /// the channels were notified.
+    pub(crate) notifying: Option<GateId>,
+    /// What this session repaired on the way in (an interrupted batch completed).
+    pub(crate) recovered: Vec<String>,
+    /// Temporary files of killed writers that this session removed.
+    pub(crate) swept: Vec<PathBuf>,
+}
+
+impl Txn {
+    /// Takes the lock, removes leftover temporary files of `state.json`, reads and validates
+    /// `state.json`, reads `notifications.md`, completes an interrupted batch, and records a
+    /// tampering of the log it finds (persisted before anything else happens).
+    pub(crate) fn begin(dir: &StateDir, now: Timestamp) -> Result<Self> {
+        let lock = lock(dir)?;
+        let mut swept = Vec::new();
+        for t in state_temp_files(dir)? {
+            // Under the lock no writer of state.json is between its two steps: every
+            // temporary file of state.json belongs to a writer that was killed.
+            if !t.writer_alive && dir.remove(&t.path)? {
+                swept.push(t.path);
+            }
+        }
+        let doc = read(dir)?;
+        let log = LogFile::read(dir)?;
+        let mut txn = Self {
+            dir: dir.clone(),
+            lock,
+            doc,
+            log,
+            notifying: None,
+            recovered: Vec::new(),
+            swept,
+        };
+        txn.complete_batch()?;
+        txn.detect_tampering(now)?;
+        if txn.doc.approval.tamper.is_none() {
+            txn.complete_notifying(now)?;
+        }
+        Ok(txn)
+    }
+
+    /// The log's text, for commands that append to it.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Corrupt`] when the log is unusable (a symbolic link, not UTF-8, ...).
+    pub(crate) fn log_text(&self) -> Result<&str> {
+        match &self.log {
+            LogFile::Missing => Ok(""),
+            LogFile::Bytes(b) => std::str::from_utf8(b).map_err(|e| {
+                let line = 1 + b[..e.valid_up_to()].iter().filter(|c| **c == b'\n').count();
+                Error::corrupt(
+                    "log.read",
+                    format!("notifications.md is not valid UTF-8 (line {line})"),
+                )
+            }),
+            LogFile::Unusable(e) => Err(Error::new(ErrorKind::Corrupt, "log.read", e.message())),
+        }
+    }
+
+    /// Whether the log file exists.
+    pub(crate) fn log_exists(&self) -> bool {
+        !matches!(self.log, LogFile::Missing)
+    }
+
+    /// Refuses when a tampering is recorded and not acknowledged.
+    pub(crate) fn refuse_if_tampered(&self, op: &'static str) -> Result<()> {
+        match &self.doc.approval.tamper {
+            None => Ok(()),
+            Some(t) => Err(Error::new(
+                ErrorKind::Tampered,
+                op,
+                format!(
+                    "notifications.md was tampered with (detected {}: {}); nothing is recorded until a human checks it and runs `squad approval acknowledge-tamper`",
+                    t.detected, t.problem
+                ),
+            )),
+        }
+    }
+
+    /// Writes `state.json` (with the notifying marker, if set).
+    pub(crate) fn save(&mut self) -> Result<()> {
+        self.doc.approval.batch = self.notifying.clone().map(|g| Batch {
+            op: "request".to_owned(),
+            log_len_before: self.log_len(),
+            append: String::new(),
+            notifying: Some(g),
+        });
+        write(&self.dir, &self.doc, &self.lock)
+    }
+
+    fn log_len(&self) -> u64 {
+        self.log.bytes().map_or(0, |b| b.len() as u64)
+    }
+
+    /// Writes the state and appends `entries` as one batch (see the module docs).
+    pub(crate) fn commit(&mut self, op: &str, entries: &[LogEntry]) -> Result<()> {
+        if entries.is_empty() {
+            return self.save();
+        }
+        let (append, head) = render_append(self.log_text()?, entries)?;
+        self.commit_text(op, append, head)
+    }
+
+    /// Writes the state and appends `append` (ending in an entry whose hash is `head`).
+    pub(crate) fn commit_text(&mut self, op: &str, append: String, head: String) -> Result<()> {
+        let before = self.log_len();
+        self.doc.approval.log_head = Some(head);
+        self.doc.approval.batch = Some(Batch {
+            op: op.to_owned(),
+            log_len_before: before,
+            append: append.clone(),
+            notifying: self.notifying.clone(),
+        });
+        write(&self.dir, &self.doc, &self.lock)?;
+        self.dir.append(LOG_FILE, append.as_bytes())?;
+        let mut bytes = match std::mem::replace(&mut self.log, LogFile::Missing) {
+            LogFile::Bytes(b) => b,
+            _ => Vec::new(),
+        };
+        bytes.extend_from_slice(append.as_bytes());
+        self.log = LogFile::Bytes(bytes);
+        self.save()
+    }
+
+    /// Completes the log append of a batch a killed process left (see the module docs).
+    fn complete_batch(&mut self) -> Result<()> {
+        let Some(batch) = self.doc.approval.batch.clone() else {
+            return Ok(());
+        };
+        let Some(bytes) = self.log.bytes() else {
+            // The log cannot be read: nothing can be completed; the batch stays for later.
+            return Ok(());
+        };
+        if batch.append.is_empty() {
+            return Ok(());
+        }
+        let before = usize::try_from(batch.log_len_before).unwrap_or(usize::MAX);
+        let want = batch.append.as_bytes();
+        let matches = bytes.len() >= before
+            && bytes.len() <= before.saturating_add(want.len())
+            && want.starts_with(&bytes[before..]);
+        self.notifying = batch.notifying.clone();
+        if matches {
+            let done = bytes.len() - before;
+            if done < want.len() {
+                self.dir.append(LOG_FILE, &want[done..])?;
+                let mut all = bytes.to_vec();
+                all.extend_from_slice(&want[done..]);
+                self.log = LogFile::Bytes(all);
+                self.recovered.push(format!(
+                    "completed the interrupted `{}`: appended {} of {} bytes to notifications.md",
+                    batch.op,
+                    want.len() - done,
+                    want.len()
+                ));
+            } else {
+                self.recovered.push(format!(
+                    "finished the interrupted `{}` (notifications.md already held its entries)",
+                    batch.op
+                ));
+            }
+        }
+        // When the log does not hold what the batch started from, it was changed by someone
+        // else: the tampering check below reports it.
+        self.save()
+    }
+
+    /// A notification that was being sent when its process was killed: the gate exists; an
+    /// entry now says that the ping may not have arrived.
+    pub(crate) fn complete_notifying(&mut self, now: Timestamp) -> Result<()> {
+        let Some(gate_id) = self
+            .doc
+            .approval
+            .batch
+            .as_ref()
+            .and_then(|b| b.notifying.clone())
+            .or_else(|| self.notifying.clone())
+        else {
+            return Ok(());
+        };
+        self.notifying = None;
+        let gate = self
+            .doc
+            .approval
+            .pending_gate
+            .clone()
+            .filter(|g| g.id == gate_id);
+        let Some(gate) = gate else {
+            return self.save();
+        };
+        if self.log_text().is_err() {
+            // The log cannot take the entry now; the marker stays until it can.
+            self.notifying = Some(gate_id);
+            return Ok(());
+        }
+        let entry = crate::approvals::gate_entry(
+            &gate,
+            squad_model::ChannelKind::InChat,
+            "unknown (interrupted while notifying)",
+            now,
+        )
+        .field(
+            "Delivery",
+            "interrupted: the squad process stopped while sending the notification; it may not have arrived",
+        )
+        .field("Resolved", "pending");
+        self.commit("recover", &[entry])?;
+        self.recovered.push(format!(
+            "gate {} was being notified when its process stopped: recorded as interrupted",
+            gate.id
+        ));
+        Ok(())
+    }
+
+    /// Verifies the log against the head in `state.json`; a failure is recorded in
+    /// `approval.tamper` and written at once.
+    fn detect_tampering(&mut self, now: Timestamp) -> Result<()> {
+        let problem = match &self.log {
+            LogFile::Unusable(_) => return Ok(()),
+            LogFile::Missing => self.doc.approval.log_head.as_ref().map(|_| {
+                "notifications.md is missing, yet state.json records entries in it".to_owned()
+            }),
+            LogFile::Bytes(_) => match self.log_text() {
+                Err(e) => Some(e.message().to_owned()),
+                Ok(text) => verify_log(text, self.doc.approval.log_head.as_deref())
+                    .err()
+                    .map(|e| e.message().to_owned()),
+            },
+        };
+        if let Some(problem) = problem
+            && self.doc.approval.tamper.is_none()
+        {
+            self.doc.approval.tamper = Some(TamperRecord {
+                detected: now,
+                problem,
+            });
+            self.save()?;
+        }
+        Ok(())
+    }
 }

@@ -48,6 +48,22 @@ impl Default for WebhookConfig {
     }
 }
 
+impl WebhookConfig {
+    /// The defaults, with the timeout per attempt from `SQUAD_WEBHOOK_TIMEOUT_MS` and the number
+    /// of retries from `SQUAD_WEBHOOK_RETRIES` when they are set to whole numbers.
+    pub fn from_env() -> Self {
+        let env = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse().ok());
+        let mut c = Self::default();
+        if let Some(ms) = env("SQUAD_WEBHOOK_TIMEOUT_MS") {
+            c.timeout = Duration::from_millis(ms);
+        }
+        if let Some(n) = env("SQUAD_WEBHOOK_RETRIES") {
+            c.retries = u32::try_from(n).unwrap_or(u32::MAX);
+        }
+        c
+    }
+}
+
 /// Reads one environment variable by name (the process environment, or a host's secret store).
 pub type EnvLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
 
@@ -293,9 +309,8 @@ impl ApprovalChannel for WebhookChannel {
 
     async fn poll(&self, _gate: &Gate) -> Result<Polled> {
         Ok(Polled {
-            signals: Vec::new(),
             exhausted: true,
-            ignored: Vec::new(),
+            ..Polled::default()
         })
     }
 }

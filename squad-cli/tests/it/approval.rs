@@ -363,6 +363,12 @@ fn request_refuses_bad_input_with_exit_2_and_changes_nothing() {
         ("autopilot", "risk-gate", vec!["--run", "has space"]),
         ("autopilot", "risk-gate", vec!["--expires-in", "0"]),
         ("autopilot", "risk-gate", vec!["--expires-in", "-5"]),
+        (
+            "autopilot",
+            "risk-gate",
+            vec!["--expires-in", "300000000000"],
+        ),
+        ("autopilot", "risk-gate", vec!["--expires-in", "31536001"]),
         ("autopilot", "risk-gate", vec!["--topic", ""]),
         ("autopilot", "risk-gate", vec!["--awaiting", "two\nlines"]),
     ];
@@ -412,7 +418,8 @@ fn in_chat_end_to_end_with_every_exit_code() {
     );
     let o = f.squad(
         &["approval", "wait"],
-        Some("\n\nyes\n> /stop\n/approve g-000000000000\n/approve\n"),
+        // A quote swallows the lines after it until an empty line, as in a comment.
+        Some("\n\nyes\n> /stop\n\n/approve g-000000000000\n/approve\n"),
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.stdout.trim(), "approved");
@@ -689,7 +696,13 @@ fn unavailable_channels_degrade_to_in_chat_and_say_so() {
 #[test]
 fn help_has_examples() {
     let f = Fixture::new();
-    for sub in ["configure", "request", "status", "wait"] {
+    for sub in [
+        "configure",
+        "request",
+        "status",
+        "wait",
+        "acknowledge-tamper",
+    ] {
         let o = f.squad(&["approval", sub, "--help"], None);
         assert_eq!(o.code, 0);
         assert!(o.stdout.contains("Example:"), "{sub}");
@@ -770,4 +783,420 @@ fn status_reports_a_tampered_log() {
     let v: Value =
         serde_json::from_str(&f.squad(&["--json", "approval", "status"], None).stdout).unwrap();
     assert_eq!(v["log"]["intact"], false);
+}
+
+/// Issue 14: the in-chat reader keeps Markdown state across lines, as the comment parser does.
+#[test]
+fn commands_inside_fences_on_stdin_do_not_count() {
+    let f = Fixture::new();
+    f.request("interactive", "step:plan", &[]);
+    for fenced in [
+        "```\n/approve\n```\n",
+        "~~~\n/stop\n~~~\n",
+        "````\n/changes: x\n```\n/approve-all\n````\n",
+        "<!--\n/approve\n-->\n",
+        "> quoted\n/approve\n",
+    ] {
+        let o = f.squad(&["approval", "wait"], Some(fenced));
+        assert_eq!(o.code, 5, "{fenced:?}: {}", o.stderr);
+        assert!(f.state()["approval"]["pendingGate"].is_object());
+    }
+    let o = f.squad(&["approval", "wait"], Some("```\n/stop\n```\n/approve\n"));
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("inside a Markdown block"), "{}", o.stderr);
+}
+
+/// Issue 14: a symlink at `.squad/notifications.md` is never followed.
+#[test]
+fn a_symlinked_log_is_never_followed_and_status_says_so() {
+    let f = Fixture::new();
+    std::fs::create_dir_all(f.state_dir()).unwrap();
+    let outside = f.tmp.path().join("outside.md");
+    std::fs::write(&outside, "keep me\n").unwrap();
+    std::os::unix::fs::symlink(&outside, f.state_dir().join("notifications.md")).unwrap();
+    let o = f.request("autopilot", "risk-gate", &[]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("symbolic link"), "{}", o.stderr);
+    assert!(!o.stderr.contains("How to respond"), "nothing was sent");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me\n");
+    let o = f.squad(&["approval", "status"], None);
+    assert_eq!(o.code, 0);
+    assert!(
+        o.stdout
+            .contains("problem: notifications.md is a symbolic link"),
+        "{}",
+        o.stdout
+    );
+    // A link to a file that does not exist: it is not created either.
+    let missing = f.tmp.path().join("missing.md");
+    std::fs::remove_file(f.state_dir().join("notifications.md")).unwrap();
+    std::os::unix::fs::symlink(&missing, f.state_dir().join("notifications.md")).unwrap();
+    assert_eq!(f.request("autopilot", "risk-gate", &[]).code, 1);
+    assert!(!missing.exists());
+    std::fs::remove_file(f.state_dir().join("notifications.md")).unwrap();
+}
+
+/// Issue 14: with a corrupt notifications.md, nothing is sent (the webhook used to be called).
+#[test]
+fn a_corrupt_log_stops_the_request_before_the_webhook_is_called() {
+    let mut f = Fixture::new();
+    let (base, received) = http_server(200);
+    f.env
+        .insert("SQUAD_WEBHOOK_URL".into(), format!("{base}{CANARY_PATH}"));
+    f.squad(&["approval", "configure", "--channel", "webhook"], None);
+    std::fs::write(f.state_dir().join("notifications.md"), "garbage\n").unwrap();
+    let before = std::fs::read(f.state_dir().join("state.json")).unwrap();
+    let o = f.request("autopilot", "risk-gate", &[]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        received.lock().unwrap().is_empty(),
+        "the webhook was not called"
+    );
+    let after: Value =
+        serde_json::from_slice(&std::fs::read(f.state_dir().join("state.json")).unwrap()).unwrap();
+    let before: Value = serde_json::from_slice(&before).unwrap();
+    assert_eq!(
+        after["approval"]["pendingGate"],
+        before["approval"]["pendingGate"]
+    );
+    assert_eq!(after["notify"], before["notify"]);
+}
+
+/// Issue 14: tampering stays reported until a human acknowledges it.
+#[test]
+fn tampering_refuses_new_gates_until_acknowledged() {
+    let f = Fixture::new();
+    f.request("autopilot", "risk-gate", &[]);
+    f.squad(&["approval", "wait"], Some("/approve\n"));
+    let log = f.log();
+    let cut = &log[..log.rfind("\n### ").unwrap() + 1];
+    std::fs::write(f.state_dir().join("notifications.md"), cut).unwrap();
+    for _ in 0..2 {
+        let o = f.request("autopilot", "risk-gate", &[]);
+        assert_eq!(o.code, 1, "{}", o.stderr);
+        assert!(o.stderr.contains("tampered"), "{}", o.stderr);
+        assert!(o.stderr.contains("acknowledge-tamper"), "{}", o.stderr);
+        let o = f.squad(&["approval", "status"], None);
+        assert!(o.stdout.contains("log: TAMPERED (detected"), "{}", o.stdout);
+    }
+    let o = f.squad(
+        &[
+            "--json",
+            "approval",
+            "acknowledge-tamper",
+            "--by",
+            "Jane <jane@example.com>",
+        ],
+        None,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert!(
+        v["acknowledged"]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("cut")
+    );
+    assert!(f.log().contains("* By: Jane <jane@example.com>"));
+    let o = f.squad(&["approval", "status"], None);
+    assert!(o.stdout.contains("hash chain intact"), "{}", o.stdout);
+    let o = f.squad(&["approval", "acknowledge-tamper"], None);
+    assert_eq!(o.code, 0);
+    assert!(o.stdout.contains("nothing to acknowledge"));
+    assert_eq!(f.request("autopilot", "risk-gate", &[]).code, 0);
+}
+
+/// Issue 14: credentials in URLs never reach an output.
+#[test]
+fn credentials_in_urls_are_never_printed() {
+    let mut f = Fixture::new();
+    f.squad(
+        &[
+            "approval",
+            "configure",
+            "--channel",
+            "github-issue",
+            "--handle",
+            "octocat",
+            "--repo",
+            "o/r",
+        ],
+        None,
+    );
+    for url in [
+        "http://user:CANARYpw@127.0.0.1:9/api/v3?access_token=CANARYq",
+        "http://user:CANARYpw@127.0.0.1:9/api/v3",
+    ] {
+        f.env.insert("GITHUB_API_URL".into(), url.into());
+        // `record` fails the test when any output holds a canary.
+        let o = f.request("autopilot", "risk-gate", &[]);
+        assert!(
+            o.stderr.contains("degrades to in-chat") || o.stderr.contains("github-issue channel:"),
+            "{}",
+            o.stderr
+        );
+        if url.contains('?') {
+            assert!(
+                o.stderr.contains("http://***@127.0.0.1:9/api/v3?***"),
+                "{}",
+                o.stderr
+            );
+        }
+        f.squad(&["approval", "wait", "--timeout", "0"], None);
+        f.squad(&["approval", "wait"], Some("/approve\n"));
+    }
+    f.squad(&["approval", "configure", "--channel", "webhook"], None);
+    f.env.insert(
+        "SQUAD_WEBHOOK_URL".into(),
+        "http://user:CANARYpw@127.0.0.1:9/hook?key=CANARYk".into(),
+    );
+    let o = f.request("autopilot", "risk-gate", &[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
+/// Issue 19: every --json output of `squad approval` uses snake_case keys, but the notify object.
+#[test]
+fn json_keys_are_snake_case_except_the_notify_object() {
+    fn walk(v: &Value, path: &str, bad: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    if k.chars().any(|c| c.is_ascii_uppercase()) {
+                        bad.push(format!("{path}.{k}"));
+                    }
+                    if k != "notify" {
+                        walk(v, &format!("{path}.{k}"), bad);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| walk(i, path, bad)),
+            _ => {}
+        }
+    }
+    let f = Fixture::new();
+    let mut outputs = Vec::new();
+    let mut json = |args: &[&str], stdin: Option<&str>| {
+        let mut all = vec!["--json", "approval"];
+        all.extend_from_slice(args);
+        let o = f.squad(&all, stdin);
+        outputs.push(serde_json::from_str::<Value>(&o.stdout).unwrap());
+    };
+    json(&["configure", "--channel", "in-chat"], None);
+    json(
+        &[
+            "request",
+            "--mode",
+            "autopilot",
+            "--trigger",
+            "impactful-action",
+            "--topic",
+            "t",
+            "--awaiting",
+            "a",
+            "--detail",
+            "d",
+        ],
+        None,
+    );
+    json(&["wait"], Some("/approve-all\n"));
+    json(
+        &[
+            "request",
+            "--mode",
+            "autopilot",
+            "--trigger",
+            "impactful-action",
+            "--topic",
+            "t",
+            "--awaiting",
+            "a",
+            "--detail",
+            "d",
+        ],
+        None,
+    );
+    json(&["wait"], None);
+    json(&["status"], None);
+    json(&["acknowledge-tamper"], None);
+    let mut bad = Vec::new();
+    // The first output is the notify object itself, in the seed's spelling.
+    for o in &outputs[1..] {
+        walk(o, "", &mut bad);
+    }
+    assert!(bad.is_empty(), "camelCase keys: {bad:?}");
+    let status = &outputs[5];
+    assert_eq!(status["recent"][0]["decision"]["pre_approved"], true);
+    assert!(status["current_run"].is_string());
+    assert_eq!(
+        outputs[0]["approvalChannel"], "in-chat",
+        "the notify object keeps its spelling"
+    );
+}
+
+/// Issue 19: `--repo` defaults to the GitHub remote origin, https or ssh form.
+#[test]
+fn configure_defaults_the_repo_to_the_github_origin() {
+    let f = Fixture::new();
+    let repo = f.tmp.path();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "{ok:?}");
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "remote",
+        "add",
+        "origin",
+        "https://user:CANARY@github.com/acme/widgets.git",
+    ]);
+    let configure = || {
+        f.squad(
+            &[
+                "approval",
+                "configure",
+                "--channel",
+                "github-issue",
+                "--handle",
+                "octocat",
+            ],
+            None,
+        )
+    };
+    let o = configure();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("--repo defaults to acme/widgets"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(f.state()["notify"]["github"]["repo"], "acme/widgets");
+    git(&[
+        "remote",
+        "set-url",
+        "origin",
+        "git@github.com:acme/gadgets.git",
+    ]);
+    assert_eq!(configure().code, 0);
+    assert_eq!(f.state()["notify"]["github"]["repo"], "acme/gadgets");
+    git(&[
+        "remote",
+        "set-url",
+        "origin",
+        "https://gitlab.com/acme/widgets.git",
+    ]);
+    let o = configure();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("hint: pass --repo"), "{}", o.stderr);
+}
+
+/// Issue 19: `--detail` takes `@file` and `-` (stdin).
+#[test]
+fn detail_comes_from_a_file_or_stdin() {
+    let f = Fixture::new();
+    std::fs::write(f.tmp.path().join("detail.md"), "From a file.\nTwo lines.\n").unwrap();
+    let o = f.squad(
+        &[
+            "--json",
+            "approval",
+            "request",
+            "--mode",
+            "autopilot",
+            "--trigger",
+            "risk-gate",
+            "--topic",
+            "t",
+            "--awaiting",
+            "a",
+            "--detail",
+            "@detail.md",
+        ],
+        None,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["detail"], "From a file.\nTwo lines.");
+    f.squad(&["approval", "wait"], Some("/approve\n"));
+    let o = f.squad(
+        &[
+            "--json",
+            "approval",
+            "request",
+            "--mode",
+            "autopilot",
+            "--trigger",
+            "risk-gate",
+            "--topic",
+            "t",
+            "--awaiting",
+            "a",
+            "--detail",
+            "-",
+        ],
+        Some("From stdin.\n"),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["detail"], "From stdin.");
+    f.squad(&["approval", "wait"], Some("/approve\n"));
+    let o = f.squad(
+        &[
+            "approval",
+            "request",
+            "--mode",
+            "autopilot",
+            "--trigger",
+            "risk-gate",
+            "--topic",
+            "t",
+            "--awaiting",
+            "a",
+            "--detail",
+            "@missing.md",
+        ],
+        None,
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--detail: cannot read"), "{}", o.stderr);
+}
+
+/// Issue 19: closed sets are value enums: listed in --help, a typo gets a suggestion.
+#[test]
+fn closed_sets_list_their_values_and_suggest_on_a_typo() {
+    let f = Fixture::new();
+    let o = f.squad(&["approval", "request", "--help"], None);
+    for v in [
+        "autopilot",
+        "interactive",
+        "autonomous",
+        "step:research",
+        "risk-gate",
+    ] {
+        assert!(o.stdout.contains(v), "{v}: {}", o.stdout);
+    }
+    let o = f.squad(&["approval", "configure", "--help"], None);
+    assert!(o.stdout.contains("github-issue") && o.stdout.contains("in-chat"));
+    for (flag, typo, want) in [
+        ("--trigger", "risk-gat", "risk-gate"),
+        ("--mode", "autopilt", "autopilot"),
+    ] {
+        let o = f.request(
+            if flag == "--mode" { typo } else { "autopilot" },
+            if flag == "--trigger" {
+                typo
+            } else {
+                "risk-gate"
+            },
+            &[],
+        );
+        assert_eq!(o.code, 2);
+        assert!(o.stderr.contains(want), "{flag}: {}", o.stderr);
+    }
+    let o = f.squad(&["approval", "configure", "--channel", "in-chta"], None);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("in-chat"), "{}", o.stderr);
 }

@@ -114,6 +114,22 @@ impl Clones {
         git_in(dir, self.home.path(), args)
     }
 
+    /// Runs `git <args>` in `dir` with extra environment variables; asserts it succeeds.
+    #[track_caller]
+    pub(crate) fn git_with_env(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
+        let mut c = Command::new("git");
+        c.current_dir(dir).args(args);
+        isolate(&mut c, self.home.path());
+        c.envs(env.iter().copied());
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
     /// Runs `squad -C <dir> <args>` with `stdin` on its standard input.
     pub(crate) fn squad(&self, dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
         run_with_stdin(&mut squad_in(dir, self.home.path(), args), stdin)
@@ -190,10 +206,11 @@ pub(crate) fn run_with_stdin(c: &mut Command, stdin: Option<&str>) -> Output {
     {
         let mut pipe = child.stdin.take().unwrap();
         if let Some(s) = stdin {
-            // A command that refuses its arguments exits without reading its input: a closed
-            // pipe is then expected, not a failure of the test.
-            if let Err(e) = pipe.write_all(s.as_bytes()) {
-                assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+            // A command that fails before reading its input (bad usage) closes the pipe: that
+            // is its answer, not the test's failure.
+            match pipe.write_all(s.as_bytes()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                other => other.unwrap(),
             }
         }
     }

@@ -6,12 +6,18 @@
 
 mod approval;
 mod approval_github;
+mod crash_table;
+mod doctor;
 mod e2e;
 mod git_repo;
 mod help;
 mod memory;
 mod notes;
+mod notes_across;
+mod notes_git_states;
+mod notes_hardening;
 mod notes_promote;
+mod notes_sign;
 mod notes_sync;
 mod output;
 mod route;

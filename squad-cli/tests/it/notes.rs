@@ -74,7 +74,10 @@ fn write_show_list_round_trip_and_git_reads_it() {
 
     let out = repo.squad(&["--json", "notes", "list", "--agent", "data"]);
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(listed, serde_json::json!([{"commit": head, "entries": 2}]));
+    assert_eq!(
+        listed,
+        serde_json::json!([{"commit": head, "entries": 2, "type": "commit"}])
+    );
 
     let git = repo.git(&["notes", "--ref=squad/data", "show", "HEAD"]);
     assert_eq!(git.lines().count(), 2);

@@ -302,13 +302,13 @@ impl Fixture {
             );
         }
 
-        // Archive: aged entries; never loaded.
+        // Archive: aged entries; searched with cold and loaded when relevant.
         let mut archive = String::new();
         sem(
             &mut archive,
             ts(now, 140, 0),
             "note",
-            "old staging outage notes (STALE-ARCH-1)",
+            "old staging outage notes (ARCHIVED-1)",
             "**id:** a-1\n",
             "",
         );
@@ -401,7 +401,6 @@ impl Fixture {
                 "STALE-COLD-1",
                 "STALE-WIKI-1",
                 "STALE-WIKI-2",
-                "STALE-ARCH-1",
             ],
         })
     }

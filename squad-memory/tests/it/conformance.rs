@@ -19,14 +19,14 @@ fn boxed_and_arc_dyn_stores_conform() {
 #[test]
 fn fs_store_conforms() {
     let dir = tempfile::tempdir().unwrap();
-    run_all(&FsStore::new(dir.path().join(".squad/memory")));
+    run_all(&FsStore::new(dir.path().join(".squad")));
 }
 
 #[test]
 fn fs_store_uses_the_seed_layout_and_leaves_no_temp_files() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join(".squad/memory");
-    let store = FsStore::new(&root);
+    let store = FsStore::new(dir.path().join(".squad"));
     run_all(&store);
     for (tier, name) in [
         ("hot", "nobody"),
@@ -64,9 +64,9 @@ fn fs_lock_is_exclusive_across_store_instances() {
 fn fs_store_reports_non_utf8_with_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let store = FsStore::new(dir.path());
-    std::fs::create_dir_all(dir.path().join("hot")).unwrap();
+    std::fs::create_dir_all(dir.path().join("memory/hot")).unwrap();
     std::fs::write(
-        dir.path().join("hot/data.md"),
+        dir.path().join("memory/hot/data.md"),
         b"Current task: x\nbad \xff byte\n",
     )
     .unwrap();

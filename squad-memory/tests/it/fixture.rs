@@ -82,12 +82,7 @@ fn every_situation_has_recall_one_and_loads_no_stale_fact() {
         );
         // The baseline carries every stale fact: what we avoid is real.
         let baseline = f.baseline_prompt();
-        assert!(
-            f.stale
-                .iter()
-                .filter(|s| *s != &"STALE-ARCH-1")
-                .all(|s| baseline.contains(s))
-        );
+        assert!(f.stale.iter().all(|s| baseline.contains(s)));
     }
 }
 
@@ -113,8 +108,8 @@ fn every_situation_loads_exactly_its_tiers() {
         assert_eq!(out.prompt.contains("### Cold"), want.cold);
         assert_eq!(out.prompt.contains("### Wiki"), want.wiki);
         assert!(
-            !out.prompt.contains("STALE-ARCH"),
-            "the archive never loads"
+            want.cold || !out.prompt.contains("ARCHIVED-1"),
+            "the archive loads only with cold"
         );
     }
 }

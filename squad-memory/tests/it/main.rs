@@ -6,7 +6,12 @@
 
 mod conformance;
 mod fixture;
+mod fs_boundary;
+mod fuzz;
+mod import;
 mod names;
+mod ops;
+mod realistic;
 mod render;
 mod scribe;
 

@@ -58,7 +58,7 @@ fn bad_topic_and_agent_names_are_refused_with_the_reason() {
 }
 
 #[test]
-fn a_malformed_file_fails_the_spawn_with_file_and_line() {
+fn a_malformed_file_is_skipped_by_the_spawn_and_named_in_the_manifest() {
     let store = InMemoryStore::new();
     let who = crate::agent("data");
     store
@@ -67,30 +67,49 @@ fn a_malformed_file_fails_the_spawn_with_file_and_line() {
     store
         .write(
             &DocRef::Cold(who.clone()),
-            "\n### 2026-11-02: decision: ok\n**last_loaded:** soon\n---\n",
+            "\n### 2026-11-02: decision: ok\nbad \0 byte\n---\n",
         )
         .unwrap();
-    // New task does not load cold: a malformed cold file does not matter.
-    spawn(
-        &store,
-        &who,
-        &LoadPlan::new(Situation::NewTask),
-        &Budget::default(),
-        Touch::No,
-    )
-    .unwrap();
-    let e = spawn(
+    store
+        .write(&DocRef::Archive(who.clone()), "### Older\nstill readable\n")
+        .unwrap();
+    let out = spawn(
         &store,
         &who,
         &LoadPlan::new(Situation::Resuming),
         &Budget::default(),
         Touch::No,
     )
-    .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    .unwrap();
+    assert!(out.prompt.contains("Current task: x"));
+    assert!(out.prompt.contains("still readable"), "{}", out.prompt);
+    let skipped: Vec<String> = out
+        .manifest
+        .skipped
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(skipped, ["cold/data.md:3: line contains a NUL byte"]);
+    // A field line with a bad value is read as text, and reported by validate.
+    store
+        .write(
+            &DocRef::Cold(who.clone()),
+            "### 2026-11-02: decision: ok\n**last_loaded:** soon\n---\n",
+        )
+        .unwrap();
+    let out = spawn(
+        &store,
+        &who,
+        &LoadPlan::new(Situation::Resuming),
+        &Budget::default(),
+        Touch::No,
+    )
+    .unwrap();
+    assert!(out.prompt.contains("**last_loaded:** soon"));
+    let problems = validate(&store, &Budget::default()).unwrap();
     assert_eq!(
-        e.to_string(),
-        "cold/data.md:3: bad date \"soon\" in last_loaded"
+        problems[0].to_string(),
+        "cold/data.md:2: bad date \"soon\" in last_loaded; the line is read as body text"
     );
 }
 
@@ -110,7 +129,7 @@ fn validate_reports_every_problem_including_size_and_bad_file_names() {
     store
         .write(
             &DocRef::Wiki("auth".parse().unwrap()),
-            "# Auth\n### 20260-1: note: x\n",
+            "# Auth\n### 2026-13-45: note: x\n",
         )
         .unwrap();
     let problems = validate(&store, &Budget::default()).unwrap();
@@ -118,9 +137,11 @@ fn validate_reports_every_problem_including_size_and_bad_file_names() {
     assert_eq!(
         lines,
         [
-            "hot/data.md:1: 4800 bytes, over the hot cap of 4096 bytes",
-            "cold/data.md:3: field id given twice",
-            "wiki/auth.md:2: bad date \"20260-1\" in entry heading (expected YYYY-MM-DD or RFC 3339)",
+            "hot/data.md:1: 4800 bytes, over the hot cap of 4096 bytes; run `squad memory scribe \
+             --agent <name>` to move it to cold",
+            "cold/data.md:3: field id given twice; the first is used",
+            "wiki/auth.md:2: warning: heading \"2026-13-45: note: x\" starts with something shaped \
+             like a date that is not one; read as a title",
         ]
     );
 }
@@ -128,8 +149,8 @@ fn validate_reports_every_problem_including_size_and_bad_file_names() {
 #[test]
 fn validate_reports_files_whose_names_are_not_valid() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("wiki")).unwrap();
-    std::fs::write(dir.path().join("wiki/Bad Name.md"), "x\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("memory/wiki")).unwrap();
+    std::fs::write(dir.path().join("memory/wiki/Bad Name.md"), "x\n").unwrap();
     let store = squad_memory::FsStore::new(dir.path());
     let problems = validate(&store, &Budget::default()).unwrap();
     assert_eq!(problems.len(), 1);

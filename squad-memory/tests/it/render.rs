@@ -71,7 +71,7 @@ fn include_flags_add_exactly_the_named_sections() {
     let out = spawn(&store, &who, &plan, &Budget::default(), Touch::No).unwrap();
     assert!(
         out.prompt
-            .contains("### Cold (summarized history)\n- 2026-11-02 note: from cold\n"),
+            .contains("### Cold (summarized history)\n#### 2026-11-02: note: from cold\n"),
         "{}",
         out.prompt
     );
@@ -110,7 +110,8 @@ fn hot_overflow_keeps_the_situation_lines_and_drops_the_oldest_first_with_a_noti
     ] {
         assert!(out.prompt.contains(pinned));
     }
-    // Entries go first (oldest first), then free lines from the top.
+    // Dated entries go first (oldest first), then undated lines from the older end (the top:
+    // the file's dates grow downwards).
     let items: Vec<&str> = m.left_out.iter().map(|l| l.item.as_str()).collect();
     assert_eq!(&items[..3], ["old", "new", "line 5"]);
     assert!(
@@ -123,7 +124,7 @@ fn hot_overflow_keeps_the_situation_lines_and_drops_the_oldest_first_with_a_noti
         "the newest free line survives"
     );
     assert!(!out.prompt.contains("Note 00"));
-    let notice = format!("> Memory notice: {} hot item(s)", m.left_out.len());
+    let notice = format!("> Memory notice: hot: {} item(s)", m.left_out.len());
     assert!(out.prompt.contains(&notice), "{}", out.prompt);
 }
 
@@ -249,4 +250,46 @@ fn manifest_serialises_to_the_cli_json_shape() {
     assert_eq!(v["manifest"]["left_out"][0]["tier"], "hot");
     assert_eq!(v["manifest"]["left_out"][0]["reason"], "truncated");
     assert!(v["manifest"]["left_out"][0]["bytes"].is_u64());
+}
+
+#[test]
+fn hot_keeps_the_newest_material_when_the_newest_is_on_top() {
+    let mut hot = String::from("Current task: keep me\n\n");
+    for d in (1..=20).rev() {
+        hot.push_str(&format!(
+            "### 2026-11-{d:02}: note: day {d} {}\nbody of day {d}\n---\n",
+            "z".repeat(80)
+        ));
+    }
+    let (store, who) = store_with(&hot);
+    let budget = Budget {
+        hot: 1024,
+        ..Budget::default()
+    };
+    let out = spawn(&store, &who, &LoadPlan::default(), &budget, Touch::No).unwrap();
+    assert!(out.manifest.tiers[&Tier::Hot].bytes <= 1024);
+    assert!(out.prompt.contains("Current task: keep me"));
+    assert!(out.prompt.contains("day 20 "), "{}", out.prompt);
+    assert!(!out.prompt.contains("day 1 "));
+}
+
+#[test]
+fn a_cut_never_falls_inside_a_character() {
+    // Multi-byte characters at every position around the budget: no panic, and the budget holds.
+    for pad in 0..8 {
+        let hot = format!(
+            "Current task: {}{}\nNotes: café au lait — ok\n",
+            "a".repeat(pad),
+            "é€😀".repeat(60)
+        );
+        let (store, who) = store_with(&hot);
+        for cap in 90..110 {
+            let budget = Budget {
+                hot: cap,
+                ..Budget::default()
+            };
+            let out = spawn(&store, &who, &LoadPlan::default(), &budget, Touch::No).unwrap();
+            assert!(out.manifest.tiers[&Tier::Hot].bytes <= cap);
+        }
+    }
 }

@@ -9,10 +9,14 @@
 //! See the crate README, section *Promotion*, for the ledger and watermark rules.
 
 mod markdown;
+mod merge;
+
+pub use merge::merge_state_file;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
@@ -135,6 +139,9 @@ pub struct PromoteReport {
     pub branch: String,
     /// The entries appended to `decisions.md` by this run, in the order written.
     pub promoted: Vec<FoundEntry>,
+    /// Flagged entries the run's check refused ([`Promoter::promote_checked`]), with the
+    /// reason; not promoted and not recorded in the ledger.
+    pub refused: Vec<(FoundEntry, String)>,
     /// Valid entries without `promote_to_permanent: true`.
     pub unflagged: usize,
     /// Lines that are not valid entries (also counted in [`skipped`](Self::skipped)).
@@ -229,6 +236,11 @@ pub struct Promoter<S> {
     state: S,
     progress: Option<ProgressFn>,
     max_attempts: u32,
+    /// Progress of the current run: commits walked, notes read, notes to read. Every walk and
+    /// read adds to these, so the reported counts only grow during a run.
+    walked: AtomicU64,
+    read: AtomicU64,
+    to_read: AtomicU64,
 }
 
 impl<S: std::fmt::Debug> std::fmt::Debug for Promoter<S> {
@@ -267,6 +279,9 @@ impl<S: StateStore> Promoter<S> {
             state,
             progress: None,
             max_attempts: 64,
+            walked: AtomicU64::new(0),
+            read: AtomicU64::new(0),
+            to_read: AtomicU64::new(0),
         })
     }
 
@@ -291,6 +306,26 @@ impl<S: StateStore> Promoter<S> {
         if let Some(f) = &self.progress {
             f(Progress { stage, done, total });
         }
+    }
+
+    /// Starts the progress counts of a run.
+    fn start_run(&self) {
+        self.walked.store(0, Ordering::Relaxed);
+        self.read.store(0, Ordering::Relaxed);
+        self.to_read.store(0, Ordering::Relaxed);
+    }
+
+    /// Adds `n` walked commits and reports the run's total so far.
+    fn walked(&self, n: u64) {
+        let done = self.walked.fetch_add(n, Ordering::Relaxed) + n;
+        self.report(Stage::WalkCommits, done, None);
+    }
+
+    /// Adds `n` notes read and reports the run's total so far, of all the notes to read.
+    fn read_done(&self, n: u64) {
+        let done = self.read.fetch_add(n, Ordering::Relaxed) + n;
+        let total = self.to_read.load(Ordering::Relaxed).max(done);
+        self.report(Stage::ReadNotes, done, Some(total));
     }
 
     /// The default branch as a full ref name: git config `squad.defaultBranch` when set, else
@@ -361,6 +396,24 @@ impl<S: StateStore> Promoter<S> {
     /// [`ErrorKind::Conflict`]: concurrent runs kept winning for every attempt. State store and
     /// repository failures. In every error case nothing was written.
     pub fn promote(&self, options: &PromoteOptions) -> Result<PromoteReport> {
+        self.promote_checked(options, &|_| None)
+    }
+
+    /// [`Promoter::promote`], promoting only the entries `check` accepts: for each flagged
+    /// entry not promoted yet, `check` returns `None` to promote it or `Some(reason)` to
+    /// refuse it (for example `"unsigned"` when only signed entries may be promoted). Refused
+    /// entries are listed in [`PromoteReport::refused`], are not recorded in the ledger (a later
+    /// run may promote them), and do not stop the others.
+    ///
+    /// # Errors
+    ///
+    /// As [`Promoter::promote`].
+    pub fn promote_checked(
+        &self,
+        options: &PromoteOptions,
+        check: &dyn Fn(&FoundEntry) -> Option<String>,
+    ) -> Result<PromoteReport> {
+        self.start_run();
         let branch = self.branch_ref(options.branch.as_deref())?;
         let repo = self.repo.to_thread_local();
         let branch_tip = peel_commit(&repo, &branch)?;
@@ -391,6 +444,10 @@ impl<S: StateStore> Promoter<S> {
         let mut unflagged = 0;
         let mut unparseable = Vec::new();
         let mut notes_read = 0;
+        self.to_read.store(
+            candidates.iter().map(|c| c.2.len() as u64).sum(),
+            Ordering::Relaxed,
+        );
         for (name, notes_tip, objects) in candidates {
             notes_read += objects.len();
             for (commit, parsed) in self.read_parsed(&notes_tip, objects)? {
@@ -430,6 +487,7 @@ impl<S: StateStore> Promoter<S> {
         let mut report = PromoteReport {
             branch: branch.clone(),
             promoted: Vec::new(),
+            refused: Vec::new(),
             unflagged,
             unparseable,
             already_promoted: 0,
@@ -453,16 +511,21 @@ impl<S: StateStore> Promoter<S> {
             };
             let done = ledger_ids(ledger.as_deref());
             let mut fresh = Vec::new();
+            let mut refused = Vec::new();
             let mut seen = HashSet::new();
             let mut already = 0;
             for f in &found {
                 if done.contains(f.entry.id.as_str()) {
                     already += 1;
                 } else if seen.insert(f.entry.id.as_str()) {
-                    fresh.push(f.clone());
+                    match check(f) {
+                        None => fresh.push(f.clone()),
+                        Some(reason) => refused.push((f.clone(), reason)),
+                    }
                 }
             }
             report.promoted = fresh;
+            report.refused = refused;
             report.already_promoted = already;
             if options.dry_run {
                 return Ok(report);
@@ -525,6 +588,7 @@ impl<S: StateStore> Promoter<S> {
     ///
     /// As [`Promoter::promote`].
     pub fn archive(&self, options: &ArchiveOptions) -> Result<ArchiveReport> {
+        self.start_run();
         let branch = self.branch_ref(options.branch.as_deref())?;
         let repo = self.repo.to_thread_local();
         let base = peel_commit(&repo, &branch)?;
@@ -533,8 +597,16 @@ impl<S: StateStore> Promoter<S> {
         let mut found = Vec::new();
         let mut unflagged = 0;
         let mut unparseable = Vec::new();
+        let mut candidates = Vec::new();
         for (name, notes_tip) in squad_refs(&repo)? {
             let objects = filter(self.noted(&name, &notes_tip)?, &commits);
+            candidates.push((name, notes_tip, objects));
+        }
+        self.to_read.store(
+            candidates.iter().map(|c| c.2.len() as u64).sum(),
+            Ordering::Relaxed,
+        );
+        for (name, notes_tip, objects) in candidates {
             for (commit, parsed) in self.read_parsed(&notes_tip, Cand::Objects(objects))? {
                 for entry in parsed.entries {
                     if entry.archives_on_close() {
@@ -748,11 +820,11 @@ impl<S: StateStore> Promoter<S> {
         for info in walk {
             let info = info.map_err(backend("promote.walk", format!("cannot walk from {tip}")))?;
             out.insert(info.id);
-            let n = out.len() as u64;
-            if n.is_multiple_of(PROGRESS_EVERY) {
-                self.report(Stage::WalkCommits, n, None);
+            if (out.len() as u64).is_multiple_of(PROGRESS_EVERY) {
+                self.walked(PROGRESS_EVERY);
             }
         }
+        self.walked(out.len() as u64 % PROGRESS_EVERY);
         Ok(out)
     }
 
@@ -773,7 +845,7 @@ impl<S: StateStore> Promoter<S> {
             let info = info.map_err(backend("promote.walk", format!("cannot walk from {tip}")))?;
             n += 1;
             if (n as u64).is_multiple_of(PROGRESS_EVERY) {
-                self.report(Stage::WalkCommits, n as u64, None);
+                self.walked(PROGRESS_EVERY);
             }
             if wanted.contains(&info.id) {
                 found.insert(info.id);
@@ -782,6 +854,7 @@ impl<S: StateStore> Promoter<S> {
                 }
             }
         }
+        self.walked(n as u64 % PROGRESS_EVERY);
         Ok((found, n))
     }
 
@@ -793,8 +866,7 @@ impl<S: StateStore> Promoter<S> {
     fn read_parsed(&self, tip: &Oid, cand: Cand) -> Result<Vec<(Oid, format::ParsedNote)>> {
         let objects = match cand {
             Cand::Parsed(parsed) => {
-                let total = parsed.len() as u64;
-                self.report(Stage::ReadNotes, total, Some(total));
+                self.read_done(parsed.len() as u64);
                 return Ok(parsed);
             }
             Cand::Objects(objects) => objects,
@@ -823,10 +895,8 @@ impl<S: StateStore> Promoter<S> {
 
     /// Parses note blobs (on several threads for large sets).
     fn parse(&self, raw: Vec<(Oid, Vec<u8>)>) -> Result<Vec<(Oid, format::ParsedNote)>> {
-        let total = raw.len() as u64;
-        self.report(Stage::ReadNotes, 0, Some(total));
         let parsed = crate::notes::parse_all(&raw, "promote.read")?;
-        self.report(Stage::ReadNotes, total, Some(total));
+        self.read_done(raw.len() as u64);
         Ok(parsed)
     }
 }

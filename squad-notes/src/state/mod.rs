@@ -59,7 +59,7 @@ pub mod conformance;
 pub use memory::InMemoryStateStore;
 #[cfg(feature = "gix")]
 #[cfg_attr(docsrs, doc(cfg(feature = "gix")))]
-pub use orphan::{OrphanBranchStore, STATE_REF};
+pub use orphan::{MergeFile, OrphanBranchStore, STATE_REF};
 pub use worktree::WorktreeStateStore;
 
 /// The longest key accepted, in bytes.

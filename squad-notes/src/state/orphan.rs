@@ -304,6 +304,7 @@ impl OrphanBranchStore {
         tip: Option<ObjectId>,
         edits: &[StateEdit],
         message: &str,
+        theirs: Option<ObjectId>,
     ) -> Result<Attempt> {
         let base_tree = self.tree_of(repo, tip)?;
         let plan: Plan = plan(
@@ -313,7 +314,7 @@ impl OrphanBranchStore {
             },
             edits,
         )?;
-        if plan.is_empty() {
+        if plan.is_empty() && theirs.is_none() {
             return Ok(Attempt::Done);
         }
         let Some(tip) = tip else {
@@ -357,7 +358,7 @@ impl OrphanBranchStore {
         let sig = self.signature(repo);
         let commit = gix::objs::Commit {
             tree,
-            parents: [parent].into_iter().collect(),
+            parents: std::iter::once(parent).chain(theirs).collect(),
             author: sig.clone(),
             committer: sig.clone(),
             encoding: None,
@@ -431,10 +432,13 @@ impl OrphanBranchStore {
             }
             let outcome = self.with_repo(|repo| {
                 let tip = self.tip_of(repo)?;
-                let outcome = self.try_commit(repo, tip, edits, message)?;
+                let outcome = self.try_commit(repo, tip, edits, message, None)?;
                 let raced = match &outcome {
                     Attempt::Done | Attempt::Retry => true,
-                    Attempt::Lost(_) => self.tip_of(repo)? != tip || self.is_locked(repo),
+                    Attempt::Lost(_) => {
+                        self.check_stale_lock(repo)?;
+                        self.tip_of(repo)? != tip || self.is_locked(repo)
+                    }
                 };
                 Ok((outcome, raced))
             })?;
@@ -469,6 +473,202 @@ impl OrphanBranchStore {
         Err(err)
     }
 }
+
+impl OrphanBranchStore {
+    /// Fails with [`ErrorKind::Locked`] when a lock file that no running process holds blocks
+    /// updates of the state ref: retrying cannot help.
+    fn check_stale_lock(&self, repo: &gix::Repository) -> Result<()> {
+        let name = self.ref_name();
+        match crate::health::blocking_locks(repo.common_dir(), name).first() {
+            Some(lock) => Err(crate::health::locked_error("state.apply", name, lock)),
+            None => Ok(()),
+        }
+    }
+
+    /// `true` when the commit `ancestor` is `descendant` or one of its ancestors.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] when either is not a commit of the repository.
+    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool> {
+        self.with_repo(|repo| {
+            let a = commit_id(repo, ancestor)?;
+            let d = commit_id(repo, descendant)?;
+            is_ancestor(repo, a, d)
+        })
+    }
+
+    /// Joins `theirs`, the state ref of another clone (a commit already in the object store,
+    /// for example the tracking ref `refs/remotes/origin/squad-state` after a fetch), into the
+    /// state ref:
+    ///
+    /// - nothing to do when `theirs` is the tip or one of its ancestors;
+    /// - a fast-forward when the tip is an ancestor of `theirs` (or the ref does not exist);
+    /// - otherwise one merge commit whose parents are the tip, then `theirs`, and whose files
+    ///   are those of the tip, with every file of `theirs` joined in by `merge(key, ours,
+    ///   theirs)` (a file only `theirs` has is taken as it is). `source` names `theirs` in the
+    ///   commit message.
+    ///
+    /// The ref moves by compare-and-swap; a race with a local writer is retried from the new
+    /// tip. The local ref only ever moves to a commit that contains its old value.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] when `theirs` is not a commit; [`ErrorKind::Locked`] for a
+    /// left-over lock file; [`ErrorKind::Conflict`] when local writers won every attempt.
+    pub fn merge_remote(
+        &self,
+        theirs: &str,
+        source: &str,
+        merge: &MergeFile,
+    ) -> Result<(crate::sync::MergeAction, String)> {
+        use crate::sync::MergeAction;
+        let turn = writer_lock(&self.common_dir, &self.ref_name);
+        let _turn = turn.lock().unwrap_or_else(|p| p.into_inner());
+        let message = format!("Merge {source} into {}\n", self.ref_name());
+        for attempt in 0..self.max_attempts {
+            if attempt > 0 {
+                std::thread::sleep(backoff(attempt));
+            }
+            let step = self.with_repo(|repo| {
+                let theirs = commit_id(repo, theirs)?;
+                let tip = self.tip_of(repo)?;
+                let Some(tip) = tip else {
+                    return Ok(match self.move_ref(repo, None, theirs, "fast-forward") {
+                        Ok(()) => Some((MergeAction::FastForward, theirs)),
+                        Err(_) => {
+                            self.check_stale_lock(repo)?;
+                            None
+                        }
+                    });
+                };
+                if tip == theirs {
+                    return Ok(Some((MergeAction::UpToDate, tip)));
+                }
+                if is_ancestor(repo, theirs, tip)? {
+                    return Ok(Some((MergeAction::LocalAhead, tip)));
+                }
+                if is_ancestor(repo, tip, theirs)? {
+                    return Ok(
+                        match self.move_ref(repo, Some(tip), theirs, "fast-forward") {
+                            Ok(()) => Some((MergeAction::FastForward, theirs)),
+                            Err(_) => {
+                                self.check_stale_lock(repo)?;
+                                None
+                            }
+                        },
+                    );
+                }
+                let ours_base = TreeBase {
+                    repo,
+                    tree: self.tree_of(repo, Some(tip))?,
+                };
+                let theirs_base = TreeBase {
+                    repo,
+                    tree: self.tree_of(repo, Some(theirs))?,
+                };
+                let mut keys = Vec::new();
+                theirs_base.walk(theirs_base.tree, "", &mut keys)?;
+                let mut edits = Vec::new();
+                for key in keys {
+                    let Some(their_value) = theirs_base.get(&key)? else {
+                        continue;
+                    };
+                    let merged = match ours_base.get(&key)? {
+                        None => their_value,
+                        Some(ours) if ours == their_value => continue,
+                        Some(ours) => {
+                            let merged = merge(&key, &ours, &their_value);
+                            if merged == ours {
+                                continue;
+                            }
+                            merged
+                        }
+                    };
+                    edits.push(StateEdit::write(key, merged));
+                }
+                match self.try_commit(repo, Some(tip), &edits, &message, Some(theirs))? {
+                    Attempt::Done => Ok(self.tip_of(repo)?.map(|t| (MergeAction::Merged, t))),
+                    Attempt::Retry => Ok(None),
+                    Attempt::Lost(_) => {
+                        self.check_stale_lock(repo)?;
+                        Ok(None)
+                    }
+                }
+            })?;
+            if let Some((action, tip)) = step {
+                return Ok((action, tip.to_string()));
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Conflict,
+            "state.merge",
+            format!(
+                "{} kept moving: gave up merging {source} after {} attempts",
+                self.ref_name, self.max_attempts
+            ),
+        ))
+    }
+
+    /// Moves the state ref from `expected` (`None`: it must not exist) to `to` by
+    /// compare-and-swap.
+    fn move_ref(
+        &self,
+        repo: &gix::Repository,
+        expected: Option<ObjectId>,
+        to: ObjectId,
+        why: &str,
+    ) -> std::result::Result<(), gix::Error> {
+        let edit = RefEdit {
+            change: Change::Update {
+                log: LogChange {
+                    mode: RefLog::AndReference,
+                    force_create_reflog: false,
+                    message: BString::from(format!("squad-state: {why}")),
+                },
+                expected: match expected {
+                    Some(tip) => PreviousValue::MustExistAndMatch(Target::Object(tip)),
+                    None => PreviousValue::MustNotExist,
+                },
+                new: Target::Object(to),
+            },
+            name: self.ref_name.clone(),
+            deref: false,
+        };
+        let sig = self.signature(repo);
+        let mut time_buf = gix::date::parse::TimeBuf::default();
+        repo.edit_references_as([edit], Some(sig.to_ref(&mut time_buf)))
+            .map(drop)
+    }
+}
+
+/// The commit `hex` names, or [`ErrorKind::NotFound`].
+fn commit_id(repo: &gix::Repository, hex: &str) -> Result<ObjectId> {
+    let not_found = || {
+        Error::new(
+            ErrorKind::NotFound,
+            "state.merge",
+            format!("state commit {hex} not found"),
+        )
+    };
+    let id = ObjectId::from_hex(hex.as_bytes()).map_err(|_| not_found())?;
+    repo.find_commit(id)
+        .map_err(|e| not_found().with_source(e))?;
+    Ok(id)
+}
+
+fn is_ancestor(repo: &gix::Repository, ancestor: ObjectId, descendant: ObjectId) -> Result<bool> {
+    if ancestor == descendant {
+        return Ok(true);
+    }
+    let base = repo
+        .merge_base(ancestor, descendant)
+        .map_err(|e| backend("state.merge", "cannot compare state commits", e))?;
+    Ok(base.is_some_and(|b| b.detach() == ancestor))
+}
+
+/// Joins two versions of one state file: `(key, ours, theirs) -> merged`.
+pub type MergeFile = dyn Fn(&str, &[u8], &[u8]) -> Vec<u8>;
 
 enum Attempt {
     Done,
@@ -646,5 +846,25 @@ fn summary(edits: &[StateEdit]) -> String {
             }
             s
         }
+    }
+}
+
+impl crate::sync::StateBranch for OrphanBranchStore {
+    fn ref_name(&self) -> &str {
+        OrphanBranchStore::ref_name(self)
+    }
+
+    fn tip(&self) -> Result<Option<String>> {
+        OrphanBranchStore::tip(self)
+    }
+
+    fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool> {
+        OrphanBranchStore::is_ancestor(self, ancestor, descendant)
+    }
+
+    /// Joins the squad's files with [`merge_state_file`](crate::promote::merge_state_file).
+    fn merge_remote(&self, theirs: &str, source: &str) -> Result<crate::sync::MergeAction> {
+        OrphanBranchStore::merge_remote(self, theirs, source, &crate::promote::merge_state_file)
+            .map(|(action, _)| action)
     }
 }

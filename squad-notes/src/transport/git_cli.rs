@@ -39,13 +39,89 @@ pub struct GitCliTransport {
     env: Vec<(OsString, OsString)>,
 }
 
-/// What [`GitCliTransport::setup`] changed in the remote's configuration.
+/// What [`GitCliTransport::setup_with`] changed (or, for a dry run, would change).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SetupReport {
     /// Fetch refspecs added to `remote.<name>.fetch`.
     pub added: Vec<String>,
-    /// Fetch refspecs removed because they fetched straight into local notes refs.
+    /// Always empty: setup never removes a refspec (kept for compatibility).
     pub removed: Vec<String>,
+    /// The remote's existing fetch refspecs that also fetch notes refs (the user's own, such
+    /// as the seed's `refs/notes/*:refs/notes/*`): left as they are, reported.
+    pub kept: Vec<String>,
+    /// Other settings changed: `(key, old value, new value)`.
+    pub config: Vec<(String, Option<String>, String)>,
+    /// Things worth knowing that setup did not change.
+    pub warnings: Vec<String>,
+    /// `true` for a dry run: nothing was written.
+    pub dry_run: bool,
+}
+
+impl SetupReport {
+    /// `true` when setup changed (or would change) nothing.
+    pub fn is_unchanged(&self) -> bool {
+        self.added.is_empty() && self.config.is_empty()
+    }
+}
+
+/// What [`GitCliTransport::setup_with`] sets up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupOptions {
+    /// Show the changes without making them.
+    pub dry_run: bool,
+    /// The state branch that plain `git fetch` should bring into
+    /// `refs/remotes/<remote>/<branch>` (default `squad-state`); `None` leaves it out.
+    pub state_branch: Option<String>,
+    /// Configure git's notes rewrite support for the squad refs (default `true`).
+    pub rewrite: bool,
+}
+
+impl Default for SetupOptions {
+    fn default() -> Self {
+        Self {
+            dry_run: false,
+            state_branch: Some("squad-state".to_owned()),
+            rewrite: true,
+        }
+    }
+}
+
+/// The notes ref glob git's rewrite support is pointed at.
+const REWRITE_REF: &str = "refs/notes/squad/*";
+
+/// Replaces the user-information part of every URL in `text` (`https://user:token@host/…`
+/// becomes `https://***@host/…`), so that no credential reaches a message or a log.
+///
+/// ```
+/// use squad_notes::transport::redact_urls;
+/// assert_eq!(
+///     redact_urls("fatal: unable to access 'https://me:s3cret@example.invalid/r.git/'"),
+///     "fatal: unable to access 'https://***@example.invalid/r.git/'"
+/// );
+/// assert_eq!(redact_urls("no url here"), "no url here");
+/// ```
+pub fn redact_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| c == '/' || c.is_whitespace() || matches!(c, '\'' | '"' | '<' | '>'))
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(at) => {
+                out.push_str("***");
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 impl GitCliTransport {
@@ -76,49 +152,131 @@ impl GitCliTransport {
         &self.repo
     }
 
-    /// Configures `remote` so that plain `git fetch` and `git pull` bring the squad notes into
-    /// `refs/notes/remotes/<remote>/squad/*` and never fail on, or overwrite, local notes.
+    /// [`GitCliTransport::setup_with`] with the default options.
+    ///
+    /// # Errors
+    ///
+    /// As [`GitCliTransport::setup_with`].
+    pub fn setup(&self, remote: &str) -> Result<SetupReport> {
+        self.setup_with(remote, &SetupOptions::default())
+    }
+
+    /// Configures a clone so that plain `git fetch` and `git pull` bring the squad notes into
+    /// `refs/notes/remotes/<remote>/squad/*` (and the state branch into
+    /// `refs/remotes/<remote>/<branch>`) and never fail on, or overwrite, local notes; and so
+    /// that `git commit --amend` and `git rebase` carry the squad notes to the new commits.
     ///
     /// # Behavior
     ///
     /// - Adds `+refs/notes/squad/*:refs/notes/remotes/<remote>/squad/*` to
-    ///   `remote.<remote>.fetch` unless it is there already (idempotent: a second run changes
-    ///   nothing and reports nothing).
-    /// - Removes every fetch refspec of that remote whose destination is a local notes ref
-    ///   (under `refs/notes/` but not `refs/notes/remotes/`), such as the seed's
-    ///   `refs/notes/*:refs/notes/*`: without a `+` it makes `git fetch` exit 1 as soon as local
-    ///   notes differ from the remote's, and with a `+` it overwrites notes not pushed yet.
-    /// - Leaves every other setting alone. Nothing is fetched.
-    /// - An unknown remote is [`ErrorKind::NotFound`]; an invalid name is
-    ///   [`ErrorKind::InvalidInput`].
-    pub fn setup(&self, remote: &str) -> Result<SetupReport> {
+    ///   `remote.<remote>.fetch` unless it is there already.
+    /// - Adds `+refs/heads/<branch>*:refs/remotes/<remote>/<branch>*` for the state branch
+    ///   unless an existing refspec already fetches it (the usual
+    ///   `+refs/heads/*:refs/remotes/<remote>/*` does). A glob, so that `git fetch` still
+    ///   succeeds while the remote has no such branch.
+    /// - With `rewrite`: adds `refs/notes/squad/*` to `notes.rewriteRef` (unless a value covers
+    ///   it), sets `notes.rewrite.amend` and `notes.rewrite.rebase` to `true` unless they are,
+    ///   and sets `notes.rewriteMode` to `concatenate` (every line of both notes is kept when
+    ///   commits are squashed) unless it is `concatenate` or `cat_sort_uniq` already.
+    /// - **Keeps the user's refspecs.** Nothing is removed. A refspec of the remote that fetches
+    ///   straight into local notes refs (such as the seed's `refs/notes/*:refs/notes/*`) is
+    ///   reported in [`SetupReport::kept`], with a warning: for the squad refs it makes plain
+    ///   `git fetch` fail once local notes diverge (or, with `+`, overwrite them);
+    ///   `squad notes sync` is the way to merge them.
+    /// - Idempotent: a second run changes and reports nothing. `dry_run` reports the changes
+    ///   and writes nothing. Nothing is fetched.
+    ///
+    /// # Errors
+    ///
+    /// An unknown remote is [`ErrorKind::NotFound`]; an invalid name is
+    /// [`ErrorKind::InvalidInput`] (nothing changed in either case).
+    pub fn setup_with(&self, remote: &str, options: &SetupOptions) -> Result<SetupReport> {
         validate_remote_name(remote)?;
         self.require_remote(remote, "transport.setup")?;
         let key = format!("remote.{remote}.fetch");
         let existing = self.config_get_all(&key)?;
+        let mut report = SetupReport {
+            dry_run: options.dry_run,
+            ..SetupReport::default()
+        };
+        let mut add: Vec<(String, String)> = Vec::new();
         let wanted = FetchRefspec::notes(remote).to_string();
-        let mut report = SetupReport::default();
-        for spec in &existing {
-            if fetches_into_local_notes(spec) && !report.removed.contains(spec) {
-                self.git_ok(
-                    "transport.setup",
-                    [
-                        "config",
-                        "--fixed-value",
-                        "--unset-all",
-                        key.as_str(),
-                        spec.as_str(),
-                    ],
-                )?;
-                report.removed.push(spec.clone());
+        if !existing.contains(&wanted) {
+            add.push((key.clone(), wanted));
+        }
+        if let Some(branch) = &options.state_branch {
+            let src = format!("refs/heads/{branch}");
+            let dst = format!("refs/remotes/{remote}/{branch}");
+            if !existing.iter().any(|spec| refspec_maps(spec, &src, &dst)) {
+                let glob = format!("+{src}*:{dst}*");
+                if !existing.contains(&glob) {
+                    add.push((key.clone(), glob));
+                }
             }
         }
-        if !existing.contains(&wanted) {
-            self.git_ok(
-                "transport.setup",
-                ["config", "--add", key.as_str(), wanted.as_str()],
-            )?;
-            report.added.push(wanted);
+        for spec in &existing {
+            if fetches_into_local_notes(spec) {
+                report.kept.push(spec.clone());
+                report.warnings.push(format!(
+                    "{key} {spec} is yours and was kept; it also fetches refs/notes/squad/* \
+                     straight into your local notes refs, so a plain `git fetch` fails once they \
+                     differ from the remote's (or, with '+', overwrites them): use \
+                     `squad notes sync` to merge squad notes"
+                ));
+            }
+        }
+        let mut set: Vec<(String, Option<String>, String)> = Vec::new();
+        if options.rewrite {
+            let refs = self.config_get_all("notes.rewriteRef")?;
+            let covered = refs.iter().any(|r| {
+                r == REWRITE_REF
+                    || r.strip_suffix('*')
+                        .is_some_and(|p| "refs/notes/squad/x".starts_with(p))
+            });
+            if !covered {
+                add.push(("notes.rewriteRef".to_owned(), REWRITE_REF.to_owned()));
+            }
+            for flag in ["notes.rewrite.amend", "notes.rewrite.rebase"] {
+                let old = self.config_get_all(flag)?.pop();
+                if old.as_deref().map(str::to_ascii_lowercase).as_deref() != Some("true") {
+                    set.push((flag.to_owned(), old, "true".to_owned()));
+                }
+            }
+            let mode = self.config_get_all("notes.rewriteMode")?.pop();
+            match mode.as_deref() {
+                Some("concatenate" | "cat_sort_uniq") => {}
+                _ => set.push((
+                    "notes.rewriteMode".to_owned(),
+                    mode,
+                    "concatenate".to_owned(),
+                )),
+            }
+            if std::env::var_os("GIT_NOTES_REWRITE_REF").is_some() {
+                report.warnings.push(
+                    "GIT_NOTES_REWRITE_REF is set in the environment and overrides \
+                     notes.rewriteRef for git commands run with it"
+                        .to_owned(),
+                );
+            }
+        }
+        for (k, v) in &add {
+            if !options.dry_run {
+                self.git_ok(
+                    "transport.setup",
+                    ["config", "--add", k.as_str(), v.as_str()],
+                )?;
+            }
+            if k == &key {
+                report.added.push(v.clone());
+            } else {
+                report.config.push((k.clone(), None, v.clone()));
+            }
+        }
+        for (k, old, new) in set {
+            if !options.dry_run {
+                self.git_ok("transport.setup", ["config", k.as_str(), new.as_str()])?;
+            }
+            report.config.push((k, old, new));
         }
         Ok(report)
     }
@@ -205,6 +363,22 @@ impl GitCliTransport {
     }
 }
 
+/// `true` when the fetch refspec `spec` fetches the remote ref `src` into `dst`.
+fn refspec_maps(spec: &str, src: &str, dst: &str) -> bool {
+    let spec = spec.strip_prefix('+').unwrap_or(spec);
+    let Some((from, to)) = spec.split_once(':') else {
+        return false;
+    };
+    match (from.split_once('*'), to.split_once('*')) {
+        (Some((fp, fs)), Some((tp, ts))) => src
+            .strip_prefix(fp)
+            .and_then(|m| m.strip_suffix(fs))
+            .is_some_and(|m| format!("{tp}{m}{ts}") == dst),
+        (None, None) => from == src && to == dst,
+        _ => false,
+    }
+}
+
 /// `true` for a fetch refspec that writes into local notes refs (not tracking refs).
 fn fetches_into_local_notes(spec: &str) -> bool {
     let spec = spec.strip_prefix('+').unwrap_or(spec);
@@ -225,17 +399,13 @@ fn git_failure(op: &'static str, out: &Output) -> Error {
         .filter(|l| !l.trim().is_empty())
         .take(3)
         .collect();
-    let kind = if stderr.contains("does not appear to be a git repository")
-        || stderr.contains("not a git repository")
-    {
-        ErrorKind::NotFound
-    } else {
-        ErrorKind::Backend
-    };
+    // The remote exists (every caller checked its name first): whatever git says now (an
+    // unreachable URL, a refused connection, a path that is no repository) is a failure to
+    // report with git's reason, not bad usage. Credentials in URLs never reach the message.
     Error::new(
-        kind,
+        ErrorKind::Backend,
         op,
-        format!(
+        redact_urls(&format!(
             "git failed ({}): {}",
             out.status,
             if message.is_empty() {
@@ -243,7 +413,7 @@ fn git_failure(op: &'static str, out: &Output) -> Error {
             } else {
                 message.join(" / ")
             }
-        ),
+        )),
     )
 }
 
@@ -274,8 +444,13 @@ impl Transport for GitCliTransport {
         let mut out = Vec::new();
         for spec in refspecs {
             let pattern = spec.dst().strip_suffix('*').unwrap_or(spec.dst());
-            for r in self.for_each_ref(pattern)? {
-                let matches = if spec.dst().ends_with("/*") {
+            // for-each-ref matches whole path components: list the directory of a partial glob.
+            let listed = match pattern.rfind('/') {
+                Some(i) if !pattern.ends_with('/') => &pattern[..=i],
+                _ => pattern,
+            };
+            for r in self.for_each_ref(listed)? {
+                let matches = if spec.dst().ends_with('*') {
                     r.name.starts_with(pattern)
                 } else {
                     r.name == spec.dst()

@@ -11,10 +11,12 @@
 //!   rejects the push (reported per ref as [`PushStatus::StaleLease`]) instead of losing
 //!   somebody's notes.
 //!
-//! [`GitCliTransport::setup`] writes the fetch refspec that lets plain `git fetch` / `git pull`
-//! bring the notes into the tracking refs, and removes refspecs that fetch straight into local
-//! notes refs (the seed's `refs/notes/*:refs/notes/*`, which makes `git fetch` fail or overwrite
-//! unpushed notes).
+//! [`GitCliTransport::setup`] writes the fetch refspecs that let plain `git fetch` / `git pull`
+//! bring the notes (and the state branch) into tracking refs, and git's notes rewrite settings;
+//! it keeps the user's own refspecs and reports those that fetch straight into local notes refs
+//! (the seed's `refs/notes/*:refs/notes/*`, which makes `git fetch` fail or overwrite unpushed
+//! notes). Every message built from git's output has credentials in URLs redacted
+//! ([`redact_urls`]).
 
 use std::fmt;
 
@@ -22,13 +24,16 @@ use crate::{Error, ErrorKind, Result};
 
 mod git_cli;
 
-pub use git_cli::{GitCliTransport, SetupReport};
+pub use git_cli::{GitCliTransport, SetupOptions, SetupReport, redact_urls};
 
 /// What to fetch: remote refs (`src`, may end in `/*`) into remote-tracking refs (`dst`).
 ///
 /// The destination must lie in a tracking namespace of the remote being fetched:
 /// `refs/notes/remotes/<remote>/` or `refs/remotes/<remote>/`. Tracking refs are always
-/// force-updated, since they only mirror the remote.
+/// force-updated, since they only mirror the remote. A refspec may end in `*` (both sides):
+/// `refs/notes/squad/*` matches every ref below that directory, `refs/heads/squad-state*`
+/// every branch whose name starts so (a glob that matches nothing is not an error, where an
+/// exact name missing on the remote would fail the whole fetch).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchRefspec {
     src: String,
@@ -78,11 +83,12 @@ impl FetchRefspec {
                 "the destination must be a tracking ref under {notes_ns} or {branch_ns}"
             ));
         }
-        if self.src.ends_with("/*") != self.dst.ends_with("/*") {
-            return bad("source and destination must both end in /* or neither".into());
+        if self.src.ends_with('*') != self.dst.ends_with('*') {
+            return bad("source and destination must both end in * or neither".into());
         }
         for part in [&self.src, &self.dst] {
             let plain = part.strip_suffix("/*").unwrap_or(part);
+            let plain = plain.strip_suffix('*').unwrap_or(plain);
             if let Err(why) = check_ref_name(plain) {
                 return bad(why);
             }

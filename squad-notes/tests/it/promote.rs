@@ -457,19 +457,59 @@ fn the_default_branch_is_config_then_remote_head_never_local_head() {
     assert!(err.to_string().contains("deadbeef-not-a-rev"));
 }
 
+/// Progress only moves forward within a run (issue 19: the counter went 0, 1, 0, 1, 2 when
+/// several namespaces were read), and the notes read add up to the total announced.
 #[test]
-fn progress_is_reported_on_long_walks() {
-    let (repo, ..) = fixture();
+fn progress_only_moves_forward_across_namespaces() {
+    use squad_notes::promote::Stage;
+    let (repo, c1, c2, _) = fixture();
+    write(
+        &repo,
+        "worf",
+        &c1,
+        &decision("worf", "Pin the TLS version", true),
+    );
+    write(&repo, "research", &c2, &research("tokens", false));
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = seen.clone();
     let p = promoter(&repo).with_progress(move |pr| sink.lock().unwrap().push(pr));
+    // Twice: a cold run, then an incremental one after a new commit and a new note.
     p.promote(&PromoteOptions::default()).unwrap();
-    let seen = seen.lock().unwrap();
-    assert!(
-        seen.iter()
-            .any(|p| p.stage == squad_notes::promote::Stage::ReadNotes && p.total == Some(2)),
-        "{seen:?}"
+    let cold = std::mem::take(&mut *seen.lock().unwrap());
+    let c3 = repo.commit("three");
+    write(&repo, "data", &c3, &decision("data", "later", true));
+    write(
+        &repo,
+        "worf",
+        &c1,
+        &decision("worf", "late note on an old commit", true),
     );
+    p.promote(&PromoteOptions::default()).unwrap();
+    let warm = std::mem::take(&mut *seen.lock().unwrap());
+    for (run, events) in [("cold", &cold), ("incremental", &warm)] {
+        for stage in [Stage::WalkCommits, Stage::ReadNotes] {
+            let done: Vec<u64> = events
+                .iter()
+                .filter(|e| e.stage == stage)
+                .map(|e| e.done)
+                .collect();
+            assert!(
+                done.windows(2).all(|w| w[0] <= w[1]),
+                "{run} {stage:?}: {events:?}"
+            );
+        }
+        let reads: Vec<_> = events
+            .iter()
+            .filter(|e| e.stage == Stage::ReadNotes)
+            .collect();
+        assert!(
+            reads.iter().all(|e| e.total.is_some_and(|t| e.done <= t)),
+            "{run}: {events:?}"
+        );
+        assert!(!reads.is_empty(), "{run}: {events:?}");
+    }
+    let last = cold.iter().rfind(|e| e.stage == Stage::ReadNotes).unwrap();
+    assert_eq!((last.done, last.total), (4, Some(4)), "{cold:?}");
 }
 
 /// `StateEdit::Expect` is what makes the ledger a compare-and-swap: every store honours it.

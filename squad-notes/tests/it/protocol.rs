@@ -76,28 +76,47 @@ fn shared_namespaces_accept_any_agent_but_are_append_only() {
         let mut changed = e.clone();
         changed.content = Some("rewritten history".into());
         let err = notes.write(&ns, &oid(1), &changed).unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
         assert!(err.to_string().contains("append-only"), "{err}");
         assert_eq!(notes.backend().tip(&NotesRef::squad(&ns)).unwrap(), tip);
         assert_eq!(notes.show(&ns, &oid(1)).unwrap().entries.len(), 2);
     }
 }
 
+/// Entries are append-only in the agent's own namespace too (issue 14: an existing id used to
+/// replace the entry silently): the same bytes again are a no-op, other bytes are refused and
+/// the error names `supersedes`.
 #[test]
-fn own_namespace_replaces_an_entry_with_the_same_id() {
+fn own_namespace_is_append_only_too() {
     let notes = Notes::new(InMemoryNotes::new());
     let data = agent("data");
     let e = entry("data", "draft");
     let other = entry("data", "other");
     notes.write(&data, &oid(1), &e).unwrap();
     notes.write(&data, &oid(1), &other).unwrap();
+    let tip = notes.backend().tip(&NotesRef::squad(&data)).unwrap();
+    assert!(!notes.write(&data, &oid(1), &e).unwrap().changed);
     let mut fixed = e.clone();
     fixed.content = Some("final".into());
-    notes.write(&data, &oid(1), &fixed).unwrap();
-    assert_eq!(
-        notes.show(&data, &oid(1)).unwrap().entries,
-        vec![fixed, other]
-    );
+    let err = notes.write(&data, &oid(1), &fixed).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("supersedes"), "{err}");
+    assert!(err.to_string().contains(e.id.as_str()), "{err}");
+    assert_eq!(notes.backend().tip(&NotesRef::squad(&data)).unwrap(), tip);
+    // A batch that holds the same id twice with different bytes is refused as well.
+    let mut twin = entry("data", "one");
+    let mut twin2 = twin.clone();
+    twin2.content = Some("two".into());
+    twin.id = twin2.id.clone();
+    let err = notes
+        .write_batch(&data, &[(oid(2), twin), (oid(2), twin2)])
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(notes.show(&data, &oid(1)).unwrap().entries, {
+        let mut v = vec![e, other];
+        v.sort_by(squad_model::NoteEntry::display_order);
+        v
+    });
 }
 
 #[test]

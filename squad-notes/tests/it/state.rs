@@ -130,9 +130,9 @@ const _: () = {
     assert_send_sync::<squad_notes::transport::GitCliTransport>();
 };
 
-/// The state a writer leaves when it dies in the middle of a multi-key batch: the journal is
-/// written, `a` is renamed into place, `b` is still a temporary file and `old` is not deleted
-/// yet. The next reader completes the batch before it reads.
+/// The state a writer leaves when it dies in the middle of a multi-key batch: the journal (with
+/// the new values) is written, `a` is in place, `b` is not, and `old` is not deleted yet. The
+/// next reader completes the batch before it reads.
 #[test]
 fn worktree_batch_cut_short_by_a_crash_is_completed_by_the_next_reader() {
     let dir = tempfile::tempdir().unwrap();
@@ -147,10 +147,9 @@ fn worktree_batch_cut_short_by_a_crash_is_completed_by_the_next_reader() {
         .unwrap();
     // The crashed batch: a -> a2, notes/b -> b2, delete old.
     std::fs::write(root.join("a.md"), "a2\n").unwrap();
-    std::fs::write(root.join(".squad-tmp-00000000000000bb"), "b2\n").unwrap();
     std::fs::write(
         root.join(".squad-journal"),
-        r#"{"delete":["old.md"],"rename":[[".squad-tmp-00000000000000aa","a.md"],[".squad-tmp-00000000000000bb","notes/b.md"]]}"#,
+        r#"{"delete":["old.md"],"write":[["a.md","61320a"],["notes/b.md","62320a"]]}"#,
     )
     .unwrap();
 
@@ -251,4 +250,41 @@ fn worktree_batches_of_killed_writers_are_all_or_nothing() {
         .collect();
     names.sort();
     assert_eq!(names, [".squad-lock", "a.md", "b", "c.md", "d.md"]);
+}
+
+/// A symlink committed under the state directory never makes the store read or write outside
+/// it (issue 14): a linked directory lists nothing and reads as missing, and writing through it
+/// is refused with nothing created outside.
+#[cfg(unix)]
+#[test]
+fn worktree_store_never_follows_a_symlink_below_its_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("secret.md"), "secret\n").unwrap();
+    let root = dir.path().join(".squad");
+    let store = WorktreeStateStore::new(&root);
+    store.write("decisions.md", b"# Decisions\n").unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("research")).unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.md"), root.join("linked.md")).unwrap();
+    assert_eq!(store.list("").unwrap(), ["decisions.md"]);
+    assert_eq!(store.read("research/secret.md").unwrap(), None);
+    assert_eq!(store.read("linked.md").unwrap(), None);
+    let err = store.write("research/new.md", b"x\n").unwrap_err();
+    assert_eq!(
+        err.kind(),
+        squad_notes::ErrorKind::PermissionDenied,
+        "{err:#}"
+    );
+    let err = store.append("linked.md", b"more\n").unwrap_err();
+    assert_eq!(
+        err.kind(),
+        squad_notes::ErrorKind::PermissionDenied,
+        "{err:#}"
+    );
+    assert!(!outside.join("new.md").exists());
+    assert_eq!(
+        std::fs::read(outside.join("secret.md")).unwrap(),
+        b"secret\n"
+    );
 }

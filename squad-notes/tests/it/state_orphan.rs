@@ -262,15 +262,29 @@ fn out_of_band_advance_is_rebuilt_upon() {
 }
 
 #[test]
-fn a_ref_that_cannot_move_ends_in_a_conflict_error() {
+fn a_ref_whose_lock_a_live_writer_holds_ends_in_a_conflict_error() {
     let (_dir, repo) = fresh_repo();
     let store = OrphanBranchStore::open(&repo).unwrap().with_max_attempts(3);
     store.write("a", b"1").unwrap();
     let tip = git(&repo, &["rev-parse", "squad-state"]);
-    // Another writer holds the ref's lock and never lets go.
+    // Another writer holds the ref's lock (a live process keeps it open) and never lets go.
     let lock = repo.join(".git/refs/heads/squad-state.lock");
-    std::fs::write(&lock, "").unwrap();
+    let mut holder = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("exec 3>\"$0\"; echo held; sleep 30")
+        .arg(&lock)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
     let err = store.append("a", b"2").unwrap_err();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
     assert_eq!(err.kind(), ErrorKind::Conflict, "{err:#}");
     assert!(err.is_retryable());
     assert!(
@@ -283,6 +297,43 @@ fn a_ref_that_cannot_move_ends_in_a_conflict_error() {
         "ref unchanged"
     );
     std::fs::remove_file(&lock).unwrap();
+    store.append("a", b"2").unwrap();
+    assert_eq!(store.read("a").unwrap().as_deref(), Some(&b"12"[..]));
+}
+
+/// A lock file left by a killed process (nobody holds it) is not a race: the write fails at
+/// once, naming the file, instead of retrying (issue 14: 13 minutes before).
+#[test]
+fn a_left_over_lock_fails_at_once_naming_the_file() {
+    let (_dir, repo) = fresh_repo();
+    // Many attempts: a retry loop would take minutes.
+    let store = OrphanBranchStore::open(&repo)
+        .unwrap()
+        .with_max_attempts(10_000);
+    store.write("a", b"1").unwrap();
+    let tip = git(&repo, &["rev-parse", "squad-state"]);
+    for name in ["refs/heads/squad-state.lock", "packed-refs.lock"] {
+        git(&repo, &["pack-refs", "--all"]);
+        let lock = repo.join(".git").join(name);
+        std::fs::write(&lock, "").unwrap();
+        let err = store.append("a", b"2").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Locked, "{name}: {err:#}");
+        assert!(!err.is_retryable() && !err.is_user_error());
+        assert_eq!(
+            err.path().map(|p| p.canonicalize().unwrap()),
+            Some(lock.canonicalize().unwrap())
+        );
+        assert!(
+            err.to_string()
+                .contains(&name.replace('/', std::path::MAIN_SEPARATOR_STR)),
+            "{err}"
+        );
+        assert_eq!(git(&repo, &["rev-parse", "squad-state"]), tip);
+        let stale = squad_notes::health::stale_locks(&repo).unwrap();
+        assert_eq!(stale.len(), 1, "{stale:?}");
+        std::fs::remove_file(&lock).unwrap();
+        assert!(squad_notes::health::stale_locks(&repo).unwrap().is_empty());
+    }
     store.append("a", b"2").unwrap();
     assert_eq!(store.read("a").unwrap().as_deref(), Some(&b"12"[..]));
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use squad_notes::ErrorKind;
 use squad_notes::transport::{
-    FetchRefspec, GitCliTransport, PushStatus, PushUpdate, SetupReport, TrackingRef, Transport,
+    FetchRefspec, GitCliTransport, PushStatus, PushUpdate, TrackingRef, Transport,
 };
 
 use crate::state_git::{configure, git, git_output, repo_with_commit};
@@ -97,8 +97,10 @@ fn fetch_specs(repo: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Setup adds its refspec once and keeps the user's own (issue 14: it used to delete
+/// `refs/notes/*:refs/notes/*`, which also covered notes outside the squad's), reporting it.
 #[test]
-fn setup_is_idempotent_and_removes_refspecs_into_local_notes() {
+fn setup_is_idempotent_and_keeps_the_users_refspecs() {
     let w = world(1);
     let clone = &w.clones[0];
     git(
@@ -112,18 +114,20 @@ fn setup_is_idempotent_and_removes_refspecs_into_local_notes() {
     );
     let transport = transport(clone);
     let report = transport.setup("origin").unwrap();
-    assert_eq!(
-        report,
-        SetupReport {
-            added: vec![NOTES_SPEC.to_owned()],
-            removed: vec!["refs/notes/*:refs/notes/*".to_owned()],
-        }
-    );
-    assert_eq!(transport.setup("origin").unwrap(), SetupReport::default());
+    assert_eq!(report.added, vec![NOTES_SPEC.to_owned()]);
+    assert!(report.removed.is_empty());
+    assert_eq!(report.kept, vec!["refs/notes/*:refs/notes/*".to_owned()]);
+    assert_eq!(report.warnings.len(), 1);
+    let again = transport.setup("origin").unwrap();
+    assert!(again.is_unchanged(), "{again:?}");
     assert_eq!(
         fetch_specs(clone),
-        ["+refs/heads/*:refs/remotes/origin/*", NOTES_SPEC],
-        "the notes refspec is added once; the branch refspec is kept"
+        [
+            "+refs/heads/*:refs/remotes/origin/*",
+            "refs/notes/*:refs/notes/*",
+            NOTES_SPEC
+        ],
+        "the notes refspec is added once; the user's refspecs are kept"
     );
 }
 
@@ -164,7 +168,19 @@ fn three_clones_share_notes_and_plain_fetch_and_pull_keep_working() {
         !out.status.success(),
         "the seed's refspec makes git fetch fail"
     );
-    transport(c).setup("origin").unwrap();
+    let report = transport(c).setup("origin").unwrap();
+    // Setup keeps the user's refspec and says what it does; the user takes its advice.
+    assert_eq!(report.kept, vec!["refs/notes/*:refs/notes/*".to_owned()]);
+    git(
+        c,
+        &[
+            "config",
+            "--fixed-value",
+            "--unset-all",
+            "remote.origin.fetch",
+            "refs/notes/*:refs/notes/*",
+        ],
+    );
 
     // Clone b has its own, different notes for the same namespace, and sets up.
     add_note(b, "data", r#"{"from":"b"}"#);

@@ -733,3 +733,75 @@ mod union_property {
         }
     }
 }
+
+/// `sync_all` carries the state branch with the notes: promotions made in two clones converge
+/// on one commit holding each entry once, a remote without the branch is no error, and each
+/// stage's progress only moves forward.
+#[test]
+fn sync_all_carries_the_state_branch_and_reports_forward_progress() {
+    use squad_notes::state::{OrphanBranchStore, StateStoreExt};
+    use squad_notes::sync::{SyncStage, pull_state, sync_all};
+    let w = world(2);
+    let (a, b) = (&w.clones[0], &w.clones[1]);
+    let ns = agent("data");
+    Notes::new(backend(a))
+        .write(&ns, &w.commits[0], &entry("data", "from a"))
+        .unwrap();
+    // No squad-state anywhere yet: pulling it is a no-op.
+    let sa = OrphanBranchStore::open(a).unwrap();
+    let sb = OrphanBranchStore::open(b).unwrap();
+    let pulled = pull_state(&sa, &transport(a), "origin").unwrap();
+    assert!(!pulled.fetched && pulled.tip.is_none());
+    // Both clones "promote" the same entry and one of their own.
+    let section = |id: &str| format!("### {id}\n\n- **Entry:** {id}\n\n");
+    sa.append("decisions.md", section("shared").as_bytes())
+        .unwrap();
+    sa.append("decisions.md", section("only-a").as_bytes())
+        .unwrap();
+    sa.append("ledger/promoted", b"shared x y r1\nonly-a x y r1\n")
+        .unwrap();
+    sb.append("decisions.md", section("shared").as_bytes())
+        .unwrap();
+    sb.append("decisions.md", section("only-b").as_bytes())
+        .unwrap();
+    sb.append("ledger/promoted", b"shared x y r2\nonly-b x y r2\n")
+        .unwrap();
+    let events = std::sync::Mutex::new(Vec::new());
+    let progress = |p: squad_notes::sync::SyncProgress| events.lock().unwrap().push(p);
+    for (clone, store) in [(a, &sa), (b, &sb), (a, &sa)] {
+        let report = sync_all(
+            &backend(clone),
+            Some(store),
+            &transport(clone),
+            "origin",
+            &SyncOptions::default(),
+            &progress,
+        )
+        .unwrap();
+        assert!(report.state.is_some());
+        let events = std::mem::take(&mut *events.lock().unwrap());
+        for stage in [SyncStage::Fetch, SyncStage::Merge] {
+            let done: Vec<u64> = events
+                .iter()
+                .filter(|e| e.stage == stage)
+                .map(|e| e.done)
+                .collect();
+            assert!(done.windows(2).all(|w| w[0] <= w[1]), "{events:?}");
+        }
+    }
+    let decisions = |repo: &Path| git(repo, &["show", "squad-state:decisions.md"]);
+    let remote = git(&w.remote, &["show", "squad-state:decisions.md"]);
+    assert_eq!(decisions(a), remote);
+    assert_eq!(decisions(b), remote);
+    for id in ["shared", "only-a", "only-b"] {
+        assert_eq!(
+            remote.matches(&format!("- **Entry:** {id}\n")).count(),
+            1,
+            "{remote}"
+        );
+    }
+    let ledger = git(&w.remote, &["show", "squad-state:ledger/promoted"]);
+    assert_eq!(ledger.lines().count(), 3, "{ledger}");
+    assert_plain_git_works(a);
+    assert_plain_git_works(b);
+}

@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 
 use super::config::Login;
-use super::error::{GithubError, GithubErrorKind, GithubResult};
+use crate::error::{ErrorKind, Result};
 
 /// The label every approval issue carries.
 pub const APPROVAL_LABEL: &str = "squad-approval";
@@ -54,7 +54,7 @@ pub struct GateBlock {
 }
 
 /// Checks an identifier that goes inside a marker (run id, gate id, digest).
-pub(crate) fn check_token(what: &'static str, value: &str) -> GithubResult<()> {
+pub(crate) fn check_token(what: &'static str, value: &str) -> Result<()> {
     let ok = !value.is_empty()
         && value.len() <= 128
         && value
@@ -63,8 +63,8 @@ pub(crate) fn check_token(what: &'static str, value: &str) -> GithubResult<()> {
     if ok {
         Ok(())
     } else {
-        Err(GithubError::new(
-            GithubErrorKind::Config,
+        Err(super::gh(
+            ErrorKind::InvalidInput,
             "render issue",
             format!("{what} {value:?} must be 1 to 128 letters, digits, '-', '_', '.' or ':'"),
         ))
@@ -111,9 +111,9 @@ pub fn render_title(payload: &IssuePayload) -> String {
 ///
 /// # Errors
 ///
-/// [`GithubErrorKind::Config`] when the run id, gate id or digest could break out of its marker
+/// [`ErrorKind::InvalidInput`] when the run id, gate id or digest could break out of its marker
 /// (anything but letters, digits, `-`, `_`, `.`, `:`).
-pub fn render_body(payload: &IssuePayload, gate: &GateBlock) -> GithubResult<String> {
+pub fn render_body(payload: &IssuePayload, gate: &GateBlock) -> Result<String> {
     check_token("run id", &gate.run_id)?;
     check_token("gate id", &gate.gate_id)?;
     check_token("digest", &gate.digest)?;

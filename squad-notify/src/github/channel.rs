@@ -2,17 +2,13 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use squad_model::{ChannelKind, NotifySettings};
 
 use super::body::IssuePayload;
 use super::client::GithubClient;
 use super::config::{GithubConfig, Token};
-use super::error::{GithubError, GithubErrorKind};
 use super::poll::{Parsed, PollState, SignalParser};
 use super::types::{Candidate, CandidateContent, Outcome, Rejection, Resolution, Verdict};
 use crate::approvals::Ignored;
@@ -21,30 +17,6 @@ use crate::channel::{ApprovalChannel, Capabilities, Delivery, Polled, Signal, Si
 use crate::error::{Error, ErrorKind, Result};
 use crate::gate::{Gate, GateState, Responder};
 use crate::signal::{Command, parse_comment, parse_label};
-
-impl From<GithubError> for Error {
-    /// Keeps the meaning: a missing token is `Unavailable` (degrade to in-chat), other bad
-    /// settings `InvalidInput`, 401/403 `Unauthorized`, rate limits `RateLimited` (the message
-    /// says how long GitHub asked to wait), 404 `NotFound`, a superseded or untrusted issue
-    /// `Conflict`, and an unreachable or misbehaving GitHub `Delivery`. The message is the
-    /// GitHub layer's, which never holds a token.
-    fn from(e: GithubError) -> Self {
-        let kind = match e.kind() {
-            GithubErrorKind::Config if e.op() == "read token" => ErrorKind::Unavailable,
-            GithubErrorKind::Config => ErrorKind::InvalidInput,
-            GithubErrorKind::Unauthorized | GithubErrorKind::Forbidden => ErrorKind::Unauthorized,
-            GithubErrorKind::NotFound => ErrorKind::NotFound,
-            GithubErrorKind::RateLimited => ErrorKind::RateLimited,
-            GithubErrorKind::UntrustedIssue | GithubErrorKind::Superseded => ErrorKind::Conflict,
-            _ => ErrorKind::Delivery,
-        };
-        let mut message = e.to_string();
-        if let Some(wait) = e.retry_after() {
-            message.push_str(&format!(" (retry in {} s)", wait.as_secs()));
-        }
-        Error::new(kind, "github", message).with_source(e)
-    }
-}
 
 /// The crate's Markdown-aware parser ([`parse_comment`], [`parse_label`]) as the GitHub layer's
 /// [`SignalParser`]: a quoted, fenced or indented `/approve` is no command, and the gate id a
@@ -66,28 +38,11 @@ impl SignalParser<Command> for CommandParser {
     }
 }
 
-/// The crate's [`crate::Clock`] as the GitHub layer's [`super::Clock`] (sleeping on tokio's
-/// timer), so that the channel and its client read the same time.
-#[derive(Debug, Clone)]
-pub struct CrateClock(pub Arc<dyn crate::Clock>);
-
-impl super::Clock for CrateClock {
-    fn now(&self) -> squad_model::Timestamp {
-        self.0.now()
-    }
-
-    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        Box::pin(tokio::time::sleep(duration))
-    }
-}
-
 #[derive(Debug, Clone)]
 struct Tracked {
     state: PollState,
     /// `resume` confirmed that the issue still shows this gate (or `notify` just opened it).
     confirmed: bool,
-    /// The state changed since the host last took it ([`GithubIssueChannel::take_locator`]).
-    dirty: bool,
 }
 
 /// The `github-issue` approval channel.
@@ -107,13 +62,14 @@ struct Tracked {
 /// - `resolve` comments the outcome and closes the issue (approve, approve-all: completed; stop:
 ///   not planned) or relabels it `squad/changes-requested` (changes).
 ///
-/// After each poll, [`GithubIssueChannel::take_locator`] gives the advanced poll state for the
-/// host to store ([`crate::Approvals::update_locator`]), so that a restart keeps the ETags.
+/// A poll that advanced the poll state returns it in [`Polled::locators`], for the host to store
+/// ([`crate::Approvals::update_locator`]; [`crate::Waiter`] does), so that a restart keeps the
+/// ETags. GitHub's `x-poll-interval` comes back in [`Polled::next_poll_after`], a rate limit as
+/// an [`ErrorKind::RateLimited`] error with [`Error::retry_after`].
 pub struct GithubIssueChannel {
     client: GithubClient,
     clock: Arc<dyn crate::Clock>,
     tracked: Mutex<HashMap<String, Tracked>>,
-    hint: Mutex<Option<Duration>>,
 }
 
 impl fmt::Debug for GithubIssueChannel {
@@ -139,7 +95,6 @@ impl GithubIssueChannel {
             client,
             clock,
             tracked: Mutex::new(HashMap::new()),
-            hint: Mutex::new(None),
         }
     }
 
@@ -161,8 +116,7 @@ impl GithubIssueChannel {
         };
         let config = GithubConfig::from_env(&target.repo, &target.handle)?;
         let token = Token::from_env()?;
-        let client =
-            GithubClient::new(config, token)?.with_clock(Arc::new(CrateClock(clock.clone())));
+        let client = GithubClient::new(config, token)?.with_clock(clock.clone());
         Ok(Self::new(client, clock))
     }
 
@@ -222,44 +176,11 @@ impl GithubIssueChannel {
         Ok(Tracked {
             state,
             confirmed: false,
-            dirty: false,
         })
     }
 
     fn store(&self, gate: &Gate, t: Tracked) {
         self.lock().insert(gate.id.as_str().to_owned(), t);
-    }
-
-    /// The serialized poll state of `gate` when it changed since the last call (to store with
-    /// [`crate::Approvals::update_locator`]), else `None`.
-    pub fn take_locator(&self, gate: &Gate) -> Option<String> {
-        let mut map = self.lock();
-        let t = map.get_mut(gate.id.as_str()).filter(|t| t.dirty)?;
-        t.dirty = false;
-        serde_json::to_string(&t.state).ok()
-    }
-
-    /// The pause GitHub asked for before the next poll, as of the last `poll`: `Retry-After` or
-    /// the time until the rate limit resets after a rate-limited poll, or `x-poll-interval`.
-    /// A host waits at least this long (the CLI takes the longer of it and `--interval`).
-    pub fn pause_hint(&self) -> Option<Duration> {
-        *self
-            .hint
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn set_hint(&self, hint: Option<Duration>) {
-        *self
-            .hint
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = hint;
-    }
-
-    /// Records the wait a failed request asks for, and converts the error.
-    fn failed(&self, e: GithubError) -> Error {
-        self.set_hint(e.retry_after());
-        e.into()
     }
 
     /// The approval issue number of `gate`, when known.
@@ -355,7 +276,6 @@ impl ApprovalChannel for GithubIssueChannel {
             Tracked {
                 state: opened.state,
                 confirmed: true,
-                dirty: false,
             },
         );
         Ok(Delivery {
@@ -370,20 +290,12 @@ impl ApprovalChannel for GithubIssueChannel {
     async fn poll(&self, gate: &Gate) -> Result<Polled> {
         let mut t = self.tracked(gate)?;
         if !t.confirmed {
-            self.client
-                .resume(&t.state)
-                .await
-                .map_err(|e| self.failed(e))?;
+            self.client.resume(&t.state).await?;
             t.confirmed = true;
             self.store(gate, t.clone());
         }
         let before = t.state.clone();
-        let step = self
-            .client
-            .step(&mut t.state, &CommandParser)
-            .await
-            .map_err(|e| self.failed(e))?;
-        self.set_hint(step.wait_hint);
+        let step = self.client.step(&mut t.state, &CommandParser).await?;
         let mut ignored: Vec<Ignored> = step
             .rejected
             .iter()
@@ -393,22 +305,29 @@ impl ApprovalChannel for GithubIssueChannel {
             .collect();
         let mut signals = Vec::new();
         if let Some(decision) = step.decision {
-            match self.client.recheck(&t.state, &decision.candidate).await {
-                Ok(Verdict::Authorized(_)) => signals.push(self.signal(&decision.candidate)),
-                Ok(Verdict::Refused(reason)) => ignored.push(Ignored {
+            match self.client.recheck(&t.state, &decision.candidate).await? {
+                Verdict::Authorized(_) => signals.push(self.signal(&decision.candidate)),
+                Verdict::Refused(reason) => ignored.push(Ignored {
                     signal: self.signal(&decision.candidate),
                     reason: format!("refused when consumed: {reason}"),
                 }),
-                // Not consumed: the next poll must see the candidate again.
-                Err(e) => return Err(self.failed(e)),
             }
         }
-        t.dirty |= t.state != before;
+        // A failed recheck returned above: the state is not advanced, so the next poll sees the
+        // candidate again.
+        let mut locators = Vec::new();
+        if t.state != before
+            && let Ok(locator) = serde_json::to_string(&t.state)
+        {
+            locators.push((ChannelKind::GithubIssue, locator));
+        }
         self.store(gate, t);
         Ok(Polled {
             signals,
             exhausted: false,
             ignored,
+            locators,
+            next_poll_after: step.wait_hint,
         })
     }
 

@@ -3,8 +3,9 @@
 //! Every request goes through [`GithubClient::send`]: a relative path (so octocrab adds the token
 //! and the configured base, GitHub Enterprise path prefix included), our own headers
 //! (`If-None-Match` for conditional polling), and our own status classification. octocrab's retry
-//! layer is turned off: waiting on rate limits is done by [`GithubClient::wait`] through the
-//! injected [`Clock`], so that it can be tested without sleeping and stays visible to the caller.
+//! layer is turned off: a rate limit comes back as an error carrying how long GitHub asked to
+//! wait ([`Error::retry_after`]), and the host's wait loop ([`crate::Waiter`]) pauses on its own
+//! clock, so that waiting can be tested without sleeping and stays visible to the caller.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -13,21 +14,20 @@ use std::time::Duration;
 use http::header::{ACCEPT, HeaderMap, IF_NONE_MATCH};
 use http::{Method, StatusCode};
 use serde::de::DeserializeOwned;
-use squad_model::Timestamp;
 
 use super::body::{
     APPROVAL_LABEL, GateBlock, IssuePayload, check_token, neutralize, parse_gate_block,
     parse_run_marker, render_body, render_title,
 };
-use super::clock::{Clock, SystemClock};
 use super::config::{GithubConfig, Login, Token};
-use super::error::{GithubError, GithubErrorKind, GithubResult};
 use super::poll::PollState;
 use super::types::{
     Actor, ActorKind, ApprovalIssue, AuthorizedAs, CollaboratorRole, Outcome, RejectReason,
     Resolution, Verdict,
 };
 use super::wire;
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Error, ErrorKind, Result};
 
 /// The label a changes request leaves on the (still open) issue.
 pub const CHANGES_REQUESTED_LABEL: &str = "squad/changes-requested";
@@ -35,8 +35,8 @@ pub const CHANGES_REQUESTED_LABEL: &str = "squad/changes-requested";
 /// At most this many pages are followed in one listing (a guard against a Link loop).
 const MAX_PAGES: usize = 50;
 
-/// The least time between two writes (GitHub's advice against secondary rate limits).
-const WRITE_SPACING_MS: i64 = 1000;
+/// The least time between two writes by default (GitHub's advice against secondary rate limits).
+pub const DEFAULT_WRITE_SPACING: Duration = Duration::from_secs(1);
 
 /// The squad's own account, as the token sees itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,14 +81,14 @@ impl Reply {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
-    pub(crate) fn json<T: DeserializeOwned>(&self, op: &'static str) -> GithubResult<T> {
+    pub(crate) fn json<T: DeserializeOwned>(&self, op: &'static str) -> Result<T> {
         serde_json::from_str(&self.body).map_err(|e| {
-            GithubError::new(
-                GithubErrorKind::Protocol,
+            Error::github(
+                ErrorKind::Protocol,
                 op,
+                Some(self.status.as_u16()),
                 format!("unexpected JSON from GitHub ({e})"),
             )
-            .with_status(self.status.as_u16())
         })
     }
 
@@ -112,16 +112,18 @@ impl Reply {
 
 /// A client of the GitHub REST API for approval issues.
 ///
-/// It holds the HTTP client (with the token inside it), the [`GithubConfig`] and a [`Clock`].
-/// `Debug` shows the configuration only.
+/// It holds the HTTP client (with the token inside it), the [`GithubConfig`] and a [`Clock`]
+/// (the time that rate-limit resets are compared with). `Debug` shows the configuration only.
 pub struct GithubClient {
     gh: octocrab::Octocrab,
     config: GithubConfig,
     base: http::Uri,
     clock: Arc<dyn Clock>,
     identity: OnceLock<Identity>,
-    /// When the last write was sent (unix milliseconds), to space writes out.
-    last_write: Mutex<Option<i64>>,
+    /// The least time between two writes.
+    write_spacing: Duration,
+    /// When the last write was answered (monotonic), to space writes out.
+    last_write: Mutex<Option<tokio::time::Instant>>,
 }
 
 impl fmt::Debug for GithubClient {
@@ -133,13 +135,9 @@ impl fmt::Debug for GithubClient {
     }
 }
 
-fn transport(op: &'static str, e: octocrab::Error) -> GithubError {
-    GithubError::new(
-        GithubErrorKind::Unavailable,
-        op,
-        "GitHub could not be reached",
-    )
-    .with_source(e)
+fn transport(op: &'static str, e: octocrab::Error) -> Error {
+    // octocrab's own message may name the URL; it stays the source, never the message.
+    super::gh(ErrorKind::Delivery, op, "GitHub could not be reached").with_source(e)
 }
 
 impl GithubClient {
@@ -149,19 +147,20 @@ impl GithubClient {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] when the HTTP client cannot be built for the API base.
-    pub fn new(config: GithubConfig, token: Token) -> GithubResult<Self> {
+    /// [`ErrorKind::InvalidInput`] when the HTTP client cannot be built for the API base.
+    pub fn new(config: GithubConfig, token: Token) -> Result<Self> {
         let bad = |e: octocrab::Error| {
-            GithubError::new(
-                GithubErrorKind::Config,
+            super::gh(
+                ErrorKind::InvalidInput,
                 "build client",
                 "cannot build the HTTP client for the API base",
             )
             .with_source(e)
         };
-        let base: http::Uri = config.api_base().parse().map_err(|_| {
-            GithubError::new(GithubErrorKind::Config, "build client", "bad API base URL")
-        })?;
+        let base: http::Uri = config
+            .api_base()
+            .parse()
+            .map_err(|_| super::gh(ErrorKind::InvalidInput, "build client", "bad API base URL"))?;
         let gh = octocrab::Octocrab::builder()
             .base_uri(config.api_base())
             .map_err(bad)?
@@ -177,6 +176,7 @@ impl GithubClient {
             base,
             clock: Arc::new(SystemClock),
             identity: OnceLock::new(),
+            write_spacing: DEFAULT_WRITE_SPACING,
             last_write: Mutex::new(None),
         })
     }
@@ -185,14 +185,23 @@ impl GithubClient {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] when neither variable holds a token.
-    pub fn from_env(config: GithubConfig) -> GithubResult<Self> {
+    /// [`ErrorKind::InvalidInput`] when neither variable holds a token.
+    pub fn from_env(config: GithubConfig) -> Result<Self> {
         Self::new(config, Token::from_env()?)
     }
 
-    /// Uses `clock` for time and sleeping (tests pass a simulated clock).
+    /// Uses `clock` for the time (tests pass a clock they move by hand).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Spaces writes (issue creation, comments, labels): each waits until `spacing` has passed
+    /// since the previous write was answered, on the monotonic timer of the tokio runtime. The default is [`DEFAULT_WRITE_SPACING`], GitHub's
+    /// advice against secondary rate limits; `Duration::ZERO` turns pacing off (for a host that
+    /// paces its requests itself, and for tests).
+    pub fn with_write_spacing(mut self, spacing: Duration) -> Self {
+        self.write_spacing = spacing;
         self
     }
 
@@ -201,23 +210,19 @@ impl GithubClient {
         &self.config
     }
 
-    pub(crate) fn clock(&self) -> &dyn Clock {
-        self.clock.as_ref()
-    }
-
     pub(crate) fn repo_path(&self) -> String {
         let r = self.config.repo();
         format!("/repos/{}/{}", r.owner(), r.name())
     }
 
     /// Turns a pagination URL into a path under our base; refuses another host.
-    pub(crate) fn relative(&self, op: &'static str, url: &str) -> GithubResult<String> {
+    pub(crate) fn relative(&self, op: &'static str, url: &str) -> Result<String> {
         let uri: http::Uri = url
             .parse()
-            .map_err(|_| GithubError::new(GithubErrorKind::Protocol, op, "bad pagination link"))?;
+            .map_err(|_| super::gh(ErrorKind::Protocol, op, "bad pagination link"))?;
         if uri.authority().is_some() && uri.authority() != self.base.authority() {
-            return Err(GithubError::new(
-                GithubErrorKind::Protocol,
+            return Err(super::gh(
+                ErrorKind::Protocol,
                 op,
                 "pagination link points at another host",
             ));
@@ -238,8 +243,9 @@ impl GithubClient {
         path: &str,
         body: Option<&serde_json::Value>,
         etag: Option<&str>,
-    ) -> GithubResult<Reply> {
-        if method != Method::GET {
+    ) -> Result<Reply> {
+        let write = method != Method::GET;
+        if write {
             self.pace_write().await;
         }
         let mut builder = http::Request::builder()
@@ -253,11 +259,11 @@ impl GithubClient {
             .gh
             .build_request(builder, body)
             .map_err(|e| transport(op, e))?;
-        let response = self
-            .gh
-            .execute(request)
-            .await
-            .map_err(|e| transport(op, e))?;
+        let response = self.gh.execute(request).await;
+        if write {
+            self.wrote();
+        }
+        let response = response.map_err(|e| transport(op, e))?;
         let status = response.status();
         let headers = response.headers().clone();
         let body = self
@@ -277,51 +283,54 @@ impl GithubClient {
         }
     }
 
-    /// Waits, on the client's clock, until a second has passed since the previous write.
+    /// Waits until [`GithubClient::with_write_spacing`] has passed since the previous write was
+    /// answered.
     async fn pace_write(&self) {
-        let now = self.clock.now().unix_millis();
-        let wait = {
-            let mut last = self
-                .last_write
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let wait = last.map_or(0, |t| (t + WRITE_SPACING_MS - now).max(0));
-            *last = Some(now + wait);
-            wait
-        };
-        if wait > 0 {
-            self.clock
-                .sleep(Duration::from_millis(u64::try_from(wait).unwrap_or(0)))
-                .await;
+        if self.write_spacing.is_zero() {
+            return;
+        }
+        let last = *self
+            .last_write
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(last) = last {
+            tokio::time::sleep_until(last + self.write_spacing).await;
         }
     }
 
-    fn classify(&self, op: &'static str, reply: &Reply) -> GithubError {
+    /// Notes that a write was answered (or failed).
+    fn wrote(&self) {
+        *self
+            .last_write
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tokio::time::Instant::now());
+    }
+
+    fn classify(&self, op: &'static str, reply: &Reply) -> Error {
         let code = reply.status.as_u16();
         let message = serde_json::from_str::<wire::ErrorBody>(&reply.body)
             .map(|b| b.message)
             .unwrap_or_default();
         let short: String = message.chars().take(200).collect();
-        let err = |kind, text: &str| GithubError::new(kind, op, text).with_status(code);
+        let err = |kind, text: &str| Error::github(kind, op, Some(code), text);
         match code {
-            401 => err(GithubErrorKind::Unauthorized, "GitHub refused the token"),
+            401 => err(ErrorKind::Unauthorized, "GitHub refused the token"),
             403 | 429 => match self.rate_limit_wait(reply) {
-                Some(wait) => {
-                    err(GithubErrorKind::RateLimited, "rate limited").with_retry_after(wait)
-                }
+                Some(wait) => err(
+                    ErrorKind::RateLimited,
+                    &format!("rate limited (retry in {} s)", wait.as_secs()),
+                )
+                .with_retry_after(wait),
                 None if code == 429 || short.to_ascii_lowercase().contains("rate limit") => {
                     // No header says how long: GitHub's guidance is at least a minute.
-                    err(GithubErrorKind::RateLimited, "rate limited")
+                    err(ErrorKind::RateLimited, "rate limited (retry in 60 s)")
                         .with_retry_after(Duration::from_secs(60))
                 }
-                None => err(GithubErrorKind::Forbidden, &format!("forbidden: {short}")),
+                None => err(ErrorKind::Forbidden, &format!("forbidden: {short}")),
             },
-            404 | 410 => err(GithubErrorKind::NotFound, "not found"),
-            500..=599 => err(GithubErrorKind::Unavailable, "GitHub is unavailable"),
-            _ => err(
-                GithubErrorKind::Protocol,
-                &format!("unexpected answer: {short}"),
-            ),
+            404 | 410 => err(ErrorKind::NotFound, "not found"),
+            500..=599 => err(ErrorKind::Delivery, "GitHub is unavailable"),
+            _ => err(ErrorKind::Protocol, &format!("unexpected answer: {short}")),
         }
     }
 
@@ -349,16 +358,12 @@ impl GithubClient {
         &self,
         op: &'static str,
         path: &str,
-    ) -> GithubResult<T> {
+    ) -> Result<T> {
         self.send(op, Method::GET, path, None, None).await?.json(op)
     }
 
     /// Lists every page of a listing, following `Link: rel="next"`.
-    async fn list_all<T: DeserializeOwned>(
-        &self,
-        op: &'static str,
-        first: &str,
-    ) -> GithubResult<Vec<T>> {
+    async fn list_all<T: DeserializeOwned>(&self, op: &'static str, first: &str) -> Result<Vec<T>> {
         let mut items = Vec::new();
         let mut path = first.to_owned();
         for _ in 0..MAX_PAGES {
@@ -369,11 +374,7 @@ impl GithubClient {
                 None => return Ok(items),
             }
         }
-        Err(GithubError::new(
-            GithubErrorKind::Protocol,
-            op,
-            "too many pages",
-        ))
+        Err(super::gh(ErrorKind::Protocol, op, "too many pages"))
     }
 
     /// The squad's own account: the configured own login, or else `GET /user` (cached).
@@ -381,7 +382,7 @@ impl GithubClient {
     /// # Errors
     ///
     /// The request's error when no own login is configured and `GET /user` fails.
-    pub async fn identity(&self) -> GithubResult<Identity> {
+    pub async fn identity(&self) -> Result<Identity> {
         if let Some(id) = self.identity.get() {
             return Ok(id.clone());
         }
@@ -422,10 +423,10 @@ impl GithubClient {
         }
     }
 
-    fn approval_issue(&self, issue: wire::Issue, own: &Identity) -> GithubResult<ApprovalIssue> {
+    fn approval_issue(&self, issue: wire::Issue, own: &Identity) -> Result<ApprovalIssue> {
         let untrusted = |why: &str| {
-            GithubError::new(
-                GithubErrorKind::UntrustedIssue,
+            super::gh(
+                ErrorKind::Untrusted,
                 "read issue",
                 format!("issue #{}: {why}", issue.number),
             )
@@ -455,9 +456,9 @@ impl GithubClient {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::UntrustedIssue`] when the body was not written by the squad's own
+    /// [`ErrorKind::Untrusted`] when the body was not written by the squad's own
     /// account or holds no single well-formed gate block; request errors otherwise.
-    pub async fn get_issue(&self, number: u64) -> GithubResult<ApprovalIssue> {
+    pub async fn get_issue(&self, number: u64) -> Result<ApprovalIssue> {
         let own = self.identity().await?;
         let path = format!("{}/issues/{number}", self.repo_path());
         let issue: wire::Issue = self.get_json("get issue", &path).await?;
@@ -469,13 +470,13 @@ impl GithubClient {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Superseded`] when the issue shows another gate;
-    /// [`GithubErrorKind::UntrustedIssue`] as for [`GithubClient::get_issue`]; request errors.
-    pub async fn resume(&self, state: &PollState) -> GithubResult<ApprovalIssue> {
+    /// [`ErrorKind::Superseded`] when the issue shows another gate;
+    /// [`ErrorKind::Untrusted`] as for [`GithubClient::get_issue`]; request errors.
+    pub async fn resume(&self, state: &PollState) -> Result<ApprovalIssue> {
         let issue = self.get_issue(state.issue).await?;
         if issue.gate.gate_id != state.gate_id {
-            return Err(GithubError::new(
-                GithubErrorKind::Superseded,
+            return Err(super::gh(
+                ErrorKind::Superseded,
                 "resume",
                 format!(
                     "issue #{} shows gate {}, not {}",
@@ -493,7 +494,7 @@ impl GithubClient {
     /// # Errors
     ///
     /// Request errors.
-    pub async fn find_run_issue(&self, run_id: &str) -> GithubResult<Option<ApprovalIssue>> {
+    pub async fn find_run_issue(&self, run_id: &str) -> Result<Option<ApprovalIssue>> {
         check_token("run id", run_id)?;
         let own = self.identity().await?;
         let first = format!(
@@ -519,8 +520,8 @@ impl GithubClient {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::NotFound`] when there is no such account; request errors.
-    pub async fn user_id(&self, login: &Login) -> GithubResult<u64> {
+    /// [`ErrorKind::NotFound`] when there is no such account; request errors.
+    pub async fn user_id(&self, login: &Login) -> Result<u64> {
         let user: wire::User = self
             .get_json("get user", &format!("/users/{}", login.as_str()))
             .await?;
@@ -535,15 +536,15 @@ impl GithubClient {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] for a run id, gate id or digest that cannot go in a marker;
-    /// [`GithubErrorKind::NotFound`] when the approver handle is no GitHub account; request errors.
+    /// [`ErrorKind::InvalidInput`] for a run id, gate id or digest that cannot go in a marker;
+    /// [`ErrorKind::NotFound`] when the approver handle is no GitHub account; request errors.
     pub async fn open_gate(
         &self,
         run_id: &str,
         gate_id: &str,
         digest: &str,
         payload: &IssuePayload,
-    ) -> GithubResult<OpenedGate> {
+    ) -> Result<OpenedGate> {
         let own = self.identity().await?;
         let approver = self.config.approver().clone();
         let gate = GateBlock {
@@ -610,12 +611,7 @@ impl GithubClient {
         })
     }
 
-    async fn create_issue(
-        &self,
-        title: &str,
-        body: &str,
-        approver: &Login,
-    ) -> GithubResult<wire::Issue> {
+    async fn create_issue(&self, title: &str, body: &str, approver: &Login) -> Result<wire::Issue> {
         let path = format!("{}/issues", self.repo_path());
         let with_assignee = serde_json::json!({
             "title": title, "body": body, "labels": [APPROVAL_LABEL],
@@ -651,8 +647,8 @@ impl GithubClient {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] for a malformed login; request errors (callers fail closed).
-    pub async fn collaborator_role(&self, login: &str) -> GithubResult<CollaboratorRole> {
+    /// [`ErrorKind::InvalidInput`] for a malformed login; request errors (callers fail closed).
+    pub async fn collaborator_role(&self, login: &str) -> Result<CollaboratorRole> {
         let login = Login::new(login)?;
         let path = format!(
             "{}/collaborators/{}/permission",
@@ -671,7 +667,7 @@ impl GithubClient {
                 },
                 permission: p.permission,
             }),
-            Err(e) if e.kind() == GithubErrorKind::NotFound => Ok(CollaboratorRole {
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(CollaboratorRole {
                 role_name: "none".to_owned(),
                 permission: "none".to_owned(),
             }),
@@ -688,7 +684,7 @@ impl GithubClient {
     ///
     /// Request errors of the permission check; the caller must then treat the actor as not
     /// authorized (fail closed).
-    pub async fn authorize(&self, actor: &Actor, state: &PollState) -> GithubResult<Verdict> {
+    pub async fn authorize(&self, actor: &Actor, state: &PollState) -> Result<Verdict> {
         let own = self.identity().await?;
         if actor.is_self || own.is(&actor.login, actor.id) {
             return Ok(Verdict::Refused(RejectReason::OwnAccount));
@@ -725,9 +721,9 @@ impl GithubClient {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] for a malformed gate id or login; request errors (the steps
+    /// [`ErrorKind::InvalidInput`] for a malformed gate id or login; request errors (the steps
     /// are idempotent, so the whole call can be retried).
-    pub async fn resolve(&self, issue: u64, resolution: &Resolution) -> GithubResult<()> {
+    pub async fn resolve(&self, issue: u64, resolution: &Resolution) -> Result<()> {
         check_token("gate id", &resolution.gate_id)?;
         // A decision taken in the chat session names no GitHub account.
         let by = if resolution.by == "in-chat" {
@@ -784,9 +780,5 @@ impl GithubClient {
                 .await?;
         }
         Ok(())
-    }
-
-    pub(crate) fn now(&self) -> Timestamp {
-        self.clock.now()
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::error::{GithubError, GithubErrorKind, GithubResult};
+use crate::error::{ErrorKind, Result};
 
 /// The API base used when `GITHUB_API_URL` is unset (the GitHub Actions convention).
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
@@ -17,8 +17,8 @@ impl Login {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] when it is not a GitHub login.
-    pub fn new(value: &str) -> GithubResult<Self> {
+    /// [`ErrorKind::InvalidInput`] when it is not a GitHub login.
+    pub fn new(value: &str) -> Result<Self> {
         let v = value.strip_prefix('@').unwrap_or(value);
         let core = v.strip_suffix("[bot]").unwrap_or(v);
         let ok = !core.is_empty()
@@ -28,8 +28,8 @@ impl Login {
         if ok {
             Ok(Self(v.to_owned()))
         } else {
-            Err(GithubError::new(
-                GithubErrorKind::Config,
+            Err(super::gh(
+                ErrorKind::InvalidInput,
                 "read config",
                 format!("{value:?} is not a GitHub login (letters, digits and '-', at most 39)"),
             ))
@@ -78,12 +78,12 @@ impl RepoSlug {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] unless the text is two non-empty parts of letters, digits, `-`,
+    /// [`ErrorKind::InvalidInput`] unless the text is two non-empty parts of letters, digits, `-`,
     /// `_` and `.` separated by one `/` (`.` and `..` are refused as names).
-    pub fn parse(value: &str) -> GithubResult<Self> {
+    pub fn parse(value: &str) -> Result<Self> {
         let bad = || {
-            GithubError::new(
-                GithubErrorKind::Config,
+            super::gh(
+                ErrorKind::InvalidInput,
                 "read config",
                 format!("{value:?} is not an owner/repo slug"),
             )
@@ -116,6 +116,72 @@ impl RepoSlug {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The repository a git remote URL points at, when its host is one of `hosts` (compared
+    /// without case; `github.com`, plus a GitHub Enterprise host): the https form
+    /// (`https://github.com/owner/repo.git`, credentials allowed and ignored), the ssh forms
+    /// (`git@github.com:owner/repo.git`, `ssh://git@github.com:22/owner/repo`) and `git://`.
+    /// `None` for any other URL.
+    ///
+    /// ```
+    /// use squad_notify::github::RepoSlug;
+    ///
+    /// let hosts = ["github.com"];
+    /// for url in [
+    ///     "https://github.com/acme/widgets.git",
+    ///     "https://user:token@github.com/acme/widgets",
+    ///     "git@github.com:acme/widgets.git",
+    ///     "ssh://git@github.com:22/acme/widgets/",
+    /// ] {
+    ///     assert_eq!(RepoSlug::from_remote_url(url, &hosts).unwrap().to_string(), "acme/widgets");
+    /// }
+    /// assert!(RepoSlug::from_remote_url("https://gitlab.com/acme/widgets", &hosts).is_none());
+    /// ```
+    pub fn from_remote_url(url: &str, hosts: &[&str]) -> Option<Self> {
+        Self::remote(url, hosts)
+    }
+
+    /// Like [`RepoSlug::from_remote_url`] for `github.com` and the host of `GITHUB_API_URL`
+    /// (a GitHub Enterprise server), the hosts a `github-issue` channel can reach.
+    pub fn from_remote_url_env(url: &str) -> Option<Self> {
+        let api = std::env::var("GITHUB_API_URL").unwrap_or_default();
+        let ghe = api
+            .split_once("://")
+            .and_then(|(_, rest)| rest.split(['/', ':', '?']).next())
+            .and_then(|authority| authority.rsplit('@').next())
+            .unwrap_or_default()
+            .to_owned();
+        Self::remote(url, &["github.com", ghe.as_str()])
+    }
+
+    fn remote(url: &str, hosts: &[&str]) -> Option<Self> {
+        let url = url.trim();
+        let (host, path) = match url.split_once("://") {
+            Some((scheme, rest)) => {
+                if !matches!(scheme, "https" | "http" | "ssh" | "git" | "git+ssh") {
+                    return None;
+                }
+                let (authority, path) = rest.split_once('/')?;
+                let host = authority.rsplit('@').next()?;
+                // An ssh port or an https port follows the host.
+                (host.split(':').next()?, path)
+            }
+            None => {
+                // scp-like: [user@]host:owner/repo
+                let (authority, path) = url.split_once(':')?;
+                if authority.contains('/') {
+                    return None;
+                }
+                (authority.rsplit('@').next()?, path)
+            }
+        };
+        if host.is_empty() || !hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            return None;
+        }
+        let path = path.trim_matches('/');
+        let path = path.strip_suffix(".git").unwrap_or(path);
+        Self::parse(path).ok()
+    }
 }
 
 impl fmt::Display for RepoSlug {
@@ -141,7 +207,7 @@ impl fmt::Debug for RepoSlug {
 /// assert_eq!(c.repo().to_string(), "acme/widgets");
 /// assert_eq!(c.approver().as_str(), "octocat");
 /// assert!(GithubConfig::new("not a slug", "octocat").is_err());
-/// # Ok::<(), squad_notify::github::GithubError>(())
+/// # Ok::<(), squad_notify::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GithubConfig {
@@ -157,8 +223,8 @@ impl GithubConfig {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] for a malformed slug or login.
-    pub fn new(repo: &str, approver: &str) -> GithubResult<Self> {
+    /// [`ErrorKind::InvalidInput`] for a malformed slug or login.
+    pub fn new(repo: &str, approver: &str) -> Result<Self> {
         Ok(Self {
             repo: RepoSlug::parse(repo)?,
             approver: Login::new(approver)?,
@@ -172,8 +238,8 @@ impl GithubConfig {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] for a malformed slug, login or URL.
-    pub fn from_env(repo: &str, approver: &str) -> GithubResult<Self> {
+    /// [`ErrorKind::InvalidInput`] for a malformed slug, login or URL.
+    pub fn from_env(repo: &str, approver: &str) -> Result<Self> {
         Self::from_lookup(repo, approver, &|name| std::env::var(name).ok())
     }
 
@@ -181,12 +247,12 @@ impl GithubConfig {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] for a malformed slug, login or URL.
+    /// [`ErrorKind::InvalidInput`] for a malformed slug, login or URL.
     pub fn from_lookup(
         repo: &str,
         approver: &str,
         lookup: &dyn Fn(&str) -> Option<String>,
-    ) -> GithubResult<Self> {
+    ) -> Result<Self> {
         let config = Self::new(repo, approver)?;
         match lookup("GITHUB_API_URL") {
             Some(url) if !url.trim().is_empty() => config.with_api_base(url.trim()),
@@ -198,11 +264,11 @@ impl GithubConfig {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] when it is not an absolute http(s) URL with a host.
-    pub fn with_api_base(mut self, url: &str) -> GithubResult<Self> {
+    /// [`ErrorKind::InvalidInput`] when it is not an absolute http(s) URL with a host.
+    pub fn with_api_base(mut self, url: &str) -> Result<Self> {
         let bad = |why: &str| {
-            GithubError::new(
-                GithubErrorKind::Config,
+            super::gh(
+                ErrorKind::InvalidInput,
                 "read config",
                 format!("API base {url:?} {why}"),
             )
@@ -224,8 +290,8 @@ impl GithubConfig {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] for a malformed login.
-    pub fn with_own_login(mut self, login: &str) -> GithubResult<Self> {
+    /// [`ErrorKind::InvalidInput`] for a malformed login.
+    pub fn with_own_login(mut self, login: &str) -> Result<Self> {
         self.own_login = Some(Login::new(login)?);
         Ok(self)
     }
@@ -261,12 +327,12 @@ impl Token {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] when it is empty or holds whitespace or control characters
+    /// [`ErrorKind::InvalidInput`] when it is empty or holds whitespace or control characters
     /// (the message does not repeat it).
-    pub fn new(value: String) -> GithubResult<Self> {
+    pub fn new(value: String) -> Result<Self> {
         if value.is_empty() || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(GithubError::new(
-                GithubErrorKind::Config,
+            return Err(super::gh(
+                ErrorKind::InvalidInput,
                 "read token",
                 "the token is empty or holds whitespace",
             ));
@@ -279,8 +345,9 @@ impl Token {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] when neither is set to a usable value.
-    pub fn from_env() -> GithubResult<Self> {
+    /// [`ErrorKind::Unavailable`] when neither is set; [`ErrorKind::InvalidInput`] when the value
+    /// is not a usable token.
+    pub fn from_env() -> Result<Self> {
         Self::from_lookup(&|name| std::env::var(name).ok())
     }
 
@@ -298,8 +365,9 @@ impl Token {
     ///
     /// # Errors
     ///
-    /// [`GithubErrorKind::Config`] when neither is set to a usable value.
-    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> GithubResult<Self> {
+    /// [`ErrorKind::Unavailable`] when neither is set; [`ErrorKind::InvalidInput`] when the value
+    /// is not a usable token.
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
         for var in ["GITHUB_TOKEN", "GH_TOKEN"] {
             if let Some(v) = lookup(var) {
                 let v = v.trim();
@@ -308,8 +376,10 @@ impl Token {
                 }
             }
         }
-        Err(GithubError::new(
-            GithubErrorKind::Config,
+        // A missing token is no bad input: the channel cannot work here, and hosts degrade to
+        // in-chat.
+        Err(super::gh(
+            ErrorKind::Unavailable,
             "read token",
             "set GITHUB_TOKEN or GH_TOKEN",
         ))

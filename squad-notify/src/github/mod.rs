@@ -23,13 +23,16 @@
 //!   pages), events from the last non-full page, both with `If-None-Match`: an unchanged issue
 //!   costs two 304s per poll, which do not count against the rate limit. The [`PollState`] is
 //!   serializable so a fresh process resumes with the same ETags.
-//! - **Rate limits are honoured by us, visibly.** octocrab's retry layer is off; `Retry-After`,
-//!   `x-ratelimit-remaining: 0` + `x-ratelimit-reset` and `x-poll-interval` pause
-//!   [`GithubClient::wait`] through an injected [`Clock`], transient failures back off
-//!   exponentially with jitter.
+//! - **Rate limits are honoured by us, visibly.** octocrab's retry layer is off; `Retry-After`
+//!   and `x-ratelimit-remaining: 0` + `x-ratelimit-reset` come back as
+//!   [`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited) with
+//!   [`Error::retry_after`](crate::Error::retry_after), `x-poll-interval` as
+//!   [`Step::wait_hint`]; the crate's wait loop ([`crate::Waiter`], paced by [`crate::Pacer`])
+//!   pauses accordingly, and backs off transient failures exponentially with jitter. Writes are
+//!   spaced a second apart ([`GithubClient::with_write_spacing`]).
 //! - **No secret leaks.** The token is read from `GITHUB_TOKEN` or `GH_TOKEN` at use time,
-//!   moved into the HTTP client and never stored, printed or put in a [`GithubError`]. No
-//!   octocrab, http or serde_json type appears in a public signature.
+//!   moved into the HTTP client and never stored, printed or put in an error. No octocrab, http
+//!   or serde_json type appears in a public signature.
 //!
 //! # Plugging it into an approval channel
 //!
@@ -40,25 +43,28 @@
 //! | Channel step | Call |
 //! |---|---|
 //! | notify a gate | [`GithubClient::open_gate`] with the run id, gate id, digest and [`IssuePayload`]; keep [`OpenedGate::state`] with the pending gate in `state.json` and the issue number and URL for `notifications.md` |
-//! | wait | [`GithubClient::wait`] (its own loop, [`WaitOptions::timeout`] for `--timeout`), or [`GithubClient::step`] per host-scheduled poll; persist the [`PollState`] after each step |
+//! | wait | [`GithubClient::step`] per poll, pausing between polls as [`crate::Pacer`] says (the interval, GitHub's hints, a jittered backoff after failures); persist the [`PollState`] after each step |
 //! | parse | any [`SignalParser`]: the crate's Markdown-aware parser wrapped to return [`Parsed`] with the gate id a command names |
-//! | log ignored signals | [`WaitReport::rejected`] / [`Step::rejected`], each with a [`RejectReason`] |
+//! | log ignored signals | [`Step::rejected`], each with a [`RejectReason`] |
 //! | consume | [`GithubClient::recheck`] on [`Decision::candidate`]; act only on [`Verdict::Authorized`] |
 //! | resolve | [`GithubClient::resolve`] with a [`Resolution`] |
-//! | resume | deserialize the [`PollState`], [`GithubClient::resume`] to confirm the issue still shows that gate, then wait again |
+//! | resume | deserialize the [`PollState`], [`GithubClient::resume`] to confirm the issue still shows that gate, then poll again |
 //!
-//! A [`WaitOutcome::TimedOut`] leaves the gate pending. A [`GithubError`] carries a
-//! [`GithubErrorKind`] (`Config`, `Unauthorized`, `Forbidden`, `NotFound`, `RateLimited` with
-//! [`GithubError::retry_after`], `Unavailable`, `Protocol`, `UntrustedIssue`, `Superseded`) to map onto the
-//! crate's error kinds.
+//! Errors are the crate's [`Error`](crate::Error): a missing token is
+//! [`Unavailable`](crate::ErrorKind::Unavailable) (degrade to in-chat), a bad setting
+//! [`InvalidInput`](crate::ErrorKind::InvalidInput), 401 `Unauthorized`, 403 `Forbidden`, a rate
+//! limit `RateLimited` with [`Error::retry_after`](crate::Error::retry_after), 404 `NotFound`,
+//! 5xx or unreachable `Delivery`, an unreadable answer `Protocol`, an issue we did not write
+//! `Untrusted`, an issue that shows a later gate `Superseded`.
 //!
 //! Comments relayed by a GitHub Actions watcher (see `examples/github-approval-watcher.yml`) are
 //! written by a bot and therefore never count here: the poller reads the human's own comment or
 //! label event and applies the same checks itself.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), squad_notify::github::GithubError> {
+//! # async fn demo() -> Result<(), squad_notify::Error> {
 //! use squad_notify::github::*;
+//! use squad_notify::{Pacer, PacerOptions, SystemClock, Clock};
 //!
 //! let config = GithubConfig::from_env("acme/widgets", "octocat")?;
 //! let client = GithubClient::from_env(config)?;
@@ -77,19 +83,27 @@
 //!     }
 //!     _ => None,
 //! };
-//! let report = client.wait(&mut state, &parser, &WaitOptions::default()).await?;
-//! if let WaitOutcome::Decided(d) = report.outcome {
-//!     if client.recheck(&state, &d.candidate).await?.is_authorized() {
-//!         client
-//!             .resolve(state.issue, &Resolution {
-//!                 gate_id: state.gate_id.clone(),
-//!                 outcome: d.signal,
-//!                 by: d.candidate.actor.login.clone(),
-//!                 at: squad_model::Timestamp::now(),
-//!                 note: None,
-//!             })
-//!             .await?;
-//!     }
+//! let mut pacer = Pacer::new(SystemClock.now(), &PacerOptions::default());
+//! let decision = loop {
+//!     // The pacer says how long to pause after each step (a real host sleeps here).
+//!     let pause = match client.step(&mut state, &parser).await {
+//!         Ok(Step { decision: Some(d), .. }) => break d,
+//!         Ok(step) => pacer.after_poll(SystemClock.now(), None, step.wait_hint),
+//!         Err(e) if e.is_retryable() => pacer.after_poll(SystemClock.now(), Some(&e), None),
+//!         Err(e) => return Err(e),
+//!     };
+//!     tokio::time::sleep(pause).await;
+//! };
+//! if client.recheck(&state, &decision.candidate).await?.is_authorized() {
+//!     client
+//!         .resolve(state.issue, &Resolution {
+//!             gate_id: state.gate_id.clone(),
+//!             outcome: decision.signal,
+//!             by: decision.candidate.actor.login.clone(),
+//!             at: squad_model::Timestamp::now(),
+//!             note: None,
+//!         })
+//!         .await?;
 //! }
 //! # Ok(())
 //! # }
@@ -98,24 +112,28 @@
 pub mod body;
 mod channel;
 mod client;
-mod clock;
 mod config;
-mod error;
 mod poll;
 mod types;
 mod wire;
 
 pub use body::{APPROVAL_LABEL, GateBlock, IssuePayload};
-pub use channel::{CommandParser, CrateClock, GithubIssueChannel};
-pub use client::{CHANGES_REQUESTED_LABEL, GithubClient, Identity, OpenedGate};
-pub use clock::{Clock, SystemClock};
-pub use config::{DEFAULT_API_URL, GithubConfig, Login, RepoSlug, Token};
-pub use error::{GithubError, GithubErrorKind, GithubResult};
-pub use poll::{
-    Decision, Parsed, PollOutcome, PollState, SignalParser, Step, WaitOptions, WaitOutcome,
-    WaitReport,
+pub use channel::{CommandParser, GithubIssueChannel};
+pub use client::{
+    CHANGES_REQUESTED_LABEL, DEFAULT_WRITE_SPACING, GithubClient, Identity, OpenedGate,
 };
+pub use config::{DEFAULT_API_URL, GithubConfig, Login, RepoSlug, Token};
+pub use poll::{Decision, Parsed, PollOutcome, PollState, SignalParser, Step};
 pub use types::{
     Actor, ActorKind, ApprovalIssue, AuthorizedAs, Candidate, CandidateContent, CollaboratorRole,
     Outcome, RejectReason, Rejection, Resolution, SignalSource, Verdict,
 };
+
+/// An error of the GitHub layer without an HTTP status.
+pub(crate) fn gh(
+    kind: crate::ErrorKind,
+    op: &'static str,
+    message: impl std::fmt::Display,
+) -> crate::Error {
+    crate::Error::github(kind, op, None, message)
+}

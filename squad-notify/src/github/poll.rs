@@ -9,12 +9,11 @@ use serde::{Deserialize, Serialize};
 use squad_model::Timestamp;
 
 use super::client::{GithubClient, Identity, Reply};
-use super::clock::Jitter;
-use super::error::{GithubError, GithubErrorKind, GithubResult};
 use super::types::{
     AuthorizedAs, Candidate, CandidateContent, RejectReason, Rejection, SignalSource, Verdict,
 };
 use super::wire;
+use crate::error::{ErrorKind, Result};
 
 const PER_PAGE: usize = 100;
 const MAX_PAGES: u32 = 50;
@@ -80,7 +79,7 @@ impl PollState {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PollOutcome {
     /// New comments and label events that passed the filters, oldest first. They still need a
-    /// parse and an authorization check ([`GithubClient::wait`] does both).
+    /// parse and an authorization check ([`GithubClient::step`] does both).
     pub candidates: Vec<Candidate>,
     /// New comments and label events that do not count, with the reason (to be logged).
     pub rejected: Vec<Rejection>,
@@ -120,31 +119,6 @@ where
     }
 }
 
-/// How [`GithubClient::wait`] polls.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WaitOptions {
-    /// The pause between polls of an unchanged issue (default 30 s). GitHub's `x-poll-interval`
-    /// lengthens it when larger.
-    pub interval: Duration,
-    /// Give up after this long (`None`: wait until a decision).
-    pub timeout: Option<Duration>,
-    /// The longest pause after repeated transient failures (default 15 min).
-    pub max_backoff: Duration,
-    /// Seed of the backoff jitter (default: from the clock).
-    pub jitter_seed: Option<u64>,
-}
-
-impl Default for WaitOptions {
-    fn default() -> Self {
-        Self {
-            interval: Duration::from_secs(30),
-            timeout: None,
-            max_backoff: Duration::from_secs(15 * 60),
-            jitter_seed: None,
-        }
-    }
-}
-
 /// An authorized decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision<S> {
@@ -170,32 +144,6 @@ pub struct Step<S> {
     pub not_modified: u32,
     /// The wait GitHub asked for before the next poll, when it asked.
     pub wait_hint: Option<Duration>,
-}
-
-/// How a wait ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WaitOutcome<S> {
-    /// An authorized decision arrived.
-    Decided(Decision<S>),
-    /// The timeout ran out; the gate stays pending (a timeout never approves).
-    TimedOut,
-}
-
-/// The result of [`GithubClient::wait`]: the outcome, what was ignored, and request counts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WaitReport<S> {
-    /// Decided or timed out.
-    pub outcome: WaitOutcome<S>,
-    /// Everything seen that did not count, with the reason, oldest first.
-    pub rejected: Vec<Rejection>,
-    /// Polls made.
-    pub polls: u64,
-    /// HTTP requests made by the polls (authorization checks excluded).
-    pub requests: u64,
-    /// Of those, answered `304 Not Modified`.
-    pub not_modified: u64,
-    /// Pauses caused by rate limits or transient failures.
-    pub backoffs: u64,
 }
 
 fn prefilter(c: &Candidate, opened: Timestamp) -> Option<RejectReason> {
@@ -234,7 +182,7 @@ impl GithubClient {
     /// # Errors
     ///
     /// Request errors; `state` is then unchanged.
-    pub async fn poll(&self, state: &mut PollState) -> GithubResult<PollOutcome> {
+    pub async fn poll(&self, state: &mut PollState) -> Result<PollOutcome> {
         let own = self.identity().await?;
         let mut next = state.clone();
         let mut out = PollOutcome::default();
@@ -250,7 +198,7 @@ impl GithubClient {
         st: &mut PollState,
         own: &Identity,
         out: &mut PollOutcome,
-    ) -> GithubResult<()> {
+    ) -> Result<()> {
         const OP: &str = "list comments";
         let first = format!(
             "{}/issues/{}/comments?since={}&per_page={PER_PAGE}",
@@ -274,11 +222,7 @@ impl GithubClient {
         while let Some(url) = link {
             pages += 1;
             if pages > MAX_PAGES {
-                return Err(GithubError::new(
-                    GithubErrorKind::Protocol,
-                    OP,
-                    "too many pages",
-                ));
+                return Err(super::gh(ErrorKind::Protocol, OP, "too many pages"));
             }
             let path = self.relative(OP, &url)?;
             let page = self.send(OP, Method::GET, &path, None, None).await?;
@@ -328,7 +272,7 @@ impl GithubClient {
         st: &mut PollState,
         own: &Identity,
         out: &mut PollOutcome,
-    ) -> GithubResult<()> {
+    ) -> Result<()> {
         const OP: &str = "list issue events";
         let path = |page: u32| {
             format!(
@@ -365,11 +309,7 @@ impl GithubClient {
                 break;
             }
             if page >= st.events_page + MAX_PAGES {
-                return Err(GithubError::new(
-                    GithubErrorKind::Protocol,
-                    OP,
-                    "too many pages",
-                ));
+                return Err(super::gh(ErrorKind::Protocol, OP, "too many pages"));
             }
             page += 1;
             let reply = self.send(OP, Method::GET, &path(page), None, None).await?;
@@ -410,14 +350,14 @@ impl GithubClient {
     /// # Errors
     ///
     /// Request errors (the caller must not consume the decision then).
-    pub async fn recheck(&self, state: &PollState, candidate: &Candidate) -> GithubResult<Verdict> {
+    pub async fn recheck(&self, state: &PollState, candidate: &Candidate) -> Result<Verdict> {
         let own = self.identity().await?;
         let actor = match (&candidate.source, &candidate.content) {
             (SignalSource::Comment { id }, CandidateContent::Comment(body)) => {
                 let path = format!("{}/issues/comments/{id}", self.repo_path());
                 let fresh: wire::Comment = match self.get_json("recheck comment", &path).await {
                     Ok(c) => c,
-                    Err(e) if e.kind() == GithubErrorKind::NotFound => {
+                    Err(e) if e.kind() == ErrorKind::NotFound => {
                         return Ok(Verdict::Refused(RejectReason::Retracted));
                     }
                     Err(e) => return Err(e),
@@ -447,100 +387,22 @@ impl GithubClient {
         self.authorize(&actor, state).await
     }
 
-    /// Polls until an authorized decision for the gate of `state` arrives, or `options.timeout`
-    /// runs out.
-    ///
-    /// Each poll is conditional (an unchanged issue costs only 304s). Every new candidate is
-    /// parsed with `parser`; commands naming another gate, non-commands and unauthorized actors
-    /// are rejected and reported in [`WaitReport::rejected`]. Rate limits (`Retry-After`,
-    /// `x-ratelimit-remaining: 0` with `x-ratelimit-reset`) and transient failures (5xx,
-    /// unreachable) pause the loop, with jitter and exponential backoff for the latter; other
-    /// errors end it. When a poll fails, `state` keeps its previous value, so nothing is lost.
-    /// The clock of the client is used for time and sleeping.
-    ///
-    /// # Errors
-    ///
-    /// Non-transient request errors (401, 403 without rate-limit signs, 404, unreadable answers).
-    pub async fn wait<S>(
-        &self,
-        state: &mut PollState,
-        parser: &dyn SignalParser<S>,
-        options: &WaitOptions,
-    ) -> GithubResult<WaitReport<S>> {
-        let start = self.now();
-        let deadline = options
-            .timeout
-            .map(|t| start.plus_seconds(i64::try_from(t.as_secs()).unwrap_or(i64::MAX)));
-        let seed = options
-            .jitter_seed
-            .unwrap_or_else(|| start.unix_millis().unsigned_abs() ^ state.issue);
-        let mut jitter = Jitter::new(seed);
-        let mut report = WaitReport {
-            outcome: WaitOutcome::TimedOut,
-            rejected: Vec::new(),
-            polls: 0,
-            requests: 0,
-            not_modified: 0,
-            backoffs: 0,
-        };
-        let mut failures: u32 = 0;
-        loop {
-            if deadline.is_some_and(|d| self.now() >= d) {
-                return Ok(report);
-            }
-            report.polls += 1;
-            let pause = match self.step(state, parser).await {
-                Ok(step) => {
-                    report.requests += u64::from(step.requests);
-                    report.not_modified += u64::from(step.not_modified);
-                    report.rejected.extend(step.rejected);
-                    if let Some(decision) = step.decision {
-                        report.outcome = WaitOutcome::Decided(decision);
-                        return Ok(report);
-                    }
-                    failures = 0;
-                    // GitHub may ask for a longer pause (x-poll-interval, or no requests left).
-                    step.wait_hint.filter(|h| *h > options.interval)
-                }
-                Err(e) if e.kind() == GithubErrorKind::RateLimited => {
-                    report.backoffs += 1;
-                    let base = e.retry_after().unwrap_or(Duration::from_secs(60));
-                    Some(base + jitter.between(Duration::ZERO, base / 10 + Duration::from_secs(1)))
-                }
-                Err(e) if e.is_retryable() => {
-                    report.backoffs += 1;
-                    failures = failures.saturating_add(1);
-                    let grown = options
-                        .interval
-                        .saturating_mul(1u32 << failures.min(10))
-                        .min(options.max_backoff);
-                    Some(jitter.between(grown / 2, grown))
-                }
-                Err(e) => return Err(e),
-            };
-            let mut pause = pause.unwrap_or(options.interval);
-            if let Some(d) = deadline {
-                let left = u64::try_from(d.unix_millis() - self.now().unix_millis()).unwrap_or(0);
-                pause = pause.min(Duration::from_millis(left));
-            }
-            self.clock().sleep(pause).await;
-        }
-    }
-
     /// One step of waiting: one [`GithubClient::poll`], then each new candidate, oldest first, is
     /// parsed with `parser`, checked against the gate id, and authorized, until one decides.
     /// `state` advances only when every candidate was handled, so a failed authorization check
-    /// is retried by the next step and nothing is lost. This is what [`GithubClient::wait`]
-    /// repeats; a host that schedules its own polling calls it directly.
+    /// is retried by the next step and nothing is lost. [`super::GithubIssueChannel`] runs one
+    /// step per poll of the crate's wait loop ([`crate::Waiter`]); a host that schedules its own
+    /// polling calls it directly, pausing as [`crate::Pacer`] says between steps.
     ///
     /// # Errors
     ///
-    /// Request errors (`state` is then unchanged).
+    /// Request errors (`state` is then unchanged); a rate limit is [`ErrorKind::RateLimited`]
+    /// with [`Error::retry_after`](crate::Error::retry_after).
     pub async fn step<S>(
         &self,
         state: &mut PollState,
         parser: &dyn SignalParser<S>,
-    ) -> GithubResult<Step<S>> {
+    ) -> Result<Step<S>> {
         let mut next = state.clone();
         let out = self.poll(&mut next).await?;
         let mut rejected = out.rejected;

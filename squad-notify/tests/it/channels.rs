@@ -99,9 +99,8 @@ impl ApprovalChannel for Broken {
     }
     async fn poll(&self, _gate: &Gate) -> Result<Polled> {
         Ok(Polled {
-            signals: vec![],
             exhausted: true,
-            ignored: Vec::new(),
+            ..Polled::default()
         })
     }
 }

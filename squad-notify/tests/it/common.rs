@@ -9,6 +9,21 @@ use std::time::Duration;
 use squad_model::ChannelKind;
 use squad_notify::*;
 
+/// The paths of the state files, for tests that look at the files themselves.
+pub(crate) trait Paths {
+    fn state_path(&self) -> std::path::PathBuf;
+    fn log_path(&self) -> std::path::PathBuf;
+}
+
+impl Paths for StateDir {
+    fn state_path(&self) -> std::path::PathBuf {
+        self.display_path(squad_notify::store::STATE_FILE)
+    }
+    fn log_path(&self) -> std::path::PathBuf {
+        self.display_path(squad_notify::store::LOG_FILE)
+    }
+}
+
 pub(crate) fn clock() -> Arc<FixedClock> {
     Arc::new(FixedClock::at_unix_seconds(1_800_000_000))
 }

@@ -6,6 +6,8 @@ use std::time::Duration;
 use serde_json::json;
 use squad_notify::StateDir;
 
+use crate::common::Paths;
+
 const CHILD_ENV: &str = "SQUAD_NOTIFY_CRASH_DIR";
 
 /// Generation `n` pads to a length derived from `n`, so a mix of two versions cannot verify.
@@ -27,10 +29,10 @@ fn check(text: &str) -> u64 {
 }
 
 fn write_generation(dir: &StateDir, n: u64) {
-    let lock = dir.lock().unwrap();
-    let mut doc = dir.read().unwrap();
+    let lock = squad_notify::store::lock(dir).unwrap();
+    let mut doc = squad_notify::store::read(dir).unwrap();
     doc.other = doc_for(n).as_object().unwrap().clone();
-    dir.write(&doc, &lock).unwrap();
+    squad_notify::store::write(dir, &doc, &lock).unwrap();
 }
 
 fn read_state(dir: &StateDir) -> String {
@@ -98,10 +100,15 @@ fn a_killed_writer_never_leaves_a_torn_file() {
     );
     // Leftover temporary files of killed writers do not affect readers...
     assert_eq!(check(&read_state(&dir)), last);
-    // ...and the next write sweeps them (one is planted, as a kill may not have left any).
-    std::fs::write(tmp.path().join(".state.json.tmp-1-planted"), b"{\"torn\":").unwrap();
-    write_generation(&dir, last + 1);
-    assert_eq!(check(&read_state(&dir)), last + 1);
+    // ...and the next command sweeps them under the lock (one is planted, as a kill may not
+    // have left any).
+    std::fs::write(tmp.path().join(".state.json.tmp-1-0"), b"{\"torn\":").unwrap();
+    let fixed = squad_notify::Approvals::new(dir.clone(), crate::common::clock())
+        .fix()
+        .unwrap();
+    assert!(!fixed.removed.is_empty());
+    assert!(fixed.health.temp_files.is_empty());
+    assert_eq!(check(&read_state(&dir)), last);
     let left: Vec<String> = std::fs::read_dir(tmp.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -148,17 +148,26 @@ async fn the_chain_verifies_and_every_kind_of_tampering_shows() {
     }
 }
 
-#[test]
-fn appending_to_a_file_without_the_marker_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let p = tmp.path().join("notifications.md");
+#[tokio::test]
+async fn appending_to_a_file_without_the_marker_is_refused_before_any_ping() {
+    let e = env();
+    std::fs::create_dir_all(e.approvals.dir().root()).unwrap();
+    let p = e.approvals.dir().log_path();
     std::fs::write(&p, "# my own notes\n").unwrap();
-    let entry = LogEntry::new("2026-11-30T10:00:00Z".parse().unwrap(), "risk-gate");
-    assert_eq!(
-        squad_notify::log::append_entry(&p, &entry)
-            .unwrap_err()
-            .kind(),
-        ErrorKind::Corrupt
+    let err = e
+        .approvals
+        .request(
+            &request(Mode::Autopilot, Trigger::RiskGate),
+            None,
+            60,
+            &e.channels,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Tampered | ErrorKind::Corrupt),
+        "{err}"
     );
     assert_eq!(std::fs::read_to_string(&p).unwrap(), "# my own notes\n");
+    assert!(e.phone.sent().is_empty(), "nothing was sent");
 }

@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use serde_json::json;
 use squad_model::{ChannelKind, NotifySettings};
-use squad_notify::store::write_atomic;
 use squad_notify::*;
 
 use crate::common::*;
@@ -81,7 +80,7 @@ fn torn_or_invalid_state_is_reported_as_corrupt_not_overwritten() {
         r#"{"approval": {"pendingGate": {"id": "nope"}}}"#,
     ] {
         std::fs::write(dir.state_path(), text).unwrap();
-        let e = dir.read().unwrap_err();
+        let e = squad_notify::store::read(&dir).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Corrupt, "{text}");
         let a = Approvals::new(dir.clone(), clock());
         assert!(a.configure(NotifySettings::default()).is_err());
@@ -94,26 +93,6 @@ fn torn_or_invalid_state_is_reported_as_corrupt_not_overwritten() {
 }
 
 #[test]
-fn write_atomic_leaves_no_temporary_files() {
-    let tmp = tempfile::tempdir().unwrap();
-    let p = tmp.path().join("state.json");
-    write_atomic(&p, b"{\"a\":1}").unwrap();
-    write_atomic(&p, b"{\"a\":2}").unwrap();
-    assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"a\":2}");
-    let names: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(names, vec![std::ffi::OsString::from("state.json")]);
-    // A directory in the way: the write fails and nothing is left behind.
-    let blocked = tmp.path().join("blocked");
-    std::fs::create_dir_all(blocked.join("state.json")).unwrap();
-    let e = write_atomic(&blocked.join("state.json"), b"{}").unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Io);
-    assert_eq!(std::fs::read_dir(&blocked).unwrap().count(), 1);
-}
-
-#[test]
 fn concurrent_processes_lose_no_update() {
     // Threads stand in for processes: each holds the file lock for its read-modify-write.
     let tmp = tempfile::tempdir().unwrap();
@@ -123,10 +102,10 @@ fn concurrent_processes_lose_no_update() {
             let dir = dir.clone();
             std::thread::spawn(move || {
                 for j in 0..10 {
-                    let lock = dir.lock().unwrap();
-                    let mut doc = dir.read().unwrap();
+                    let lock = squad_notify::store::lock(&dir).unwrap();
+                    let mut doc = squad_notify::store::read(&dir).unwrap();
                     doc.other.insert(format!("k{i}-{j}"), json!(j));
-                    dir.write(&doc, &lock).unwrap();
+                    squad_notify::store::write(&dir, &doc, &lock).unwrap();
                 }
             })
         })
@@ -134,7 +113,7 @@ fn concurrent_processes_lose_no_update() {
     for h in handles {
         h.join().unwrap();
     }
-    assert_eq!(dir.read().unwrap().other.len(), 80);
+    assert_eq!(squad_notify::store::read(&dir).unwrap().other.len(), 80);
 }
 
 #[tokio::test]

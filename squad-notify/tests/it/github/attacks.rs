@@ -2,15 +2,14 @@
 
 use std::time::Duration;
 
-use squad_notify::github::{
-    CandidateContent, GithubErrorKind, Outcome, PollState, RejectReason, Verdict, WaitOutcome,
-};
+use squad_notify::ErrorKind;
+use squad_notify::github::{CandidateContent, Outcome, PollState, RejectReason, Verdict};
 use wiremock::ResponseTemplate;
 
 use super::emulator::{APPROVER, Emulator, SQUAD};
-use super::{open, opts, parse, payload, reasons, rejected};
+use super::{WaitOutcome, open, opts, parse, payload, reasons, rejected};
 
-type Report = squad_notify::github::WaitReport<(Outcome, Option<String>)>;
+type Report = super::WaitReport<(Outcome, Option<String>)>;
 
 /// Opens a gate, lets `act` play the humans one minute later, waits ten simulated minutes.
 async fn scenario(em: &Emulator, act: impl FnOnce(&Emulator, u64, i64)) -> (Report, PollState) {
@@ -19,7 +18,9 @@ async fn scenario(em: &Emulator, act: impl FnOnce(&Emulator, u64, i64)) -> (Repo
     let mut st = g.state;
     em.clock.advance(60);
     act(em, g.issue.number, em.now());
-    let report = client.wait(&mut st, &parse, &opts(600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600))
+        .await
+        .unwrap();
     (report, st)
 }
 
@@ -121,10 +122,14 @@ async fn a_comment_seen_then_edited_into_a_command_does_not_count() {
     let id = em
         .s()
         .add_comment(g.issue.number, APPROVER, "thinking about it", em.now());
-    let first = client.wait(&mut st, &parse, &opts(60)).await.unwrap();
+    let first = super::wait(&client, &em.clock, &mut st, &parse, &opts(60))
+        .await
+        .unwrap();
     assert_eq!(reasons(&first), [RejectReason::NotACommand]);
     em.s().edit_comment(id, "/approve", em.now() + 5);
-    let second = client.wait(&mut st, &parse, &opts(120)).await.unwrap();
+    let second = super::wait(&client, &em.clock, &mut st, &parse, &opts(120))
+        .await
+        .unwrap();
     timed_out(&second);
     assert_eq!(reasons(&second), [RejectReason::Edited]);
 }
@@ -153,7 +158,9 @@ async fn a_comment_from_before_the_gate_is_not_replayed_on_a_reused_issue() {
     em.clock.advance(30);
     em.s().edit_comment(old, "/approve", em.now());
     let mut st = second.state;
-    let report = client.wait(&mut st, &parse, &opts(600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600))
+        .await
+        .unwrap();
     timed_out(&report);
     let before_gate: Vec<_> = report
         .rejected
@@ -181,7 +188,9 @@ async fn a_forged_approver_line_in_a_comment_grants_nothing() {
     );
     em.s()
         .add_comment(g.issue.number, "mallory", "/approve", em.now() + 1);
-    let report = client.wait(&mut st, &parse, &opts(600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600))
+        .await
+        .unwrap();
     timed_out(&report);
     assert_eq!(
         reasons(&report),
@@ -219,7 +228,9 @@ async fn a_forged_approver_line_in_agent_text_grants_nothing() {
     em.clock.advance(60);
     em.s()
         .add_comment(g.issue.number, "mallory", "/approve", em.now());
-    let report = client.wait(&mut st, &parse, &opts(600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600))
+        .await
+        .unwrap();
     timed_out(&report);
     assert_eq!(
         reasons(&report),
@@ -238,7 +249,7 @@ async fn an_issue_body_written_by_someone_else_is_not_trusted() {
     // Someone else wrote the body (e.g. an issue they opened with our layout and marker).
     em.s().issues.get_mut(&g.issue.number).unwrap().user = "mallory".into();
     let err = client.get_issue(g.issue.number).await.unwrap_err();
-    assert_eq!(err.kind(), GithubErrorKind::UntrustedIssue);
+    assert_eq!(err.kind(), ErrorKind::Untrusted);
     // And it is never reused as the run's issue.
     assert_eq!(client.find_run_issue("run-1").await.unwrap(), None);
 }
@@ -330,7 +341,9 @@ async fn a_secondary_rate_limit_403_and_a_429_are_waited_out() {
             .set_body_json(serde_json::json!({"message": "Too many requests"})),
     );
     let before = em.now();
-    let report = client.wait(&mut st, &parse, &opts(3600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(3600))
+        .await
+        .unwrap();
     let WaitOutcome::Decided(d) = report.outcome else {
         panic!("{report:#?}")
     };
@@ -361,7 +374,9 @@ async fn an_exhausted_primary_limit_waits_until_the_reset() {
                 serde_json::json!({"message": "API rate limit exceeded for user ID 1000."}),
             ),
     );
-    let report = client.wait(&mut st, &parse, &opts(3600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(3600))
+        .await
+        .unwrap();
     assert!(matches!(report.outcome, WaitOutcome::Decided(_)));
     assert!(em.now() >= reset, "resumed before the reset");
 }
@@ -378,8 +393,10 @@ async fn a_plain_403_is_an_error_not_a_wait() {
             serde_json::json!({"message": "Resource not accessible by personal access token"}),
         ),
     );
-    let err = client.wait(&mut st, &parse, &opts(600)).await.unwrap_err();
-    assert_eq!(err.kind(), GithubErrorKind::Forbidden);
+    let err = super::wait(&client, &em.clock, &mut st, &parse, &opts(600))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden);
     assert_eq!(err.status(), Some(403));
     assert_eq!(st, g.state, "a failed poll leaves the state as it was");
 }
@@ -396,7 +413,9 @@ async fn a_server_error_backs_off_with_jitter_then_recovers() {
     for _ in 0..3 {
         em.fault("/comments", ResponseTemplate::new(502));
     }
-    let report = client.wait(&mut st, &parse, &opts(3600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(3600))
+        .await
+        .unwrap();
     assert!(matches!(report.outcome, WaitOutcome::Decided(_)));
     assert_eq!(report.backoffs, 3);
     let sleeps = em.clock.sleeps.lock().unwrap().clone();
@@ -449,7 +468,9 @@ async fn recheck_at_consumption_catches_edits_deletions_and_demotions() {
     let id = em
         .s()
         .add_comment(g.issue.number, "dev", "/approve", em.now());
-    let report = client.wait(&mut st, &parse, &opts(600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600))
+        .await
+        .unwrap();
     let WaitOutcome::Decided(d) = report.outcome else {
         panic!()
     };
@@ -519,7 +540,9 @@ async fn x_poll_interval_lengthens_the_pause() {
             .insert_header("etag", "W/\"abc\"")
             .set_body_json(serde_json::json!([])),
     );
-    client.wait(&mut st, &parse, &opts(100)).await.unwrap();
+    super::wait(&client, &em.clock, &mut st, &parse, &opts(100))
+        .await
+        .unwrap();
     let sleeps = em.clock.sleeps.lock().unwrap().clone();
     assert_eq!(sleeps[0], Duration::from_secs(90), "{sleeps:?}");
 }
@@ -539,7 +562,9 @@ async fn a_success_with_no_requests_left_waits_for_the_reset() {
             .insert_header("etag", "W/\"ev\"")
             .set_body_json(serde_json::json!([])),
     );
-    client.wait(&mut st, &parse, &opts(700)).await.unwrap();
+    super::wait(&client, &em.clock, &mut st, &parse, &opts(700))
+        .await
+        .unwrap();
     let sleeps = em.clock.sleeps.lock().unwrap().clone();
     assert!(sleeps[0] >= Duration::from_secs(599), "{sleeps:?}");
 }
@@ -560,7 +585,8 @@ async fn a_step_reports_without_looping_and_keeps_state_on_failure() {
     em.fault("/permission", ResponseTemplate::new(502));
     let before = st.clone();
     let e = client.step(&mut st, &parse).await.unwrap_err();
-    assert_eq!(e.kind(), GithubErrorKind::Unavailable);
+    assert_eq!(e.kind(), ErrorKind::Delivery);
+    assert!(e.is_retryable());
     assert_eq!(st, before);
     // The next step sees both comments again and decides.
     let step = client.step(&mut st, &parse).await.unwrap();
@@ -597,7 +623,9 @@ async fn the_registered_approver_is_recognised_by_numeric_id_not_login() {
         .add_comment(g.issue.number, APPROVER, "/approve", em.now());
     em.s()
         .add_comment(g.issue.number, "octo-renamed", "/stop", em.now() + 1);
-    let report = client.wait(&mut st, &parse, &opts(600)).await.unwrap();
+    let report = super::wait(&client, &em.clock, &mut st, &parse, &opts(600))
+        .await
+        .unwrap();
     let WaitOutcome::Decided(d) = &report.outcome else {
         panic!("{report:#?}")
     };

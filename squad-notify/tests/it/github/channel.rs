@@ -3,39 +3,30 @@
 
 use std::sync::Arc;
 
-use squad_model::{ChannelKind, Timestamp};
+use squad_model::ChannelKind;
 use squad_notify::github::GithubIssueChannel;
 use squad_notify::{
     ApprovalChannel, Approvals, Clock, Consumed, ErrorKind, FanOut, Gate, GateRequest, GateState,
-    Mode, RequestOutcome, StateDir, Trigger, verify_log,
+    Mode, Next, PacerOptions, RequestOutcome, StateDir, Trigger, WaitEnd, Waiter, verify_log,
 };
 use wiremock::ResponseTemplate;
 
 use super::emulator::{APPROVER, Emulator, SimClock, TOKEN};
-
-/// The emulator's simulated time as the crate's clock, so gates and GitHub share one time.
-#[derive(Debug)]
-struct Sim(SimClock);
-
-impl Clock for Sim {
-    fn now(&self) -> Timestamp {
-        <SimClock as squad_notify::github::Clock>::now(&self.0)
-    }
-}
 
 struct Rig {
     em: Emulator,
     _tmp: tempfile::TempDir,
     svc: Approvals,
     gh: Arc<GithubIssueChannel>,
-    clock: Arc<Sim>,
+    /// The emulator's simulated time, the crate's clock: gates and GitHub share one time.
+    clock: Arc<SimClock>,
 }
 
 impl Rig {
     async fn new() -> Self {
         let em = Emulator::start().await;
         let tmp = tempfile::tempdir().unwrap();
-        let clock = Arc::new(Sim(em.clock.clone()));
+        let clock = Arc::new(em.clock.clone());
         let svc = Approvals::new(StateDir::new(tmp.path().join("state")), clock.clone());
         let gh = Arc::new(GithubIssueChannel::new(em.client(), clock.clone()));
         Self {
@@ -76,26 +67,27 @@ impl Rig {
         gate
     }
 
-    /// One round as `squad approval wait` does it: poll, store the locator, log what the channel
-    /// refused, consume, and resolve on GitHub when decided.
-    async fn round_with(&self, gh: &GithubIssueChannel, gate: &Gate) -> Consumed {
-        let polled = gh.poll(gate).await.unwrap();
-        if let Some(loc) = gh.take_locator(gate) {
-            self.svc
-                .update_locator(&gate.id, ChannelKind::GithubIssue, &loc)
-                .unwrap();
-        }
-        self.svc.note_ignored(&gate.id, &polled.ignored).unwrap();
+    /// One round as `squad approval wait` does it: one step of the library's `Waiter` (poll,
+    /// store the locator, log what the channel refused, consume, resolve on GitHub when decided).
+    async fn round_with(&self, gh: &Arc<GithubIssueChannel>, gate: &Gate) -> Consumed {
         let rules = gh.approver_rules(gate).await.unwrap();
-        let consumed = self.svc.consume(&polled.signals, &rules, gh).await.unwrap();
-        if let Some(decided) = &consumed.decided
-            && let Some(action) = gh.resolve(decided).await.unwrap()
-        {
-            self.svc
-                .record_resolution(decided, ChannelKind::GithubIssue, "#1", &action)
-                .unwrap();
+        let mut waiter = Waiter::new(
+            self.svc.clone(),
+            gate.clone(),
+            &FanOut::new().with(gh.clone()),
+            rules,
+            gh.clone(),
+            &PacerOptions::default(),
+        );
+        let turn = waiter.step().await.unwrap();
+        assert!(turn.warnings.is_empty(), "{:?}", turn.warnings);
+        Consumed {
+            decided: match turn.next {
+                Next::Done(WaitEnd::Decided(g)) => Some(g),
+                _ => None,
+            },
+            ignored: turn.ignored,
         }
-        consumed
     }
 
     async fn round(&self, gate: &Gate) -> Consumed {
@@ -109,7 +101,7 @@ impl Rig {
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self.svc.dir().log_path()).unwrap()
+        self.svc.log_text().unwrap().unwrap()
     }
 
     fn assert_log_intact(&self) {
@@ -363,7 +355,7 @@ async fn github_errors_map_to_meaningful_kinds_without_the_token() {
         (
             ResponseTemplate::new(403)
                 .set_body_json(serde_json::json!({"message": "Resource not accessible"})),
-            ErrorKind::Unauthorized,
+            ErrorKind::Forbidden,
             "HTTP 403",
         ),
         (ResponseTemplate::new(503), ErrorKind::Delivery, "HTTP 503"),
@@ -375,7 +367,7 @@ async fn github_errors_map_to_meaningful_kinds_without_the_token() {
         assert!(e.to_string().contains(text), "{e}");
         assert!(!format!("{e:#} {e:?}").contains(TOKEN));
         if kind == ErrorKind::RateLimited {
-            assert_eq!(r.gh.pause_hint(), Some(std::time::Duration::from_secs(30)));
+            assert_eq!(e.retry_after(), Some(std::time::Duration::from_secs(30)));
         }
     }
     // Nothing was lost: the next poll sees the approval.

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use squad_model::Timestamp;
-use squad_notify::github::{Clock, GithubClient, GithubConfig, Token};
+use squad_notify::Clock;
+use squad_notify::github::{GithubClient, GithubConfig, Token};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 pub(crate) const OWNER: &str = "acme";
@@ -73,6 +74,8 @@ pub(crate) struct State {
     pub(crate) requests: u64,
     pub non_304: u64,
     pub(crate) log: Vec<String>,
+    /// When each write (any method but GET) arrived, on the real monotonic clock.
+    pub(crate) write_times: Vec<std::time::Instant>,
     /// Canned answers served (once each) before the emulator, for paths containing the key.
     pub(crate) faults: VecDeque<(String, ResponseTemplate)>,
 }
@@ -98,17 +101,16 @@ impl Clock for SimClock {
     fn now(&self) -> Timestamp {
         Timestamp::from_unix_millis(self.millis.load(Ordering::SeqCst)).unwrap()
     }
+}
 
-    fn sleep(
-        &self,
-        duration: Duration,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+impl SimClock {
+    /// What a host does with a pause: here, move the simulated time and note the pause.
+    pub(crate) fn sleep(&self, duration: Duration) {
         self.sleeps.lock().unwrap().push(duration);
         self.millis.fetch_add(
             i64::try_from(duration.as_millis()).unwrap(),
             Ordering::SeqCst,
         );
-        Box::pin(std::future::ready(()))
     }
 }
 
@@ -543,6 +545,9 @@ impl Respond for Responder {
     fn respond(&self, req: &Request) -> ResponseTemplate {
         let mut s = self.state.lock().unwrap();
         s.requests += 1;
+        if req.method.as_str() != "GET" {
+            s.write_times.push(std::time::Instant::now());
+        }
         s.log.push(format!(
             "{} {} @{}",
             req.method,
@@ -629,6 +634,9 @@ impl Emulator {
         GithubClient::new(config, Token::new(TOKEN.to_owned()).unwrap())
             .unwrap()
             .with_clock(Arc::new(self.clock.clone()))
+            // Writes are paced on the real clock; these tests pace nothing but the one that
+            // checks the pacing.
+            .with_write_spacing(Duration::ZERO)
     }
 
     pub(crate) fn s(&self) -> std::sync::MutexGuard<'_, State> {

@@ -11,9 +11,12 @@ mod units;
 use std::time::Duration;
 
 use squad_notify::github::{
-    CandidateContent, GithubClient, IssuePayload, OpenedGate, Outcome, Parsed, RejectReason,
-    Rejection, WaitOptions, WaitReport,
+    CandidateContent, Decision, GithubClient, IssuePayload, OpenedGate, Outcome, Parsed, PollState,
+    RejectReason, Rejection, SignalParser,
 };
+use squad_notify::{Clock, Pacer, PacerOptions};
+
+use emulator::SimClock;
 
 /// The test's own minimal command parser (the crate's Markdown-aware parser is not part of this
 /// layer): the first line of the comment, `/approve`, `/approve-all`, `/stop`, `/changes: note`,
@@ -77,12 +80,74 @@ pub(crate) async fn open(client: &GithubClient) -> OpenedGate {
 }
 
 /// Waits up to `secs` simulated seconds with a 30 s interval.
-pub(crate) fn opts(secs: u64) -> WaitOptions {
-    WaitOptions {
+pub(crate) fn opts(secs: u64) -> PacerOptions {
+    PacerOptions {
         interval: Duration::from_secs(30),
         timeout: Some(Duration::from_secs(secs)),
         jitter_seed: Some(7),
-        ..WaitOptions::default()
+        ..PacerOptions::default()
+    }
+}
+
+/// How a test wait ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum WaitOutcome<S> {
+    Decided(Decision<S>),
+    TimedOut,
+}
+
+/// What a test wait saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WaitReport<S> {
+    pub(crate) outcome: WaitOutcome<S>,
+    pub(crate) rejected: Vec<Rejection>,
+    pub(crate) polls: u64,
+    pub(crate) requests: u64,
+    pub(crate) not_modified: u64,
+    pub(crate) backoffs: u64,
+}
+
+/// A host's wait on the GitHub layer alone: `GithubClient::step` repeated, paused by the crate's
+/// `Pacer` on the emulator's simulated clock (a pause moves the clock; nothing sleeps).
+pub(crate) async fn wait<S>(
+    client: &GithubClient,
+    clock: &SimClock,
+    state: &mut PollState,
+    parser: &dyn SignalParser<S>,
+    options: &PacerOptions,
+) -> squad_notify::Result<WaitReport<S>> {
+    let mut pacer = Pacer::new(clock.now(), options);
+    let mut report = WaitReport {
+        outcome: WaitOutcome::TimedOut,
+        rejected: Vec::new(),
+        polls: 0,
+        requests: 0,
+        not_modified: 0,
+        backoffs: 0,
+    };
+    loop {
+        if pacer.timed_out(clock.now()) {
+            return Ok(report);
+        }
+        report.polls += 1;
+        let pause = match client.step(state, parser).await {
+            Ok(step) => {
+                report.requests += u64::from(step.requests);
+                report.not_modified += u64::from(step.not_modified);
+                report.rejected.extend(step.rejected);
+                if let Some(decision) = step.decision {
+                    report.outcome = WaitOutcome::Decided(decision);
+                    return Ok(report);
+                }
+                pacer.after_poll(clock.now(), None, step.wait_hint)
+            }
+            Err(e) if e.is_retryable() => {
+                report.backoffs += 1;
+                pacer.after_poll(clock.now(), Some(&e), None)
+            }
+            Err(e) => return Err(e),
+        };
+        clock.sleep(pause);
     }
 }
 

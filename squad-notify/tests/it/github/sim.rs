@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use squad_notify::github::{WaitOptions, WaitOutcome};
+use squad_notify::PacerOptions;
 
 use super::emulator::{APPROVER, Emulator};
-use super::{open, parse};
+use super::{WaitOutcome, open, parse, wait};
 
 #[tokio::test]
 async fn a_day_of_polling_an_unchanged_issue_costs_almost_no_rate_limit() {
@@ -17,19 +17,20 @@ async fn a_day_of_polling_an_unchanged_issue_costs_almost_no_rate_limit() {
         let s = em.s();
         (s.requests, s.non_304)
     };
-    let report = client
-        .wait(
-            &mut st,
-            &parse,
-            &WaitOptions {
-                interval: Duration::from_secs(30),
-                timeout: Some(Duration::from_secs(24 * 3600)),
-                jitter_seed: Some(1),
-                ..WaitOptions::default()
-            },
-        )
-        .await
-        .unwrap();
+    let report = wait(
+        &client,
+        &em.clock,
+        &mut st,
+        &parse,
+        &PacerOptions {
+            interval: Duration::from_secs(30),
+            timeout: Some(Duration::from_secs(24 * 3600)),
+            jitter_seed: Some(1),
+            ..PacerOptions::default()
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(report.outcome, WaitOutcome::TimedOut);
     let (requests, non_304) = {
         let s = em.s();
@@ -52,8 +53,7 @@ async fn a_day_of_polling_an_unchanged_issue_costs_almost_no_rate_limit() {
     let n = st.issue;
     em.clock.advance(10);
     em.s().add_comment(n, APPROVER, "/approve", em.now());
-    let report = client
-        .wait(&mut st, &parse, &super::opts(120))
+    let report = wait(&client, &em.clock, &mut st, &parse, &super::opts(120))
         .await
         .unwrap();
     assert!(matches!(report.outcome, WaitOutcome::Decided(_)));

@@ -1,6 +1,7 @@
 //! Configuration, token handling and error messages: the bad inputs.
 
-use squad_notify::github::{GithubClient, GithubConfig, GithubErrorKind, Login, RepoSlug, Token};
+use squad_notify::ErrorKind;
+use squad_notify::github::{GithubClient, GithubConfig, Login, RepoSlug, Token};
 
 use super::emulator::{Emulator, OWNER, REPO, TOKEN};
 use super::open;
@@ -18,7 +19,7 @@ fn bad_slugs_logins_and_bases_are_refused_with_the_reason() {
         "a/b?c",
     ] {
         let e = RepoSlug::parse(bad).unwrap_err();
-        assert_eq!(e.kind(), GithubErrorKind::Config, "{bad:?}");
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad:?}");
         assert!(e.to_string().contains("owner/repo"), "{e}");
     }
     for bad in [
@@ -74,7 +75,7 @@ async fn a_rejected_token_gives_an_error_without_the_token() {
     let wrong = "ghp_wrongTOKEN999";
     let client = GithubClient::new(config, Token::new(wrong.into()).unwrap()).unwrap();
     let e = client.get_issue(1).await.unwrap_err();
-    assert_eq!(e.kind(), GithubErrorKind::Unauthorized);
+    assert_eq!(e.kind(), ErrorKind::Unauthorized);
     assert!(!e.is_retryable());
     for text in [e.to_string(), format!("{e:?}")] {
         assert!(!text.contains(wrong), "{text}");
@@ -103,13 +104,13 @@ async fn bad_identifiers_never_reach_github() {
             .unwrap_err();
         assert_eq!(
             e.kind(),
-            GithubErrorKind::Config,
+            ErrorKind::InvalidInput,
             "{run:?} {gate:?} {digest:?}"
         );
     }
     assert_eq!(em.s().requests, before);
     let e = client.collaborator_role("../../admin").await.unwrap_err();
-    assert_eq!(e.kind(), GithubErrorKind::Config);
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
     let _ = open(&client).await;
 }
 
@@ -139,12 +140,12 @@ async fn collaborator_roles_are_read_from_role_name() {
 }
 
 #[test]
-fn public_types_are_send_and_sync_and_wait_is_a_send_future() {
+fn public_types_are_send_and_sync_and_step_is_a_send_future() {
     fn send_sync<T: Send + Sync>() {}
     fn send<T: Send>(_: &T) {}
     send_sync::<GithubClient>();
     send_sync::<squad_notify::github::PollState>();
-    send_sync::<squad_notify::github::GithubError>();
+    send_sync::<squad_notify::Error>();
     send_sync::<squad_notify::github::Candidate>();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -161,8 +162,7 @@ fn public_types_are_send_and_sync_and_wait_is_a_send_future() {
             None,
         );
         let parser = super::parse;
-        let options = squad_notify::github::WaitOptions::default();
-        let fut = client.wait(&mut state, &parser, &options);
+        let fut = client.step(&mut state, &parser);
         send(&fut);
         drop(fut);
         send(&client.poll(&mut state));
@@ -182,7 +182,8 @@ fn the_environment_is_read_with_github_actions_precedence() {
     assert!(Token::from_lookup(&env(&[("GITHUB_TOKEN", "ghs_a"), ("GH_TOKEN", "gho_b")])).is_ok());
     assert!(Token::from_lookup(&env(&[("GITHUB_TOKEN", "  "), ("GH_TOKEN", "gho_b")])).is_ok());
     let e = Token::from_lookup(&env(&[("GITHUB_TOKEN", ""), ("GH_TOKEN", " ")])).unwrap_err();
-    assert_eq!(e.kind(), GithubErrorKind::Config);
+    // No token is no bad input: the channel is unavailable here (the host degrades to in-chat).
+    assert_eq!(e.kind(), ErrorKind::Unavailable);
     let e = Token::from_lookup(&env(&[("GH_TOKEN", "two words")])).unwrap_err();
     assert!(!e.to_string().contains("two words"));
 

@@ -1,0 +1,225 @@
+//! `squad doctor [--fix]`: what a killed process or a careless edit left behind.
+//!
+//! Reports git lock files that no running process holds (they block every later update of a
+//! ref), temporary files of writers that died, interrupted state batches (approval state and
+//! the work-tree state store's journal), a tampered `notifications.md`, and symbolic links or
+//! special files under the state directory (never followed; each one needs a human look).
+//! `--fix` removes the stale locks and temporary files and completes interrupted batches; it
+//! never touches a lock a live process holds and never rewrites the log.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use squad_fs::StateDir;
+use squad_notes::state::{StateStore, WorktreeStateStore};
+use squad_notify::{Approvals, SystemClock};
+
+use crate::ctx::{CliError, CmdResult, Ctx, outln};
+
+/// Arguments of `squad doctor`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  squad doctor\n  squad doctor --fix --json\n\n\
+Exit codes: 0 all is well, 1 something needs attention (after --fix: something is left), 2 bad usage."
+)]
+pub(crate) struct Args {
+    /// Remove stale locks and temporary files, and complete interrupted batches.
+    #[arg(long)]
+    fix: bool,
+}
+
+/// The state work tree store's batch record (see `WorktreeStateStore`).
+const JOURNAL: &str = ".squad-journal";
+
+/// Everything found, and what `--fix` did about it.
+#[derive(Debug, Default)]
+struct Report {
+    stale_locks: Vec<(PathBuf, u64)>,
+    temp_files: Vec<(PathBuf, u32)>,
+    interrupted: Vec<String>,
+    tamper: Option<String>,
+    problems: Vec<String>,
+    fixed: Vec<String>,
+}
+
+impl Report {
+    fn healthy(&self) -> bool {
+        self.stale_locks.is_empty()
+            && self.temp_files.is_empty()
+            && self.interrupted.is_empty()
+            && self.tamper.is_none()
+            && self.problems.is_empty()
+    }
+}
+
+pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
+    let repo = ctx.repo_root()?;
+    let state = ctx.state_dir()?;
+    let mut report = Report::default();
+    check_git_locks(&repo, args.fix, &mut report)?;
+    if state.is_dir() {
+        check_state_dir(&state, args.fix, &mut report)?;
+    }
+    print(ctx, &report, args.fix)?;
+    Ok(if report.healthy() { 0 } else { 1 })
+}
+
+fn check_git_locks(repo: &Path, fix: bool, report: &mut Report) -> Result<(), CliError> {
+    let locks = squad_notes::health::stale_locks(repo)
+        .map_err(|e| CliError::failure(format!("cannot look for lock files: {e}")))?;
+    for lock in locks {
+        if fix {
+            match std::fs::remove_file(&lock.path) {
+                Ok(()) => {
+                    report
+                        .fixed
+                        .push(format!("removed stale lock {}", lock.path.display()));
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => report
+                    .problems
+                    .push(format!("cannot remove {}: {e}", lock.path.display())),
+            }
+        }
+        report.stale_locks.push((lock.path, lock.age.as_secs()));
+    }
+    Ok(())
+}
+
+fn check_state_dir(state: &Path, fix: bool, report: &mut Report) -> Result<(), CliError> {
+    let dir = StateDir::new(state);
+    let fs_err = |e: squad_fs::Error| CliError::failure(e.to_string());
+
+    // Approval state: interrupted batches, temporary files of state.json, tampering.
+    let approvals = Approvals::new(dir.clone(), Arc::new(SystemClock));
+    let health = if fix {
+        let fixed = approvals
+            .fix()
+            .map_err(|e| CliError::failure(e.to_string()))?;
+        report.fixed.extend(fixed.completed);
+        report.fixed.extend(
+            fixed
+                .removed
+                .iter()
+                .map(|p| format!("removed temporary file {}", p.display())),
+        );
+        fixed.health
+    } else {
+        approvals
+            .health()
+            .map_err(|e| CliError::failure(e.to_string()))?
+    };
+    report.interrupted.extend(health.interrupted);
+    report.tamper = health.tamper.map(|t| {
+        format!(
+            "notifications.md was tampered with ({}); run 'squad approval acknowledge-tamper' once you have looked",
+            t.problem
+        )
+    });
+    report.problems.extend(health.problems);
+
+    // The work-tree state store's batch record: any reader completes it.
+    if dir.kind(JOURNAL).map_err(fs_err)?.is_some() {
+        if fix {
+            WorktreeStateStore::new(state)
+                .list("")
+                .map_err(|e| CliError::failure(e.to_string()))?;
+            report
+                .fixed
+                .push(format!("completed the state batch recorded in {JOURNAL}"));
+        } else {
+            report
+                .interrupted
+                .push(format!("a state batch recorded in {JOURNAL} was cut short"));
+        }
+    }
+
+    // Temporary files of every writer under the state directory.
+    for temp in dir.leftover_temp_files().map_err(fs_err)? {
+        if temp.writer_alive {
+            continue;
+        }
+        if fix && dir.remove(&temp.path).map_err(fs_err)? {
+            report
+                .fixed
+                .push(format!("removed temporary file {}", temp.path.display()));
+            continue;
+        }
+        if !report.temp_files.iter().any(|(p, _)| p == &temp.path) {
+            report.temp_files.push((temp.path, temp.pid));
+        }
+    }
+
+    // Symbolic links and special files: never followed, never removed automatically.
+    for finding in dir.audit().map_err(fs_err)? {
+        let line = match &finding.target {
+            Some(t) => format!(
+                "{} is a symbolic link to {} (never followed; remove it or replace it by a file)",
+                finding.path.display(),
+                t.display()
+            ),
+            None => format!(
+                "{} is not a regular file (never read)",
+                finding.path.display()
+            ),
+        };
+        if !report.problems.contains(&line) {
+            report.problems.push(line);
+        }
+    }
+    Ok(())
+}
+
+fn print(ctx: &Ctx, r: &Report, fix: bool) -> Result<(), CliError> {
+    if ctx.json {
+        let value: Value = json!({
+            "healthy": r.healthy(),
+            "stale_locks": r.stale_locks.iter().map(|(p, age)| json!({"path": p, "age_secs": age})).collect::<Vec<_>>(),
+            "temp_files": r.temp_files.iter().map(|(p, pid)| json!({"path": p, "pid": pid})).collect::<Vec<_>>(),
+            "interrupted": r.interrupted,
+            "tamper": r.tamper,
+            "problems": r.problems,
+            "fixed": r.fixed,
+        });
+        return ctx.print_json(&value);
+    }
+    for line in &r.fixed {
+        outln!(ctx, "fixed: {line}")?;
+    }
+    for (path, age) in &r.stale_locks {
+        outln!(
+            ctx,
+            "stale lock: {} ({age} s old, no process holds it; remove it, or run 'squad doctor --fix')",
+            path.display()
+        )?;
+    }
+    for (path, pid) in &r.temp_files {
+        outln!(
+            ctx,
+            "temporary file: {} (its writer, process {pid}, is gone)",
+            path.display()
+        )?;
+    }
+    for line in &r.interrupted {
+        outln!(ctx, "interrupted: {line}")?;
+    }
+    if let Some(t) = &r.tamper {
+        outln!(ctx, "tampered: {t}")?;
+    }
+    for line in &r.problems {
+        outln!(ctx, "problem: {line}")?;
+    }
+    let fixable =
+        !(r.stale_locks.is_empty() && r.temp_files.is_empty() && r.interrupted.is_empty());
+    if r.healthy() {
+        outln!(ctx, "all is well")?;
+    } else if fixable && !fix {
+        outln!(
+            ctx,
+            "run 'squad doctor --fix' to repair what can be repaired"
+        )?;
+    }
+    Ok(())
+}

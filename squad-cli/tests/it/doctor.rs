@@ -1,0 +1,177 @@
+//! `squad doctor`: what killed processes leave behind is reported, and `--fix` repairs what a
+//! machine may repair (stale locks, temporary files) and nothing a human must judge.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, SystemTime};
+
+use crate::git_repo::Repo;
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn age(path: &Path, secs: u64) {
+    let then = SystemTime::now() - Duration::from_secs(secs);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(then)
+        .unwrap();
+}
+
+#[test]
+fn a_healthy_repository_is_exit_0() {
+    let repo = Repo::new();
+    let o = repo.squad(&["doctor"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(stdout(&o), "all is well\n");
+    let v: serde_json::Value =
+        serde_json::from_slice(&repo.squad(&["doctor", "--json"]).stdout).unwrap();
+    assert_eq!(v["healthy"], true);
+}
+
+#[test]
+fn a_stale_ref_lock_is_reported_fixed_and_then_writes_work() {
+    let repo = Repo::new();
+    // A `git update-ref` killed a minute ago left its lock behind.
+    let lock = repo.path().join(".git/packed-refs.lock");
+    std::fs::write(&lock, "").unwrap();
+    age(&lock, 60);
+    let write = [
+        "notes",
+        "write",
+        "--agent",
+        "data",
+        "--type",
+        "progress",
+        "--content",
+        "x",
+    ];
+    let blocked = repo.squad(&write);
+    assert_eq!(blocked.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&blocked.stderr).contains("packed-refs.lock"));
+
+    let o = repo.squad(&["doctor"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("stale lock: ") && stdout(&o).contains("packed-refs.lock"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("squad doctor --fix"));
+    assert!(lock.exists(), "doctor without --fix removes nothing");
+
+    let o = repo.squad(&["doctor", "--fix", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{v}");
+    assert!(v["fixed"][0].as_str().unwrap().contains("packed-refs.lock"));
+    assert!(!lock.exists());
+    assert_eq!(repo.squad(&write).status.code(), Some(0));
+}
+
+#[test]
+fn a_lock_a_live_process_holds_is_never_removed() {
+    let repo = Repo::new();
+    let lock = repo.path().join(".git/refs/heads/main.lock");
+    std::fs::write(&lock, "").unwrap();
+    age(&lock, 60);
+    // A live process keeps the lock file open, as a running git does.
+    let mut holder = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("exec 3<\"$0\"; sleep 30")
+        .arg(&lock)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let o = repo.squad(&["doctor", "--fix"]);
+    holder.kill().unwrap();
+    let _ = holder.wait();
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(lock.exists(), "a held lock must stay");
+}
+
+#[test]
+fn temporary_files_of_dead_writers_are_removed_symlinks_only_reported() {
+    let repo = Repo::new();
+    let hot = repo.path().join(".squad/memory/hot");
+    std::fs::create_dir_all(&hot).unwrap();
+    let temp = hot.join(".data.md.tmp-999999999-0");
+    std::fs::write(&temp, "half a file").unwrap();
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    std::os::unix::fs::symlink(outside.path(), hot.join("worf.md")).unwrap();
+
+    let o = repo.squad(&["doctor"]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    assert!(
+        text.contains("temporary file: memory/hot/.data.md.tmp-999999999-0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("memory/hot/worf.md is a symbolic link"),
+        "{text}"
+    );
+
+    let o = repo.squad(&["doctor", "--fix"]);
+    // The symlink is left for a human: still exit 1, and no --fix hint for it.
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!temp.exists());
+    assert!(hot.join("worf.md").symlink_metadata().unwrap().is_symlink());
+    let o = repo.squad(&["doctor"]);
+    assert!(!stdout(&o).contains("--fix"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_tampered_log_stays_until_acknowledged() {
+    let repo = Repo::new();
+    let req = [
+        "approval",
+        "request",
+        "--mode",
+        "autopilot",
+        "--trigger",
+        "risk-gate",
+        "--topic",
+        "t",
+        "--awaiting",
+        "a",
+        "--detail",
+        "d",
+    ];
+    assert_eq!(
+        repo.squad(&["approval", "configure", "--channel", "in-chat"])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(repo.squad(&req).status.code(), Some(0));
+    let log = repo.path().join(".squad/notifications.md");
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(
+        &log,
+        text.replace("Drop", "Keep")
+            .replace("risk-gate", "risk-gat3"),
+    )
+    .unwrap();
+    for args in [vec!["doctor"], vec!["doctor", "--fix"]] {
+        let o = repo.squad(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(
+            stdout(&o).contains("tampered: "),
+            "{args:?}: {}",
+            stdout(&o)
+        );
+        assert!(stdout(&o).contains("acknowledge-tamper"), "{}", stdout(&o));
+    }
+    assert!(
+        std::fs::read_to_string(&log).unwrap().contains("risk-gat3"),
+        "the log is never rewritten"
+    );
+}

@@ -1,0 +1,301 @@
+//! Health checks of a git repository that squad writes to: lock files left behind by processes
+//! that were killed in the middle of an update.
+//!
+//! git (and gix) take a lock on a ref by creating `<ref>.lock` next to it (or `packed-refs.lock`
+//! for the packed refs), write the new value into it, and rename it over the ref. A process
+//! killed in between leaves the lock file behind, and every later update of that ref fails until
+//! someone removes it. git says so at once (`Unable to create '….lock': File exists`); the
+//! writers of this crate do the same: an update blocked by a lock that no running process holds
+//! fails within a few seconds with [`ErrorKind::Locked`], naming the
+//! file (see [`crate::Error::path`]), instead of retrying as if it had lost a race.
+//!
+//! [`stale_locks`] lists such files for a whole repository; `squad doctor` builds on it.
+//!
+//! **Who holds a lock.** git holds a ref lock for milliseconds, and gix does not even keep the
+//! lock file open while it holds it, so a lock file's holder cannot always be seen. A lock file
+//! counts as left over when it is at least [`STALE_AFTER`] old **and** no running process has
+//! it open (on Linux, read from `/proc/<pid>/fd`; elsewhere age alone decides). So a writer
+//! blocked by a lock a killed process left fails within a few seconds, and a lock a live
+//! writer holds for a moment is waited for and retried.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::{Error, ErrorKind, Result};
+
+/// A lock file younger than this is taken as held by a live writer.
+pub const STALE_AFTER: Duration = Duration::from_secs(2);
+
+/// A lock file that no running process holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleLock {
+    /// The lock file.
+    pub path: PathBuf,
+    /// How long ago it was last modified (zero when the clock or the file system cannot say).
+    pub age: Duration,
+}
+
+/// Lists the git lock files of the repository at `repo_dir` (a work tree, a linked work tree, a
+/// `.git` directory or a bare repository) that no running process holds, sorted by path.
+///
+/// Looked at: `*.lock` files in the git directory and in the common directory (`index.lock`,
+/// `HEAD.lock`, `packed-refs.lock`, `config.lock`, …), in the per-work-tree directories under
+/// `worktrees/`, and below `refs/` and `logs/`. The advisory lock file squad's writers share
+/// (`squad-notes.lock`, held with `flock`, never renamed) is not a git lock and is not listed.
+///
+/// Removing a listed file is safe when no git command is running in the repository; this
+/// function itself removes nothing.
+///
+/// # Errors
+///
+/// [`ErrorKind::NotFound`] when `repo_dir` is not a git repository; [`ErrorKind::Backend`]
+/// when a directory cannot be read.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// std::process::Command::new("git").args(["init", "-q"]).arg(dir.path()).status()?;
+/// assert!(squad_notes::health::stale_locks(dir.path())?.is_empty());
+/// // A lock left a minute ago by a killed `git update-ref`:
+/// let lock = dir.path().join(".git/packed-refs.lock");
+/// std::fs::write(&lock, "")?;
+/// let a_minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+/// std::fs::File::options().write(true).open(&lock)?.set_modified(a_minute_ago)?;
+/// let stale = squad_notes::health::stale_locks(dir.path())?;
+/// assert!(stale[0].path.ends_with("packed-refs.lock"));
+/// # Ok(()) }
+/// ```
+pub fn stale_locks(repo_dir: &Path) -> Result<Vec<StaleLock>> {
+    let (git_dir, common_dir) = git_dirs(repo_dir)?;
+    let mut candidates = Vec::new();
+    let mut dirs = vec![git_dir.clone()];
+    if common_dir != git_dir {
+        dirs.push(common_dir.clone());
+    }
+    for dir in &dirs {
+        top_level_locks(dir, &mut candidates)?;
+        for sub in ["refs", "logs"] {
+            walk_locks(&dir.join(sub), &mut candidates, 0)?;
+        }
+    }
+    let worktrees = common_dir.join("worktrees");
+    if let Ok(entries) = std::fs::read_dir(&worktrees) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                top_level_locks(&entry.path(), &mut candidates)?;
+            }
+        }
+    }
+    candidates.sort();
+    candidates.dedup();
+    let held = HeldFiles::scan();
+    Ok(candidates
+        .into_iter()
+        .filter_map(|path| {
+            let age = age_of(&path)?;
+            (!held.holds(&path, age)).then_some(StaleLock { path, age })
+        })
+        .collect())
+}
+
+/// The lock files that block an update of `ref_name` (its own `.lock` and `packed-refs.lock`)
+/// and that are left over (see the module docs).
+pub(crate) fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock> {
+    let mut candidates = vec![common_dir.join("packed-refs.lock")];
+    let mut ref_lock = common_dir.to_owned();
+    ref_lock.extend(ref_name.split('/'));
+    let mut name = ref_lock.file_name().unwrap_or_default().to_owned();
+    name.push(".lock");
+    ref_lock.set_file_name(name);
+    candidates.insert(0, ref_lock);
+    candidates.retain(|p| p.exists());
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    let held = HeldFiles::scan();
+    candidates
+        .iter()
+        .filter_map(|path| {
+            let age = age_of(path)?;
+            (!held.holds(path, age)).then(|| StaleLock {
+                path: path.clone(),
+                age,
+            })
+        })
+        .collect()
+}
+
+/// The error of an update of `what` blocked by the stale lock `lock`.
+pub(crate) fn locked_error(op: &'static str, what: &str, lock: &StaleLock) -> Error {
+    Error::new(
+        ErrorKind::Locked,
+        op,
+        format!(
+            "cannot update {what}: the lock file '{}' is left over ({} old, no running process holds it)",
+            lock.path.display(),
+            human(lock.age)
+        ),
+    )
+    .with_path(lock.path.clone())
+}
+
+fn human(age: Duration) -> String {
+    let secs = age.as_secs();
+    match secs {
+        0 => format!("{} ms", age.as_millis()),
+        1..=119 => format!("{secs} s"),
+        120..=7199 => format!("{} min", secs / 60),
+        _ => format!("{} h", secs / 3600),
+    }
+}
+
+fn age_of(path: &Path) -> Option<Duration> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    Some(
+        meta.modified()
+            .ok()
+            .and_then(|m| SystemTime::now().duration_since(m).ok())
+            .unwrap_or_default(),
+    )
+}
+
+fn top_level_locks(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(read_error(dir, e)),
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.ends_with(".lock")
+            && name != "squad-notes.lock"
+            && entry.file_type().is_ok_and(|t| t.is_file())
+        {
+            out.push(entry.path());
+        }
+    }
+    Ok(())
+}
+
+fn walk_locks(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> Result<()> {
+    if depth > 64 {
+        return Ok(());
+    }
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(read_error(dir, e)),
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            walk_locks(&entry.path(), out, depth + 1)?;
+        } else if kind.is_file() && entry.file_name().to_string_lossy().ends_with(".lock") {
+            out.push(entry.path());
+        }
+    }
+    Ok(())
+}
+
+fn read_error(dir: &Path, e: std::io::Error) -> Error {
+    Error::new(
+        ErrorKind::Backend,
+        "health.locks",
+        format!("cannot read {}", dir.display()),
+    )
+    .with_source(e)
+}
+
+/// The git directory and the common directory of the repository at `repo_dir`.
+fn git_dirs(repo_dir: &Path) -> Result<(PathBuf, PathBuf)> {
+    let not_found = || {
+        Error::new(
+            ErrorKind::NotFound,
+            "health.locks",
+            format!("{} is not a git repository", repo_dir.display()),
+        )
+    };
+    let dot_git = repo_dir.join(".git");
+    let git_dir = if dot_git.is_dir() {
+        dot_git
+    } else if dot_git.is_file() {
+        // A linked work tree or a submodule: `gitdir: <path>`.
+        let text = std::fs::read_to_string(&dot_git).map_err(|_| not_found())?;
+        let target = text
+            .lines()
+            .find_map(|l| l.strip_prefix("gitdir:"))
+            .map(str::trim)
+            .ok_or_else(not_found)?;
+        repo_dir.join(target)
+    } else if repo_dir.join("HEAD").is_file() && repo_dir.join("objects").is_dir() {
+        repo_dir.to_owned()
+    } else {
+        return Err(not_found());
+    };
+    let common_dir = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(text) => git_dir.join(text.trim()),
+        Err(_) => git_dir.clone(),
+    };
+    let canonical = |p: PathBuf| std::fs::canonicalize(&p).unwrap_or(p);
+    Ok((canonical(git_dir), canonical(common_dir)))
+}
+
+/// The files open in running processes, when the system can tell.
+struct HeldFiles {
+    open: Option<std::collections::HashSet<PathBuf>>,
+}
+
+impl HeldFiles {
+    #[cfg(target_os = "linux")]
+    fn scan() -> Self {
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return Self { open: None };
+        };
+        let mut open = std::collections::HashSet::new();
+        let mut readable = false;
+        for proc_entry in procs.flatten() {
+            let name = proc_entry.file_name();
+            if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let Ok(fds) = std::fs::read_dir(proc_entry.path().join("fd")) else {
+                continue;
+            };
+            readable = true;
+            for fd in fds.flatten() {
+                if let Ok(target) = std::fs::read_link(fd.path()) {
+                    open.insert(target);
+                }
+            }
+        }
+        Self {
+            open: readable.then_some(open),
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn scan() -> Self {
+        Self { open: None }
+    }
+
+    /// `true` when a live process may hold `path` (a lock file of age `age`): it is young, or
+    /// a process has it open.
+    fn holds(&self, path: &Path, age: Duration) -> bool {
+        if age < STALE_AFTER {
+            return true;
+        }
+        match &self.open {
+            Some(open) => {
+                let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+                open.contains(&canonical) || open.contains(path)
+            }
+            None => false,
+        }
+    }
+}

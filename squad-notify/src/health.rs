@@ -1,0 +1,378 @@
+//! The health of the state files: what `squad approval status` shows and what `squad doctor`
+//! reports and repairs.
+//!
+//! - [`Approvals::status`] takes the lock, completes an interrupted batch, removes leftover
+//!   temporary files, records a tampering it detects, and returns the state with the log's
+//!   verdict and every symbolic link under the state directory.
+//! - [`Approvals::health`] changes nothing (no lock, no write): interrupted batches, leftover
+//!   temporary files of `state.json`, a recorded or newly found tampering, unusable files.
+//! - [`Approvals::fix`] completes interrupted batches and removes stale temporary files of
+//!   `state.json`. It never rewrites `notifications.md` (it may only append what a killed batch
+//!   left unwritten) and never touches a lock: an OS lock dies with its process.
+
+use std::path::PathBuf;
+
+use crate::approvals::Approvals;
+use crate::error::Result;
+use crate::log::verify_log;
+use crate::store::{self, LOCK_FILE, LOG_FILE, STATE_FILE, StateDoc, TamperRecord, Txn};
+
+/// The verdict on `notifications.md`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LogStatus {
+    /// There is no log yet.
+    Missing,
+    /// The hash chain verifies, and its head is the one `state.json` records.
+    Intact {
+        /// Entries in the file.
+        entries: usize,
+        /// Entries before the last acknowledged tampering (not verified again).
+        acknowledged: usize,
+    },
+    /// The chain does not verify: the log was edited, cut or reordered.
+    Broken {
+        /// What is wrong, in one sentence.
+        problem: String,
+    },
+    /// The file cannot be used: a symbolic link (never followed), not a regular file, too
+    /// large, not UTF-8.
+    Unusable {
+        /// What is wrong, in one sentence.
+        problem: String,
+    },
+}
+
+/// What [`Approvals::status`] found.
+#[derive(Debug, Clone)]
+pub struct Status {
+    /// `state.json`.
+    pub state: StateDoc,
+    /// The verdict on `notifications.md`.
+    pub log: LogStatus,
+    /// The detected tampering not yet acknowledged, if any (it stays until
+    /// [`Approvals::acknowledge_tamper`]).
+    pub tamper: Option<TamperRecord>,
+    /// What was repaired on the way: an interrupted batch completed, leftover temporary files
+    /// removed.
+    pub repaired: Vec<String>,
+    /// Symbolic links and special files under the state directory: never followed, each a
+    /// problem to look at.
+    pub unsafe_paths: Vec<squad_fs::Finding>,
+}
+
+/// What [`Approvals::health`] found, without changing anything.
+#[derive(Debug, Clone, Default)]
+pub struct Health {
+    /// A batch a killed process left unfinished, described in one sentence
+    /// ([`Approvals::fix`] or the next command completes it).
+    pub interrupted: Option<String>,
+    /// Temporary files of `state.json` left by killed writers.
+    pub temp_files: Vec<squad_fs::TempFile>,
+    /// A tampering of `notifications.md`: the recorded one, or one found by this check (the
+    /// next command records it).
+    pub tamper: Option<TamperRecord>,
+    /// Files that cannot be used (`state.json` unreadable, `notifications.md` a symbolic link,
+    /// ...), one sentence each.
+    pub problems: Vec<String>,
+}
+
+impl Health {
+    /// `true` when there is nothing to report.
+    pub fn is_healthy(&self) -> bool {
+        self.interrupted.is_none()
+            && self.temp_files.is_empty()
+            && self.tamper.is_none()
+            && self.problems.is_empty()
+    }
+}
+
+/// What [`Approvals::fix`] did, and the health after it.
+#[derive(Debug, Clone, Default)]
+pub struct Fixed {
+    /// Interrupted batches completed, one sentence each.
+    pub completed: Vec<String>,
+    /// Temporary files removed, relative to the state directory.
+    pub removed: Vec<PathBuf>,
+    /// The health afterwards (a tampering stays until a human acknowledges it).
+    pub health: Health,
+}
+
+impl Approvals {
+    /// The state and the log's verdict, after completing an interrupted batch and recording a
+    /// tampering found now (under the lock). A state directory that does not exist reads as
+    /// empty and is not created.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::ErrorKind::Corrupt`] when `state.json` cannot be used (torn, a symbolic link,
+    /// ...); [`crate::ErrorKind::Io`].
+    pub fn status(&self) -> Result<Status> {
+        if !self.dir.exists() {
+            return Ok(Status {
+                state: StateDoc::default(),
+                log: LogStatus::Missing,
+                tamper: None,
+                repaired: Vec::new(),
+                unsafe_paths: Vec::new(),
+            });
+        }
+        let txn = Txn::begin(&self.dir, self.clock.now())?;
+        let log = match txn.log_text() {
+            Err(e) => LogStatus::Unusable {
+                problem: e.message().to_owned(),
+            },
+            Ok(_) if !txn.log_exists() => LogStatus::Missing,
+            Ok(text) => match verify_log(text, txn.doc.approval.log_head.as_deref()) {
+                Ok(r) => LogStatus::Intact {
+                    entries: r.entries,
+                    acknowledged: r.acknowledged,
+                },
+                Err(e) => LogStatus::Broken {
+                    problem: e.message().to_owned(),
+                },
+            },
+        };
+        let mut repaired = txn.recovered.clone();
+        repaired.extend(
+            txn.swept
+                .iter()
+                .map(|p| format!("removed the leftover temporary file {}", p.display())),
+        );
+        Ok(Status {
+            tamper: txn.doc.approval.tamper.clone(),
+            state: txn.doc.clone(),
+            log,
+            repaired,
+            unsafe_paths: self.dir.audit()?,
+        })
+    }
+
+    /// Reports interrupted batches, leftover temporary files of `state.json`, a tampering of
+    /// `notifications.md` and unusable state files, changing nothing (no lock is taken).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::ErrorKind::Io`] when the state directory cannot be read.
+    pub fn health(&self) -> Result<Health> {
+        let mut h = Health::default();
+        if !self.dir.exists() {
+            return Ok(h);
+        }
+        h.temp_files = self
+            .dir
+            .leftover_temp_files()?
+            .into_iter()
+            .filter(|t| t.path.parent() == Some(std::path::Path::new("")))
+            .filter(|t| {
+                t.path
+                    .to_str()
+                    .is_some_and(|p| p.starts_with(".state.json.tmp-"))
+            })
+            .collect();
+        for name in [STATE_FILE, LOG_FILE, LOCK_FILE] {
+            if let Some(kind) = self.dir.kind(name)?
+                && !matches!(kind, squad_fs::EntryKind::File)
+            {
+                h.problems.push(format!(
+                    "{} is not a regular file ({kind:?}); squad never follows a symbolic link in the state directory",
+                    self.dir.display_path(name).display()
+                ));
+            }
+        }
+        let doc = match store::read(&self.dir) {
+            Ok(doc) => doc,
+            Err(e) => {
+                h.problems.push(e.message().to_owned());
+                return Ok(h);
+            }
+        };
+        h.tamper = doc.approval.tamper.clone();
+        let log = match self.dir.read_capped(LOG_FILE, crate::log::MAX_LOG_BYTES) {
+            Ok(b) => b,
+            Err(e) => {
+                if e.kind() == squad_fs::ErrorKind::Io {
+                    return Err(e.into());
+                }
+                if !h.problems.iter().any(|p| p.contains(LOG_FILE)) {
+                    h.problems.push(e.to_string());
+                }
+                return Ok(h);
+            }
+        };
+        let mut full = log.clone().unwrap_or_default();
+        if let Some(batch) = &doc.approval.batch {
+            let before = usize::try_from(batch.log_len_before).unwrap_or(usize::MAX);
+            let want = batch.append.as_bytes();
+            let matches = full.len() >= before
+                && full.len() <= before.saturating_add(want.len())
+                && want.starts_with(&full[before..]);
+            if let Some(g) = &batch.notifying {
+                h.interrupted = Some(format!(
+                    "gate {g} was being notified when its process stopped; the notification may not have arrived"
+                ));
+            }
+            if !want.is_empty() && matches {
+                let done = full.len() - before;
+                h.interrupted.get_or_insert_with(|| {
+                    format!(
+                        "an interrupted `{}` left {} of {} bytes to append to notifications.md",
+                        batch.op,
+                        want.len() - done,
+                        want.len()
+                    )
+                });
+                full.extend_from_slice(&want[done..]);
+            }
+        }
+        if h.tamper.is_none() {
+            let problem = match (log.is_some(), String::from_utf8(full)) {
+                (false, _) if doc.approval.log_head.is_some() => Some(
+                    "notifications.md is missing, yet state.json records entries in it".to_owned(),
+                ),
+                (false, _) => None,
+                (true, Err(_)) => Some("notifications.md is not valid UTF-8".to_owned()),
+                (true, Ok(text)) => verify_log(&text, doc.approval.log_head.as_deref())
+                    .err()
+                    .map(|e| e.message().to_owned()),
+            };
+            h.tamper = problem.map(|problem| TamperRecord {
+                detected: self.clock.now(),
+                problem,
+            });
+        }
+        Ok(h)
+    }
+
+    /// Completes an interrupted batch and removes leftover temporary files of `state.json`
+    /// (under the lock, so none of them belongs to a running writer), records a tampering it
+    /// finds, and reports the health afterwards. Never rewrites `notifications.md`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Approvals::status`].
+    pub fn fix(&self) -> Result<Fixed> {
+        if !self.dir.exists() {
+            return Ok(Fixed::default());
+        }
+        let txn = Txn::begin(&self.dir, self.clock.now())?;
+        let completed = txn.recovered.clone();
+        let removed = txn.swept.clone();
+        drop(txn);
+        Ok(Fixed {
+            completed,
+            removed,
+            health: self.health()?,
+        })
+    }
+}
+
+impl Status {
+    /// Problems to show: symbolic links and special files under the state directory, an
+    /// unusable log. One sentence each.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .unsafe_paths
+            .iter()
+            .map(|f| match &f.target {
+                Some(t) => format!(
+                    "{} is a symbolic link to {} (never followed)",
+                    f.path.display(),
+                    t.display()
+                ),
+                None => format!("{} is not a regular file ({:?})", f.path.display(), f.kind),
+            })
+            .collect();
+        if let LogStatus::Unusable { problem } = &self.log {
+            out.push(problem.clone());
+        }
+        out
+    }
+
+    /// The status as front ends print it (`squad approval status --json`, the MCP tool
+    /// `approval_status`): snake_case keys ([`crate::output_json`]), the `notify` object as
+    /// `state.json` spells it, the five most recent decisions newest first, and the log's
+    /// verdict (`{"entries", "intact": true, "acknowledged"}` or
+    /// `{"intact": false, "problem"}`, `null` when there is none or it cannot be read).
+    pub fn to_json(&self) -> serde_json::Value {
+        let a = &self.state.approval;
+        let log = match &self.log {
+            LogStatus::Intact {
+                entries,
+                acknowledged,
+            } => {
+                serde_json::json!({"entries": entries, "intact": true, "acknowledged": acknowledged})
+            }
+            LogStatus::Broken { problem } => {
+                serde_json::json!({"intact": false, "problem": problem})
+            }
+            LogStatus::Missing | LogStatus::Unusable { .. } => serde_json::Value::Null,
+        };
+        let recent: Vec<&crate::Gate> = a.recent.iter().rev().take(5).collect();
+        serde_json::json!({
+            "pending": crate::output_json(&a.pending_gate),
+            "current_run": a.current_run,
+            "runs": crate::output_json(&a.runs),
+            "recent": crate::output_json(&recent),
+            "notify": self.state.notify.as_ref().map(squad_model::NotifySettings::to_value),
+            "log": log,
+            "tamper": crate::output_json(&self.tamper),
+            "repaired": self.repaired,
+            "problems": self.problems(),
+        })
+    }
+}
+
+impl Status {
+    /// The status in lines for people, as `squad approval status` prints it: the channel, the
+    /// run, the pending gate, the five most recent decisions, the log's verdict (a recorded
+    /// tampering shows until it is acknowledged), then problems and repairs.
+    pub fn lines(&self) -> Vec<String> {
+        let a = &self.state.approval;
+        let channel = self
+            .state
+            .notify
+            .as_ref()
+            .map_or(squad_model::ChannelKind::InChat, |n| n.approval_channel);
+        let mut out = vec![format!("channel: {channel}")];
+        out.push(match &a.current_run {
+            Some(r) if a.run(r).is_some_and(|r| r.stopped.is_some()) => {
+                format!("run: {r} (stopped)")
+            }
+            Some(r) => format!("run: {r}"),
+            None => "run: none".to_owned(),
+        });
+        out.push(match &a.pending_gate {
+            Some(g) => format!(
+                "pending: {} {} ({}) — {} — awaiting: {} — expires {}",
+                g.id, g.trigger, g.mode, g.topic, g.awaiting, g.expires
+            ),
+            None => "pending: none".to_owned(),
+        });
+        for g in a.recent.iter().rev().take(5) {
+            let at = g
+                .decision
+                .as_ref()
+                .map(|d| d.at.to_string())
+                .unwrap_or_default();
+            out.push(format!(
+                "decided: {} {} {} at {at} — {}",
+                g.id, g.state, g.trigger, g.topic
+            ));
+        }
+        out.push(match (&self.tamper, &self.log) {
+            (Some(t), _) => format!(
+                "log: TAMPERED (detected {}): {}; new gates are refused until `squad approval acknowledge-tamper`",
+                t.detected, t.problem
+            ),
+            (None, LogStatus::Intact { entries, .. }) => {
+                format!("log: {entries} entries, hash chain intact")
+            }
+            (None, LogStatus::Broken { problem }) => format!("log: TAMPERED: {problem}"),
+            (None, _) => "log: none".to_owned(),
+        });
+        out.extend(self.problems().into_iter().map(|p| format!("problem: {p}")));
+        out.extend(self.repaired.iter().map(|r| format!("repaired: {r}")));
+        out
+    }
+}
