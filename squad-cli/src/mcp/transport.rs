@@ -171,8 +171,9 @@ where
             }
             Ok(message) => self.before_initialize(message, id),
             Err(e) => match (id, method) {
-                // A notification or a response that does not parse: nobody to answer.
-                (None, Some(_)) => Judged::Skip,
+                // A notification (a method and no id at all) or a response that does not parse:
+                // nobody to answer.
+                (None, Some(_)) if !object.contains_key("id") => Judged::Skip,
                 _ if is_response => Judged::Skip,
                 (Some(id), Some(m)) if KNOWN_METHODS.contains(&m) && version_ok(object) => {
                     Judged::Answer(id, INVALID_PARAMS, format!("invalid params for {m}: {e}"))

@@ -192,7 +192,16 @@ async fn elicit(peer: &Peer<RoleServer>, gate: &Gate, left: Duration) -> Asked {
         _ => return Asked::NoAnswer("the human cancelled".to_owned()),
     }
     let content = answer.content.unwrap_or(Value::Null);
-    let choice = content.get("answer").and_then(Value::as_str);
+    // The form's field; a client that filled the form under another key still gave one of the
+    // choices (the human picked it in the client).
+    let choice = content.get("answer").and_then(Value::as_str).or_else(|| {
+        content
+            .as_object()?
+            .iter()
+            .filter(|(key, _)| key.as_str() != "note")
+            .filter_map(|(_, v)| v.as_str())
+            .find(|v| CHOICES.contains(v))
+    });
     let note = content
         .get("note")
         .and_then(Value::as_str)

@@ -1098,7 +1098,7 @@ fn malformed_json_rpc_gets_json_rpc_errors_and_the_server_keeps_serving() {
     assert_eq!(early["error"]["code"], -32600);
     plain.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     initialize(&mut plain, "2025-11-25");
-    let cases: [(&str, Value, i64); 9] = [
+    let cases: [(&str, Value, i64); 14] = [
         ("this is not json", Value::Null, -32700),
         (
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/list""#,
@@ -1117,6 +1117,27 @@ fn malformed_json_rpc_gets_json_rpc_errors_and_the_server_keeps_serving() {
             -32600,
         ),
         (r#"{"id":10}"#, json!(10), -32600),
+        (r#"{"foo":"boo"}"#, Value::Null, -32600),
+        (
+            r#"{"jsonrpc":"2.0","method":1,"params":"bar"}"#,
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":16,"method":"tools/call","params":"not an object"}"#,
+            json!(16),
+            -32602,
+        ),
         (
             r#"{"jsonrpc":"2.0","id":11,"method":"no/such/method"}"#,
             json!(11),
@@ -1218,4 +1239,59 @@ async fn text_in_tool_calls_never_decides_a_gate() {
     let status = squad_json(&repo, &["approval", "status"]);
     assert_eq!(status["pending"]["id"], gate.as_str());
     client.cancel().await.unwrap();
+}
+
+#[test]
+fn a_plain_client_answers_the_elicitation_over_the_same_lines() {
+    let repo = repo_with_in_chat();
+    let mut plain = Plain::start(&repo);
+    let init = plain.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "plain", "version": "0"}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    plain.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let gate = plain.request(
+        2,
+        "tools/call",
+        json!({"name": "approval_request", "arguments": {"mode": "interactive", "trigger": "risk-gate", "topic": "Delete the bucket", "awaiting": "yes or no", "detail": "s3://old"}}),
+    );
+    let gate = gate["result"]["structuredContent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (id, answer, state) in [
+        (3, json!({"action": "decline"}), "pending"),
+        (
+            4,
+            json!({"action": "accept", "content": {"answer": "stop"}}),
+            "stopped",
+        ),
+    ] {
+        plain.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "approval_wait", "arguments": {"timeout_secs": 60}}})
+                .to_string(),
+        );
+        let ask = plain.next();
+        assert_eq!(ask["method"], "elicitation/create", "{ask}");
+        let params = &ask["params"];
+        assert!(params["message"].as_str().unwrap().contains(&gate));
+        let field = &params["requestedSchema"]["properties"]["answer"];
+        assert_eq!(
+            field["enum"],
+            json!(["approve", "approve-all", "changes", "stop"])
+        );
+        plain.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": answer}).to_string());
+        let result = plain.next();
+        assert_eq!(result["id"], id, "{result}");
+        assert_eq!(
+            result["result"]["structuredContent"]["state"], state,
+            "{result}"
+        );
+        assert_eq!(result["result"]["isError"], false);
+    }
+    plain.finish();
+    let status = squad_json(&repo, &["approval", "status"]);
+    assert!(status["pending"].is_null(), "{status}");
 }
