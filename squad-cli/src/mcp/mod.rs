@@ -134,7 +134,7 @@ impl ServerHandler for Server {
         }
         let args = request.arguments.unwrap_or_default();
         let turn = self.turn.clone().lock_owned().await;
-        let out = tools::call(name, args, self.ctx.clone(), context.peer.clone(), turn).await;
+        let out = tools::call(name, args, self.ctx.clone(), context, turn).await;
         let result = match out {
             Some(Ok(out)) => out.into_result(),
             Some(Err(e)) => tools::error_result(&e),

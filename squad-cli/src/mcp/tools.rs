@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
-use rmcp::service::Peer;
+use rmcp::service::RequestContext;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use squad_memory::{FsStore, Touch};
@@ -254,7 +254,7 @@ pub(crate) async fn call(
     name: &str,
     args: Map<String, Value>,
     ctx: Arc<Ctx>,
-    peer: Peer<RoleServer>,
+    context: RequestContext<RoleServer>,
     turn: super::TurnGuard,
 ) -> Option<Result<Output, CliError>> {
     let out = match name {
@@ -267,7 +267,7 @@ pub(crate) async fn call(
         "approval_request" => approval_request(args, ctx).await,
         "approval_status" => approval_status(args, ctx).await,
         "approval_wait" => match parse::<WaitArgs>(name, args) {
-            Ok(a) => super::wait::approval_wait(a, ctx, peer, turn).await,
+            Ok(a) => super::wait::approval_wait(a, ctx, context, turn).await,
             Err(e) => Err(e),
         },
         "route_briefing" => route_briefing(args, ctx).await,

@@ -14,8 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
-use rmcp::service::Peer;
+use rmcp::model::{
+    ElicitRequestParams, ElicitationAction, ElicitationSchema, ProgressNotificationParam,
+};
+use rmcp::service::{Peer, RequestContext};
 use serde_json::{Value, json};
 use squad_notify::{Command, Gate, Next, Parsed, WaitEnd, parse_comment};
 
@@ -34,9 +36,10 @@ pub(crate) const CHOICES: [&str; 4] = ["approve", "approve-all", "changes", "sto
 pub(crate) async fn approval_wait(
     args: WaitArgs,
     ctx: Arc<Ctx>,
-    peer: Peer<RoleServer>,
+    context: RequestContext<RoleServer>,
     turn: super::TurnGuard,
 ) -> Result<Output, CliError> {
+    let peer = &context.peer;
     let timeout = Duration::from_secs(args.timeout_secs.unwrap_or(DEFAULT_WAIT_SECS));
     let prepared = prepare_wait(&args, Some(timeout), &ctx).await?;
     // The gate is found: later calls need not wait for the human.
@@ -52,8 +55,12 @@ pub(crate) async fn approval_wait(
         messages: mut notes,
         ..
     } = *p;
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut ask = in_chat_only && elicits(&peer);
+    let started = tokio::time::Instant::now();
+    let deadline = started + timeout;
+    // With a progress token, each poll tells the client the wait goes on (clients that reset
+    // their request timeout on progress then wait as long as `timeout_secs` says).
+    let progress = context.meta.get_progress_token();
+    let mut ask = in_chat_only && elicits(peer);
     if in_chat_only && !ask {
         notes.push(
             "note: the gate is answered in-chat and this client cannot ask the human (no elicitation): \
@@ -88,7 +95,11 @@ pub(crate) async fn approval_wait(
         };
         if std::mem::take(&mut ask) {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            match elicit(&peer, waiter.gate(), left).await {
+            let asked = tokio::select! {
+                asked = elicit(peer, waiter.gate(), left) => asked,
+                () = context.ct.cancelled() => return Ok(Output::new(wait_json(waiter.gate()))),
+            };
+            match asked {
                 Asked::Line(line) => {
                     chat.feed(&line);
                     continue;
@@ -103,7 +114,23 @@ pub(crate) async fn approval_wait(
                 Asked::Failed(why) => notes.push(format!("warning: {why}")),
             }
         }
-        tokio::time::sleep(pause).await;
+        if let Some(token) = &progress {
+            let waited = started.elapsed().as_secs_f64();
+            let note = ProgressNotificationParam::new(token.clone(), waited)
+                .with_total(timeout.as_secs_f64())
+                .with_message(format!(
+                    "waiting for a human's decision on gate {}",
+                    waiter.gate().id
+                ));
+            if let Err(e) = peer.notify_progress(note).await {
+                notes.push(format!("warning: cannot report progress: {e}"));
+            }
+        }
+        // A cancelled call stops waiting; the gate stays as it is.
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = context.ct.cancelled() => return Ok(Output::new(wait_json(waiter.gate()))),
+        }
     }
 }
 

@@ -1064,6 +1064,30 @@ fn a_plain_json_rpc_client_runs_a_session_over_newline_delimited_json() {
         let a = plain.next();
         answers.insert(a["id"].as_u64().unwrap(), a);
     }
+    // A wait with a progress token reports progress while it polls, then answers `pending`.
+    let gate = plain.request(
+        11,
+        "tools/call",
+        json!({"name": "approval_request", "arguments": {"mode": "autopilot", "trigger": "risk-gate", "topic": "t", "awaiting": "a", "detail": "d"}}),
+    );
+    assert_eq!(gate["result"]["isError"], false, "{gate}");
+    plain.send(
+        &json!({"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "approval_wait", "arguments": {"timeout_secs": 3, "interval": 1}, "_meta": {"progressToken": "p-12"}}})
+            .to_string(),
+    );
+    let mut progress = 0;
+    let waited = loop {
+        let line = plain.next();
+        if line["method"] == "notifications/progress" {
+            assert_eq!(line["params"]["progressToken"], "p-12", "{line}");
+            progress += 1;
+            continue;
+        }
+        break line;
+    };
+    assert_eq!(waited["id"], 12, "{waited}");
+    assert_eq!(waited["result"]["structuredContent"]["state"], "pending");
+    assert!(progress >= 1, "no progress reported");
     let prompt = &answers[&8]["result"]["structuredContent"]["prompt"];
     assert!(prompt.as_str().unwrap().contains("pipelined"), "{prompt}");
     let shown = &answers[&10]["result"];
