@@ -9,6 +9,7 @@ mod fixture;
 mod fs_boundary;
 mod fuzz;
 mod import;
+mod logs;
 mod names;
 mod ops;
 mod realistic;
