@@ -11,7 +11,7 @@
 //! - the stated MSRV is the highest `rust-version` of every locked dependency, and the README
 //!   states the same;
 //! - the license files every crate ships are there.
-#![allow(
+#![expect(
     clippy::unwrap_used,
     reason = "a test panics on failure; that is the point"
 )]
