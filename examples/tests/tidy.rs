@@ -10,7 +10,9 @@
 //!   `squad-fs`;
 //! - the stated MSRV is the highest `rust-version` of every locked dependency, and the README
 //!   states the same;
-//! - the license files every crate ships are there.
+//! - the license files every crate ships are there;
+//! - no source file pulls in another crate's file with `#[path]` (shared test code lives in
+//!   `squad-test-support`).
 #![expect(
     clippy::unwrap_used,
     reason = "a test panics on failure; that is the point"
@@ -233,6 +235,57 @@ fn every_crate_ships_both_licenses() {
         for file in ["LICENSE-MIT", "LICENSE-APACHE"] {
             if !root().join(dir).join(file).is_file() {
                 problems.push(format!("{dir}/{file} is missing"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every `.rs` file under `dir`, skipping `target/`.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target") {
+                rust_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_path_attribute_reaches_into_another_crate() {
+    let mut problems = Vec::new();
+    for (dir, _) in members() {
+        let crate_dir = root().join(&dir);
+        let mut files = Vec::new();
+        rust_files(&crate_dir, &mut files);
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                let Some(rest) = line.trim().strip_prefix("#[path = \"") else {
+                    continue;
+                };
+                let target = rest.split('"').next().unwrap();
+                let mut resolved = file.parent().unwrap().to_path_buf();
+                for part in Path::new(target).components() {
+                    match part {
+                        std::path::Component::ParentDir => {
+                            resolved.pop();
+                        }
+                        std::path::Component::Normal(p) => resolved.push(p),
+                        _ => {}
+                    }
+                }
+                if !resolved.starts_with(&crate_dir) {
+                    problems.push(format!(
+                        "{}:{}: #[path = \"{target}\"] leaves {dir}",
+                        file.strip_prefix(root()).unwrap().display(),
+                        i + 1
+                    ));
+                }
             }
         }
     }
