@@ -51,6 +51,10 @@ pub use signal::{
     parse_label,
 };
 pub use squad_fs::StateDir;
+/// The shared vocabulary (`ChannelKind`, `NotifySettings`, `Timestamp`, ...), re-exported so that a
+/// tool depending on this crate alone names every type its API takes
+/// (`squad_notify::squad_model::...`), at the version this crate uses.
+pub use squad_model;
 pub use store::{ApprovalState, Batch, RunRecord, StateDoc, TamperRecord};
 pub use wait::{Next, Pacer, PacerOptions, Turn, WaitEnd, Waiter};
 
