@@ -7,7 +7,7 @@
 //! 4. An issue assigned to a squad wakes its leader, who gets a briefing.
 //!
 //! Run with `cargo run -p squad-examples --example quickstart` (needs the `git` CLI).
-#![allow(clippy::print_stdout, reason = "an example prints what it does")]
+#![expect(clippy::print_stdout, reason = "an example prints what it does")]
 
 use std::path::Path;
 use std::process::Command;

@@ -31,9 +31,8 @@
 //! 41 M now; 1,000 entries of ~250 B 44 M before (8 M hashing), 12 M now. Wall-clock p95s
 //! move with the load of the shared machine (another run: 0.87/5.03 ms and 4.70/9.64 ms); the
 //! instruction counts do not.
-#![allow(missing_docs, reason = "divan bench functions")]
-#![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
-#![allow(clippy::print_stderr, reason = "the bench reports the figures")]
+#![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
+#![expect(clippy::print_stderr, reason = "the bench reports the figures")]
 
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};

@@ -1,6 +1,5 @@
 //! Parsing and validating note entries (`squad-model`), the cost every notes read pays per line.
-#![allow(missing_docs, reason = "divan bench functions")]
-#![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
+#![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
 use squad_model::{AgentName, NoteEntry, NoteType};
 

@@ -39,8 +39,7 @@
 //! pipeline 2.67 G (`notes list` 1.12 G, `cat-file --batch` 1.56 G), the library's
 //! `read_all_parsed` about 2.1 G: the command counts entries without building them
 //! (`format::count_entries`), so it does less than the library read that measures 0.48x quiet.
-#![allow(missing_docs, reason = "divan bench functions")]
-#![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
+#![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -257,7 +256,7 @@ mod list_json_cli {
     use super::*;
 
     #[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
-    #[allow(
+    #[expect(
         clippy::print_stderr,
         reason = "a bench that cannot run says why, on stderr, instead of failing the whole run"
     )]

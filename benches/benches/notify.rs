@@ -1,8 +1,7 @@
 //! squad-notify: the Markdown-aware signal parser against the upstream watcher's plain prefix
 //! test, log verification against a plain split, and the atomic state write (through the
 //! state directory's boundary, squad-fs) against a plain write.
-#![allow(missing_docs, reason = "divan bench functions")]
-#![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
+#![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
 use squad_notify::{LogEntry, log_head, parse_comment, verify_log};
 

@@ -24,8 +24,7 @@
 //! cold run also reads, parses and renders all 100k notes (22.9 MB), which the git baseline
 //! does not. (Before the notes were read straight from the packs and parsed where decoded:
 //! 944 ms and 73 ms cold.)
-#![allow(missing_docs, reason = "divan bench functions")]
-#![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
+#![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
 use std::collections::HashMap;
 use std::path::Path;

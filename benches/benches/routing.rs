@@ -51,8 +51,7 @@
 //! squad index) into a directory; divan's allocation profiler reports the bytes allocated, grown
 //! and freed per iteration, and (alloc + grow - dealloc) / `ISSUES` is the memory per issue,
 //! hash-table growth included.
-#![allow(missing_docs, reason = "divan bench functions")]
-#![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
+#![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
 use std::sync::{Mutex, OnceLock};
 

@@ -10,8 +10,7 @@
 //!   `commit-tree` and `update-ref <ref> <new> <old>` (six processes).
 //! - `read`: one key. Ours: `OrphanBranchStore::read`. Baseline: `git cat-file blob <ref>:<key>`.
 //! - `worktree_append`: `WorktreeStateStore::append` (lock, temp file, fsync, rename), for scale.
-#![allow(missing_docs, reason = "divan bench functions")]
-#![allow(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
+#![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

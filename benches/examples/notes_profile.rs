@@ -10,8 +10,8 @@
 //! cargo build --profile bench -p squad-bench --example notes_profile
 //! target/release/examples/notes_profile 100000 15
 //! ```
-#![allow(clippy::unwrap_used, reason = "a profiling driver")]
-#![allow(clippy::print_stdout, reason = "it reports its timing on stdout")]
+#![expect(clippy::unwrap_used, reason = "a profiling driver")]
+#![expect(clippy::print_stdout, reason = "it reports its timing on stdout")]
 
 use std::time::{Duration, Instant};
 

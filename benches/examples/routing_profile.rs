@@ -19,8 +19,8 @@
 //! valgrind --tool=callgrind --toggle-collect='*run_sim*' target/release/examples/routing_profile 1000 sim
 //! valgrind --tool=callgrind --toggle-collect='*run_sim*' target/release/examples/routing_profile 1000 barrier
 //! ```
-#![allow(clippy::unwrap_used, reason = "a profiling driver")]
-#![allow(clippy::print_stdout, reason = "it reports its timing on stdout")]
+#![expect(clippy::unwrap_used, reason = "a profiling driver")]
+#![expect(clippy::print_stdout, reason = "it reports its timing on stdout")]
 
 use squad_model::Timestamp;
 use squad_routing::generate::{GenConfig, generate};

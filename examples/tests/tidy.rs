@@ -1,15 +1,19 @@
 //! Workspace conventions, checked as a test (the house style's `tidy`).
 //!
 //! - every dependency of every member is declared once, in `[workspace.dependencies]`, and members
-//!   write `x.workspace = true` (internal crates too);
+//!   write `x.workspace = true` (internal crates too), and every workspace dependency is used by
+//!   a member;
 //! - every member inherits the workspace lints and package metadata;
-//! - every library crate uses its README as crate docs and ships it;
+//! - every library crate uses its README as crate docs and ships it, and renders its features'
+//!   `##` comments with `document-features`;
 //! - no library crate depends on another library crate except the leaves `squad-model` and
 //!   `squad-fs`;
 //! - the stated MSRV is the highest `rust-version` of every locked dependency, and the README
 //!   states the same;
-//! - the license files every crate ships are there.
-#![allow(
+//! - the license files every crate ships are there;
+//! - no source file pulls in another crate's file with `#[path]` (shared test code lives in
+//!   `squad-test-support`).
+#![expect(
     clippy::unwrap_used,
     reason = "a test panics on failure; that is the point"
 )]
@@ -90,6 +94,30 @@ fn dependencies_come_from_the_workspace() {
 }
 
 #[test]
+fn every_workspace_dependency_is_used() {
+    let root_manifest = manifest(&root().join("Cargo.toml"));
+    let declared = root_manifest["workspace"]["dependencies"]
+        .as_table()
+        .unwrap();
+    let members = members();
+    let unused: Vec<&String> = declared
+        .keys()
+        .filter(|name| {
+            !members.iter().any(|(_, t)| {
+                ["dependencies", "dev-dependencies", "build-dependencies"]
+                    .iter()
+                    .filter_map(|section| t.get(*section).and_then(|d| d.as_table()))
+                    .any(|deps| deps.contains_key(name.as_str()))
+            })
+        })
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "declared in [workspace.dependencies] but used by no member: {unused:?}"
+    );
+}
+
+#[test]
 fn members_inherit_lints_and_metadata() {
     let mut problems = Vec::new();
     for (dir, t) in members() {
@@ -126,6 +154,14 @@ fn libraries_use_their_readme_as_docs_and_respect_the_dependency_rule() {
             ));
         }
         let t = manifest(&dir.join("Cargo.toml"));
+        let features = t.get("features").and_then(|f| f.as_table());
+        if features.is_some_and(|f| f.keys().any(|k| k != "default"))
+            && !lib_rs.contains("#![doc = document_features::document_features!()]")
+        {
+            problems.push(format!(
+                "{lib}: src/lib.rs does not render its features with document-features"
+            ));
+        }
         let include = t["package"].get("include").and_then(|i| i.as_array());
         if !include.is_some_and(|i| i.iter().any(|v| v.as_str() == Some("README.md"))) {
             problems.push(format!("{lib}: package.include does not ship README.md"));
@@ -199,6 +235,57 @@ fn every_crate_ships_both_licenses() {
         for file in ["LICENSE-MIT", "LICENSE-APACHE"] {
             if !root().join(dir).join(file).is_file() {
                 problems.push(format!("{dir}/{file} is missing"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every `.rs` file under `dir`, skipping `target/`.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target") {
+                rust_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_path_attribute_reaches_into_another_crate() {
+    let mut problems = Vec::new();
+    for (dir, _) in members() {
+        let crate_dir = root().join(&dir);
+        let mut files = Vec::new();
+        rust_files(&crate_dir, &mut files);
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                let Some(rest) = line.trim().strip_prefix("#[path = \"") else {
+                    continue;
+                };
+                let target = rest.split('"').next().unwrap();
+                let mut resolved = file.parent().unwrap().to_path_buf();
+                for part in Path::new(target).components() {
+                    match part {
+                        std::path::Component::ParentDir => {
+                            resolved.pop();
+                        }
+                        std::path::Component::Normal(p) => resolved.push(p),
+                        _ => {}
+                    }
+                }
+                if !resolved.starts_with(&crate_dir) {
+                    problems.push(format!(
+                        "{}:{}: #[path = \"{target}\"] leaves {dir}",
+                        file.strip_prefix(root()).unwrap().display(),
+                        i + 1
+                    ));
+                }
             }
         }
     }

@@ -51,6 +51,19 @@ fn stdout_error(e: &io::Error) -> CliError {
     }
 }
 
+/// The error's message followed by its chain of sources (`message: cause: cause`), for failures
+/// whose cause (an I/O or git error) the message does not already name.
+pub(crate) fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 /// Flushes stdout; called once when a command ends, so that a buffered tail that cannot be
 /// written is reported instead of lost silently at exit.
 pub(crate) fn flush_stdout() -> Result<(), CliError> {

@@ -399,7 +399,7 @@ fn lib_error(ctx: &Ctx, store: &FsStore, e: &squad_memory::Error) -> CliError {
             "another `squad memory` writer (the Scribe) is running; try again when it finishes",
         ),
         _ if e.is_user_error() => CliError::usage(message),
-        _ => CliError::failure(format!("{e:#}")),
+        _ => CliError::failure(crate::ctx::with_sources(&e)),
     }
 }
 

@@ -196,7 +196,7 @@ pub(crate) fn lib_err(e: squad_notes::Error) -> CliError {
             None => err,
         }
     } else {
-        CliError::failure(format!("{e:#}"))
+        CliError::failure(crate::ctx::with_sources(&e))
     }
 }
 

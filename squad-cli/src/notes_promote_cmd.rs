@@ -64,7 +64,7 @@ fn lib_err(e: squad_notes::Error) -> CliError {
     let err = if e.is_user_error() {
         CliError::usage(e.to_string())
     } else {
-        CliError::failure(format!("{e:#}"))
+        CliError::failure(crate::ctx::with_sources(&e))
     };
     if no_branch {
         err.with_hint(

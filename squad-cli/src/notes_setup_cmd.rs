@@ -33,7 +33,7 @@ pub(crate) fn run(args: &SetupArgs, ctx: &Ctx) -> CmdResult {
         let err = if e.is_user_error() {
             CliError::usage(e.to_string())
         } else {
-            CliError::failure(format!("{e:#}"))
+            CliError::failure(crate::ctx::with_sources(&e))
         };
         if e.kind() == squad_notes::ErrorKind::NotFound {
             err.with_hint("add the remote first: git remote add <name> <url>")

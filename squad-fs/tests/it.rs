@@ -1,6 +1,6 @@
 //! `StateDir` on a real file system: symlinks below the root are never followed, paths never
 //! leave the root, writes are atomic and concurrent appends lose nothing.
-#![allow(
+#![expect(
     clippy::unwrap_used,
     reason = "a test panics on failure; that is the point"
 )]

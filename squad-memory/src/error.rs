@@ -106,15 +106,17 @@ impl fmt::Display for Problem {
 /// in memory files (if any) and the source.
 ///
 /// `Display` prints the message alone; when the error carries [`Problem`]s the message is one
-/// `file:line: problem` line per problem, joined by newlines. `{:#}` appends the chain of sources.
-/// `Debug` prints every field. I/O errors are kept as the boxed `source` and never appear in the
-/// API.
-#[derive(Debug)]
+/// `file:line: problem` line per problem, joined by newlines. The underlying cause, when there is
+/// one, is available through [`std::error::Error::source`]. `Debug` prints every field. I/O
+/// errors are kept as the boxed `source` and never appear in the API.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 pub struct Error {
     kind: ErrorKind,
     op: &'static str,
     message: String,
     problems: Vec<Problem>,
+    #[source]
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -184,28 +186,6 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
-        if f.alternate() {
-            let mut source = std::error::Error::source(self);
-            while let Some(s) = source {
-                write!(f, ": {s}")?;
-                source = s.source();
-            }
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|s| s as &(dyn std::error::Error + 'static))
-    }
-}
-
 impl From<squad_model::Error> for Error {
     fn from(e: squad_model::Error) -> Self {
         Error::new(ErrorKind::InvalidInput, "validate", e.to_string()).with_source(e)
@@ -231,5 +211,21 @@ mod tests {
         );
         assert!(e.is_user_error() && !e.is_retryable());
         assert_eq!(e.problems().len(), 2);
+    }
+
+    #[test]
+    fn display_is_the_message_and_the_cause_is_the_source() {
+        let io = std::io::Error::other("disk on fire");
+        let e = Error::new(
+            ErrorKind::Backend,
+            "memory.write",
+            "cannot write hot/data.md",
+        )
+        .with_source(io);
+        assert_eq!(e.to_string(), "cannot write hot/data.md");
+        let source = std::error::Error::source(&e).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("disk on fire"));
+        assert_eq!((e.kind(), e.op()), (ErrorKind::Backend, "memory.write"));
+        assert!(!e.is_retryable() && !e.is_user_error());
     }
 }

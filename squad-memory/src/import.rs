@@ -229,6 +229,18 @@ pub fn import(
     sources: &[ImportSource],
     options: &ImportOptions,
 ) -> Result<ImportReport> {
+    let (agent, topic) = match target {
+        ImportTarget::Agent(a) => (Some(a.as_str()), None),
+        ImportTarget::Wiki(t) => (None, Some(t.as_str())),
+    };
+    let _span = tracing::info_span!(
+        "memory.import",
+        agent,
+        topic,
+        sources = sources.len(),
+        dry_run = options.dry_run
+    )
+    .entered();
     let _lock = if options.dry_run {
         None
     } else {
@@ -487,6 +499,17 @@ pub fn import(
             ));
         }
     }
+    tracing::info!(
+        lines_in = report.lines_in,
+        lines_stored = report.lines_stored,
+        entries = report.entries,
+        added = report.added,
+        merged = report.merged,
+        hot_lines = report.hot_lines,
+        documents = report.plan.len(),
+        warnings = report.warnings.len(),
+        "memory imported"
+    );
     Ok(report)
 }
 

@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![doc = document_features::document_features!()]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod bm25;
@@ -32,4 +33,8 @@ pub use render::{
 };
 pub use scribe::{ExtractiveSummarizer, Scribe, ScribeConfig, ScribeReport, Summarizer};
 pub use spawn::{Touch, spawn, validate};
+/// The shared vocabulary (`AgentName`, `Timestamp`, ...), re-exported so that a tool depending on
+/// this crate alone names every type its API takes (`squad_memory::squad_model::...`), at the
+/// version this crate uses.
+pub use squad_model;
 pub use store::{DocRef, FsStore, InMemoryStore, MAX_FILE_BYTES, MemoryStore, StoreLock, Tier};

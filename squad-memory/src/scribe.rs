@@ -440,6 +440,7 @@ impl<'a> Scribe<'a> {
     pub fn run(&self, agent: &AgentName, now: Timestamp) -> Result<ScribeReport> {
         // Files hold times to the millisecond; stamping more would make a re-read differ.
         let now = Timestamp::from_unix_millis(now.unix_millis())?;
+        let _span = tracing::info_span!("memory.scribe", agent = agent.as_str()).entered();
         let _lock = self.store.lock()?;
         let hot_ref = DocRef::Hot(agent.clone());
         let cold_ref = DocRef::Cold(agent.clone());
@@ -821,6 +822,19 @@ impl<'a> Scribe<'a> {
             written.push(hot_ref.path());
         }
         report.written = written;
+        tracing::info!(
+            before = report.before,
+            kept = report.kept,
+            moved = report.moved_total(),
+            merged = report.merged,
+            created = report.created,
+            after = report.after,
+            lines_checked = report.text_lines_before,
+            bytes_checked = report.text_bytes_before,
+            written = report.written.len(),
+            warnings = report.warnings.len(),
+            "scribe run"
+        );
         Ok(report)
     }
 }

@@ -400,7 +400,9 @@ impl MemoryStore for FsStore {
     fn write(&self, doc: &DocRef, text: &str) -> Result<()> {
         self.state
             .write_atomic(Self::rel(doc), text.as_bytes())
-            .map_err(|e| fs_error(&self.state, "memory.write", &doc.path(), e))
+            .map_err(|e| fs_error(&self.state, "memory.write", &doc.path(), e))?;
+        tracing::debug!(file = %doc.path(), bytes = text.len(), "memory document written");
+        Ok(())
     }
 
     fn list(&self, tier: Tier) -> Result<Vec<String>> {
@@ -419,7 +421,10 @@ impl MemoryStore for FsStore {
     fn lock(&self) -> Result<StoreLock> {
         match self.state.try_lock(format!("{MEMORY}/.scribe.lock")) {
             Ok(Some(lock)) => Ok(StoreLock::new(lock)),
-            Ok(None) => Err(locked_error()),
+            Ok(None) => {
+                tracing::debug!("the memory lock is held by another writer");
+                Err(locked_error())
+            }
             Err(e) => Err(fs_error(&self.state, "memory.lock", ".scribe.lock", e)),
         }
     }

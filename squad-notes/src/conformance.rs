@@ -38,11 +38,27 @@ pub fn object(i: usize) -> Oid {
     Oid::new(&hex).expect("valid test oid")
 }
 
+/// The error's message followed by its chain of sources (`message: cause: cause`).
+pub(crate) fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 #[track_caller]
 fn ok<T>(scenario: &str, r: crate::Result<T>) -> T {
     match r {
         Ok(v) => v,
-        Err(e) => panic!("{scenario}: unexpected error: {e:#} ({:?})", e.kind()),
+        Err(e) => panic!(
+            "{scenario}: unexpected error: {} ({:?})",
+            with_sources(&e),
+            e.kind()
+        ),
     }
 }
 
@@ -287,7 +303,7 @@ pub fn model_test<B: NotesBackend>(make: &mut dyn FnMut() -> B, cases: u32) {
         let mut model: BTreeMap<Oid, Vec<u8>> = BTreeMap::new();
         let mut history: Vec<(Oid, BTreeMap<Oid, Vec<u8>>)> = Vec::new();
         let mut tip: Option<Oid> = None;
-        let err = |e: crate::Error| TestCaseError::fail(format!("{e:#}"));
+        let err = |e: crate::Error| TestCaseError::fail(with_sources(&e));
         for op in ops {
             match op {
                 Op::Update(edits) => {

@@ -56,15 +56,18 @@ impl fmt::Display for ErrorKind {
 /// An error of `squad-notes`: a kind, the operation that failed, a message, and the source.
 ///
 /// `Display` prints the message alone (one line, naming what is wrong, for example
-/// `commit deadbeef not found`); `{:#}` appends the chain of sources. `Debug` prints every field.
+/// `commit deadbeef not found`); the underlying cause, when there is one, is available through
+/// [`std::error::Error::source`] (walk the chain to print it). `Debug` prints every field.
 /// Backend error types (gix, git2, serde_json) are kept as the boxed `source` and never appear in
 /// the API.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 pub struct Error {
     kind: ErrorKind,
     op: &'static str,
     message: String,
     path: Option<std::path::PathBuf>,
+    #[source]
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -127,28 +130,6 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
-        if f.alternate() {
-            let mut source = std::error::Error::source(self);
-            while let Some(s) = source {
-                write!(f, ": {s}")?;
-                source = s.source();
-            }
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|s| s as &(dyn std::error::Error + 'static))
-    }
-}
-
 impl From<squad_model::Error> for Error {
     fn from(e: squad_model::Error) -> Self {
         Error::new(ErrorKind::InvalidInput, "validate", e.to_string()).with_source(e)
@@ -160,7 +141,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn display_is_the_message_and_alternate_adds_sources() {
+    fn display_is_the_message_and_the_cause_is_the_source() {
         let io = std::io::Error::other("disk on fire");
         let e = Error::new(
             ErrorKind::Backend,
@@ -169,7 +150,8 @@ mod tests {
         )
         .with_source(io);
         assert_eq!(e.to_string(), "cannot write decisions.md");
-        assert_eq!(format!("{e:#}"), "cannot write decisions.md: disk on fire");
+        let source = std::error::Error::source(&e).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("disk on fire"));
         assert_eq!(e.op(), "state.write");
         assert!(!e.is_retryable() && !e.is_user_error());
         assert!(Error::new(ErrorKind::Conflict, "x", "lost").is_retryable());

@@ -73,40 +73,40 @@ pub fn count_entries(bytes: &[u8]) -> usize {
 #[derive(serde::Deserialize)]
 struct EntryCheck<'a> {
     id: EntryId,
-    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[expect(dead_code, reason = "checked by deserialising, not read")]
     agent: squad_model::AgentName,
-    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[expect(dead_code, reason = "checked by deserialising, not read")]
     timestamp: squad_model::Timestamp,
-    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[expect(dead_code, reason = "checked by deserialising, not read")]
     #[serde(rename = "type")]
     kind: squad_model::NoteType,
-    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[expect(dead_code, reason = "checked by deserialising, not read")]
     #[serde(default, borrow)]
     content: Option<std::borrow::Cow<'a, str>>,
-    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[expect(dead_code, reason = "checked by deserialising, not read")]
     #[serde(default, borrow)]
     decision: Option<std::borrow::Cow<'a, str>>,
-    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[expect(dead_code, reason = "checked by deserialising, not read")]
     #[serde(default, borrow)]
     reasoning: Option<std::borrow::Cow<'a, str>>,
-    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[expect(dead_code, reason = "checked by deserialising, not read")]
     #[serde(default, borrow)]
     alternatives_considered: Option<Vec<std::borrow::Cow<'a, str>>>,
-    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[expect(dead_code, reason = "checked by deserialising, not read")]
     #[serde(default)]
     confidence: Option<squad_model::Confidence>,
-    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[expect(dead_code, reason = "checked by deserialising, not read")]
     #[serde(default)]
     promote_to_permanent: Option<bool>,
-    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[expect(dead_code, reason = "checked by deserialising, not read")]
     #[serde(default, borrow)]
     topic: Option<std::borrow::Cow<'a, str>>,
-    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[expect(dead_code, reason = "checked by deserialising, not read")]
     #[serde(default)]
     findings: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     effort_hours: Option<f64>,
-    #[allow(dead_code, reason = "checked by deserialising, not read")]
+    #[expect(dead_code, reason = "checked by deserialising, not read")]
     #[serde(default)]
     archive_on_close: Option<bool>,
 }

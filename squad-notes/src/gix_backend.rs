@@ -1066,7 +1066,7 @@ fn write_blob_chunk(
 }
 
 /// Writes the tree and the notes commit for `staged` edits on top of `expected`.
-#[allow(
+#[expect(
     clippy::too_many_arguments,
     reason = "a private helper shared by the loose and packed write paths; the arguments are the commit's parts"
 )]

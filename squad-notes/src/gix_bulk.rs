@@ -741,8 +741,6 @@ impl pack::cache::DecodeEntry for Parent<'_> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests")]
-
     use super::*;
 
     /// Blobs that git packs as one deep delta tree: the plan cuts it into pieces (a node read

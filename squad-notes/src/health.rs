@@ -100,6 +100,7 @@ pub fn stale_locks(repo_dir: &Path) -> Result<Vec<StaleLock>> {
 
 /// The lock files that block an update of `ref_name` (its own `.lock` and `packed-refs.lock`)
 /// and that are left over (see the module docs).
+#[cfg(feature = "gix")]
 pub(crate) fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock> {
     let mut candidates = vec![common_dir.join("packed-refs.lock")];
     let mut ref_lock = common_dir.to_owned();
@@ -126,6 +127,7 @@ pub(crate) fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock
 }
 
 /// The error of an update of `what` blocked by the stale lock `lock`.
+#[cfg(feature = "gix")]
 pub(crate) fn locked_error(op: &'static str, what: &str, lock: &StaleLock) -> Error {
     Error::new(
         ErrorKind::Locked,
@@ -139,6 +141,7 @@ pub(crate) fn locked_error(op: &'static str, what: &str, lock: &StaleLock) -> Er
     .with_path(lock.path.clone())
 }
 
+#[cfg(feature = "gix")]
 fn human(age: Duration) -> String {
     let secs = age.as_secs();
     match secs {

@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![doc = document_features::document_features!()]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backend;
@@ -38,3 +39,7 @@ pub use gix_backend::GixNotes;
 pub use memory::InMemoryNotes;
 pub use notes::{APPEND_MESSAGE, CARRY_MESSAGE, CarryReport, Notes, RetryPolicy, WriteOutcome};
 pub use oid::{NotesRef, ObjectType, Oid};
+/// The shared vocabulary (`AgentName`, `NoteEntry`, `NoteType`, `Timestamp`, ...), re-exported so
+/// that a tool depending on this crate alone names every type its API takes
+/// (`squad_notes::squad_model::...`), at the version this crate uses.
+pub use squad_model;

@@ -599,7 +599,7 @@ fn merge_once<B: NotesBackend + ?Sized>(
 
 /// The edits that turn the notes at `local` into the union of `local` and `remote`, and the
 /// entry ids both sides hold with different bytes.
-#[allow(clippy::type_complexity, reason = "a private pair of results")]
+#[expect(clippy::type_complexity, reason = "a private pair of results")]
 pub(crate) fn union_edits<B: NotesBackend + ?Sized>(
     backend: &B,
     local: &Oid,

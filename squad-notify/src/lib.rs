@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![doc = document_features::document_features!()]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod approvals;
@@ -50,6 +51,10 @@ pub use signal::{
     parse_label,
 };
 pub use squad_fs::StateDir;
+/// The shared vocabulary (`ChannelKind`, `NotifySettings`, `Timestamp`, ...), re-exported so that a
+/// tool depending on this crate alone names every type its API takes
+/// (`squad_notify::squad_model::...`), at the version this crate uses.
+pub use squad_model;
 pub use store::{ApprovalState, Batch, RunRecord, StateDoc, TamperRecord};
 pub use wait::{Next, Pacer, PacerOptions, Turn, WaitEnd, Waiter};
 

@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![doc = document_features::document_features!()]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod apply;
@@ -37,4 +38,8 @@ pub use records::{
 pub use simple::SimpleDirectory;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteDirectory;
+/// The shared vocabulary (the ids, `Agent`, `Squad`, `Issue`, `Timestamp`, ...), re-exported so
+/// that a tool depending on this crate alone names every type its API takes
+/// (`squad_routing::squad_model::...`), at the version this crate uses.
+pub use squad_model;
 pub use trace::{Replay, TraceLine};

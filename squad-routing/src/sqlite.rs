@@ -198,12 +198,14 @@ impl SqliteDirectory {
     /// The first storage error of the transaction, or the commit's own.
     pub fn commit(&mut self) -> Result<()> {
         if let Err(e) = self.check() {
+            tracing::debug!(error = %e, "a write of the batch failed; rolling it back");
             self.rollback()?;
             return Err(e);
         }
         if self.in_transaction {
             self.in_transaction = false;
             self.conn.execute_batch("COMMIT").map_err(storage)?;
+            tracing::debug!(id_seq = self.seq, "routing directory committed");
         }
         Ok(())
     }

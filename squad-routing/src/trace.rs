@@ -60,7 +60,6 @@ pub struct IssueRecord {
 /// One line of a trace.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-#[allow(clippy::large_enum_variant, reason = "records are built once per line")]
 #[non_exhaustive]
 pub enum TraceLine {
     /// The schema version of the trace (first record; absent means version 1).

@@ -1,5 +1,6 @@
-//! `squad approval request|wait` with the github-issue channel, against the GitHub emulator of
-//! squad-notify's tests (wiremock on 127.0.0.1, GitHub's payload shapes), through the binary.
+//! `squad approval request|wait` with the github-issue channel, through the binary, against the
+//! GitHub emulator of `squad-test-support` (wiremock on 127.0.0.1, GitHub's payload shapes),
+//! which squad-notify's tests use too.
 //! The emulator's token doubles as the privacy canary: it must never appear in stdout, stderr or
 //! any file the command writes.
 
@@ -8,11 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-#[path = "../../../squad-notify/tests/it/github/emulator.rs"]
-#[allow(dead_code, reason = "the emulator is shared with squad-notify's tests")]
-mod emulator;
-
-use emulator::{APPROVER, Emulator, TOKEN};
+use squad_test_support::github::{self as emulator, APPROVER, Emulator, TOKEN};
 
 struct Out {
     code: i32,

@@ -1,5 +1,5 @@
 //! Integration tests of the `squad` binary.
-#![allow(
+#![expect(
     clippy::unwrap_used,
     reason = "a test panics on failure; that is the point"
 )]

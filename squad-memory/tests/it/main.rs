@@ -1,5 +1,5 @@
 //! Integration tests of `squad-memory`.
-#![allow(
+#![expect(
     clippy::unwrap_used,
     reason = "a test panics on failure; that is the point"
 )]
@@ -9,6 +9,7 @@ mod fixture;
 mod fs_boundary;
 mod fuzz;
 mod import;
+mod logs;
 mod names;
 mod ops;
 mod realistic;

@@ -700,7 +700,7 @@ impl<S: StateStore> Promoter<S> {
     }
 
     /// The candidates of a full-branch run: per notes ref, the noted objects to read.
-    #[allow(clippy::type_complexity, reason = "a private tuple of three results")]
+    #[expect(clippy::type_complexity, reason = "a private tuple of three results")]
     fn scan_branch(
         &self,
         repo: &gix::Repository,

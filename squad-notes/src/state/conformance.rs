@@ -23,6 +23,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 use super::{StateEdit, StateStore, StateStoreExt};
+use crate::conformance::with_sources;
 use crate::{ErrorKind, Result};
 
 /// Appending threads in [`concurrent_appends_lose_nothing`].
@@ -34,7 +35,11 @@ pub const APPENDS_PER_THREAD: usize = 50;
 fn ok<T>(r: Result<T>, what: &str) -> T {
     match r {
         Ok(v) => v,
-        Err(e) => panic!("{what}: unexpected error ({:?}): {e:#}", e.kind()),
+        Err(e) => panic!(
+            "{what}: unexpected error ({:?}): {}",
+            e.kind(),
+            with_sources(&e)
+        ),
     }
 }
 
@@ -42,7 +47,11 @@ fn ok<T>(r: Result<T>, what: &str) -> T {
 fn invalid<T: Debug>(r: Result<T>, what: &str) {
     match r {
         Err(e) if e.kind() == ErrorKind::InvalidInput => {}
-        Err(e) => panic!("{what}: expected InvalidInput, got {:?}: {e:#}", e.kind()),
+        Err(e) => panic!(
+            "{what}: expected InvalidInput, got {:?}: {}",
+            e.kind(),
+            with_sources(&e)
+        ),
         Ok(v) => panic!("{what}: expected InvalidInput, got Ok({v:?})"),
     }
 }
@@ -561,9 +570,9 @@ pub fn matches_model<S: StateStore>(store: &S, cases: u32) {
                         .filter(|k| k.starts_with(prefix.as_str()))
                         .cloned()
                         .collect();
-                    let got = store
-                        .list(prefix)
-                        .map_err(|e| TestCaseError::fail(format!("list {prefix:?}: {e:#}")))?;
+                    let got = store.list(prefix).map_err(|e| {
+                        TestCaseError::fail(format!("list {prefix:?}: {}", with_sources(&e)))
+                    })?;
                     prop_assert_eq!(got, expected, "list {:?}", prefix);
                 }
             }

@@ -368,6 +368,7 @@ pub(crate) fn prefix_dir(prefix: &str) -> Result<&str> {
 }
 
 /// A random number for backoff jitter and temporary file names (not for anything secret).
+#[cfg(feature = "gix")]
 pub(crate) fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();

@@ -136,3 +136,15 @@ pub(crate) fn entry(agent_name: &str, content: &str) -> NoteEntry {
     e.content = Some(content.to_owned());
     e
 }
+
+/// The error's message followed by its chain of sources, for assertion messages.
+pub(crate) fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

@@ -102,7 +102,12 @@ fn worktree_store_reports_io_failures_as_backend_errors() {
     std::fs::write(&root, "x").unwrap();
     let store = WorktreeStateStore::new(&root);
     let err = store.write("a.md", b"x").unwrap_err();
-    assert_eq!(err.kind(), squad_notes::ErrorKind::Backend, "{err:#}");
+    assert_eq!(
+        err.kind(),
+        squad_notes::ErrorKind::Backend,
+        "{}",
+        crate::common::with_sources(&err)
+    );
     assert_eq!(std::fs::read(&root).unwrap(), b"x");
 }
 
@@ -171,8 +176,17 @@ fn worktree_batch_cut_short_by_a_crash_is_completed_by_the_next_reader() {
     // A journal that cannot be parsed is reported by the next writer, which changes nothing.
     std::fs::write(root.join(".squad-journal"), "{torn").unwrap();
     let err = fresh.write("c.md", b"c\n").unwrap_err();
-    assert_eq!(err.kind(), squad_notes::ErrorKind::Corrupt, "{err:#}");
-    assert!(err.to_string().contains(".squad-journal"), "{err:#}");
+    assert_eq!(
+        err.kind(),
+        squad_notes::ErrorKind::Corrupt,
+        "{}",
+        crate::common::with_sources(&err)
+    );
+    assert!(
+        err.to_string().contains(".squad-journal"),
+        "{}",
+        crate::common::with_sources(&err)
+    );
     assert_eq!(fresh.list("").unwrap(), ["a.md", "notes/b.md"]);
 }
 
@@ -274,13 +288,15 @@ fn worktree_store_never_follows_a_symlink_below_its_root() {
     assert_eq!(
         err.kind(),
         squad_notes::ErrorKind::PermissionDenied,
-        "{err:#}"
+        "{}",
+        crate::common::with_sources(&err)
     );
     let err = store.append("linked.md", b"more\n").unwrap_err();
     assert_eq!(
         err.kind(),
         squad_notes::ErrorKind::PermissionDenied,
-        "{err:#}"
+        "{}",
+        crate::common::with_sources(&err)
     );
     assert!(!outside.join("new.md").exists());
     assert_eq!(

@@ -285,7 +285,12 @@ fn a_ref_whose_lock_a_live_writer_holds_ends_in_a_conflict_error() {
     let err = store.append("a", b"2").unwrap_err();
     holder.kill().unwrap();
     holder.wait().unwrap();
-    assert_eq!(err.kind(), ErrorKind::Conflict, "{err:#}");
+    assert_eq!(
+        err.kind(),
+        ErrorKind::Conflict,
+        "{}",
+        crate::common::with_sources(&err)
+    );
     assert!(err.is_retryable());
     assert!(
         err.to_string().contains("gave up after 3 attempts"),
@@ -317,7 +322,12 @@ fn a_left_over_lock_fails_at_once_naming_the_file() {
         let lock = repo.join(".git").join(name);
         std::fs::write(&lock, "").unwrap();
         let err = store.append("a", b"2").unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Locked, "{name}: {err:#}");
+        assert_eq!(
+            err.kind(),
+            ErrorKind::Locked,
+            "{name}: {}",
+            crate::common::with_sources(&err)
+        );
         assert!(!err.is_retryable() && !err.is_user_error());
         assert_eq!(
             err.path().map(|p| p.canonicalize().unwrap()),
@@ -375,10 +385,20 @@ fn bad_refs_and_paths_are_refused() {
             .unwrap()
             .with_ref(bad)
             .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::InvalidInput, "ref {bad:?}: {err:#}");
+        assert_eq!(
+            err.kind(),
+            ErrorKind::InvalidInput,
+            "ref {bad:?}: {}",
+            crate::common::with_sources(&err)
+        );
     }
     let err = OrphanBranchStore::open(dir.path().join("nowhere")).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::NotFound, "{err:#}");
+    assert_eq!(
+        err.kind(),
+        ErrorKind::NotFound,
+        "{}",
+        crate::common::with_sources(&err)
+    );
 }
 
 #[test]
@@ -389,7 +409,12 @@ fn a_ref_in_the_way_is_a_backend_error_not_a_race() {
     let store = OrphanBranchStore::open(&repo).unwrap();
     let err = store.write("a", b"1").unwrap_err();
     // Not `Conflict`: nobody raced us, so retrying cannot help.
-    assert_eq!(err.kind(), ErrorKind::Backend, "{err:#}");
+    assert_eq!(
+        err.kind(),
+        ErrorKind::Backend,
+        "{}",
+        crate::common::with_sources(&err)
+    );
     assert_eq!(err.to_string(), "cannot update refs/heads/squad-state");
     assert_eq!(store.read("a").unwrap(), None);
 }

@@ -533,7 +533,8 @@ fn bad_input_is_refused_and_pushes_nothing() {
     let err = t.fetch("gone", &[FetchRefspec::notes("gone")]).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::NotFound | ErrorKind::Backend),
-        "{err:#}"
+        "{}",
+        crate::common::with_sources(&err)
     );
     assert!(err.to_string().contains("git failed"), "{err}");
 }

@@ -214,3 +214,16 @@ impl HttpServer {
         self.received.lock().unwrap().clone()
     }
 }
+
+/// The error's message followed by its chain of sources: what a host printing the whole chain
+/// shows.
+pub(crate) fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

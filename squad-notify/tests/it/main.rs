@@ -1,10 +1,5 @@
 //! Integration tests of squad-notify.
-#![allow(
-    clippy::unwrap_used,
-    clippy::print_stdout,
-    clippy::print_stderr,
-    reason = "tests panic on failure and may print diagnostics"
-)]
+#![expect(clippy::unwrap_used, reason = "tests panic on failure")]
 
 mod attacks;
 mod channels;

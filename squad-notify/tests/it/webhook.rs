@@ -146,7 +146,10 @@ async fn a_500_gets_bounded_retries_a_logged_failure_and_the_gate_stays_pending(
         err.to_string(),
         "webhook delivery failed after 3 attempts: HTTP 500"
     );
-    assert_no_canary("error", &format!("{err} {err:#} {err:?}"));
+    assert_no_canary(
+        "error",
+        &format!("{} {err:?}", crate::common::with_sources(err)),
+    );
     assert_eq!(gate.state, GateState::Pending);
     assert_eq!(
         e.approvals
@@ -188,7 +191,10 @@ async fn a_slow_server_times_out_with_bounded_retries_and_the_gate_stays_pending
         err.to_string(),
         "webhook delivery failed after 2 attempts: timed out"
     );
-    assert_no_canary("error", &format!("{err:#} {err:?}"));
+    assert_no_canary(
+        "error",
+        &format!("{} {err:?}", crate::common::with_sources(&err)),
+    );
     // Give the server a moment to record the second request.
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(server.received().len(), 2);
@@ -254,7 +260,10 @@ async fn refused_unreachable_and_malformed_urls_never_leak() {
         err.to_string(),
         "webhook delivery failed after 3 attempts: connection failed"
     );
-    assert_no_canary("error", &format!("{err:#} {err:?}"));
+    assert_no_canary(
+        "error",
+        &format!("{} {err:?}", crate::common::with_sources(&err)),
+    );
 
     for bad in [
         "CANARY-not-a-url",
@@ -264,7 +273,10 @@ async fn refused_unreachable_and_malformed_urls_never_leak() {
         let hook = channel(Some(bad.to_owned()), Some(CANARY_SECRET), fast());
         let err = hook.notify(&sample_gate()).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Delivery, "{bad}");
-        assert_no_canary("error", &format!("{err:#} {err:?}"));
+        assert_no_canary(
+            "error",
+            &format!("{} {err:?}", crate::common::with_sources(&err)),
+        );
     }
 }
 
@@ -276,7 +288,10 @@ async fn without_a_url_the_channel_is_unavailable() {
         let err = hook.notify(&sample_gate()).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unavailable);
         assert!(err.to_string().contains("SQUAD_WEBHOOK_URL is not set"));
-        assert_no_canary("error", &format!("{err:#} {err:?}"));
+        assert_no_canary(
+            "error",
+            &format!("{} {err:?}", crate::common::with_sources(&err)),
+        );
     }
 }
 

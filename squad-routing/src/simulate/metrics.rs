@@ -432,7 +432,7 @@ impl Collector {
         }
     }
 
-    #[allow(
+    #[expect(
         clippy::too_many_arguments,
         reason = "one decision's fields and its context"
     )]

@@ -5,10 +5,6 @@ use squad_model::{Assignee, IssueStatus, RuntimeStatus, TaskStatus};
 use squad_routing::{Event, RoutingPolicy, TriggerSource};
 
 use crate::world::*;
-#[allow(
-    unused_imports,
-    reason = "each test file uses a few of the event structs"
-)]
 use squad_routing::event::*;
 
 /// One squad with an online private leader owned by alice.

@@ -6,10 +6,6 @@ use squad_model::{
 use squad_routing::{AutopilotTrigger, Decision, Directory, Event, TriggerSource};
 
 use crate::world::*;
-#[allow(
-    unused_imports,
-    reason = "each test file uses a few of the event structs"
-)]
 use squad_routing::event::*;
 
 fn skips(d: &squad_routing::Decisions) -> Vec<(String, &'static str)> {

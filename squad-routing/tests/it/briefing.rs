@@ -7,10 +7,6 @@ use squad_routing::mention::{MentionKind, parse_mentions};
 use squad_routing::{Decision, Directory, Event};
 
 use crate::world::*;
-#[allow(
-    unused_imports,
-    reason = "each test file uses a few of the event structs"
-)]
 use squad_routing::event::*;
 
 #[track_caller]

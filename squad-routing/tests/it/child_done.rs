@@ -5,10 +5,6 @@ use squad_model::{Assignee, IssueId, IssueStatus, TaskStatus};
 use squad_routing::{Event, TriggerSource};
 
 use crate::world::*;
-#[allow(
-    unused_imports,
-    reason = "each test file uses a few of the event structs"
-)]
 use squad_routing::event::*;
 
 struct S {

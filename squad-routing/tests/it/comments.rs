@@ -4,10 +4,6 @@ use squad_model::{Assignee, CommentId, IssueStatus, TaskStatus};
 use squad_routing::{Event, Principal, TriggerSource};
 
 use crate::world::*;
-#[allow(
-    unused_imports,
-    reason = "each test file uses a few of the event structs"
-)]
 use squad_routing::event::*;
 
 struct S {

@@ -1,5 +1,5 @@
 //! Integration tests of `squad-routing`.
-#![allow(
+#![expect(
     clippy::unwrap_used,
     reason = "a test panics on failure; that is the point"
 )]

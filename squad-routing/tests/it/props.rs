@@ -10,10 +10,6 @@ use squad_routing::{
 };
 
 use crate::world::*;
-#[allow(
-    unused_imports,
-    reason = "each test file uses a few of the event structs"
-)]
 use squad_routing::event::*;
 
 const STATUSES: [IssueStatus; 7] = [

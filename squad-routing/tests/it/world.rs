@@ -32,10 +32,6 @@ pub(crate) const ONLINE_PUBLIC: AgentSpec = AgentSpec {
     runtime: Some(RuntimeStatus::Online),
     archived: false,
 };
-#[allow(
-    unused_imports,
-    reason = "each test file uses a few of the event structs"
-)]
 use squad_routing::event::*;
 
 pub(crate) struct World {

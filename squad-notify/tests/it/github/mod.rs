@@ -2,7 +2,6 @@
 
 mod attacks;
 mod channel;
-mod emulator;
 mod happy;
 mod props;
 mod sim;
@@ -15,6 +14,7 @@ use squad_notify::github::{
     RejectReason, Rejection, SignalParser,
 };
 use squad_notify::{Clock, Pacer, PacerOptions};
+use squad_test_support::github as emulator;
 
 use emulator::SimClock;
 

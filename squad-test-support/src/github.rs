@@ -13,86 +13,134 @@ use squad_notify::Clock;
 use squad_notify::github::{GithubClient, GithubConfig, Token};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-pub(crate) const OWNER: &str = "acme";
-pub(crate) const REPO: &str = "widgets";
-pub(crate) const SQUAD: &str = "squad-bot";
-pub(crate) const APPROVER: &str = "octocat";
-pub(crate) const TOKEN: &str = "ghp_testTOKEN0123456789abcdef";
-/// 2026-11-30T10:00:00Z
-pub(crate) const T0: i64 = 1_795_860_000;
+/// The owner of the emulated repository.
+pub const OWNER: &str = "acme";
+/// The name of the emulated repository.
+pub const REPO: &str = "widgets";
+/// The squad's own account (the token's user, author of the issues it opens).
+pub const SQUAD: &str = "squad-bot";
+/// The registered approver, an admin of the repository.
+pub const APPROVER: &str = "octocat";
+/// The only token the emulator accepts; tests use it as the privacy canary too.
+pub const TOKEN: &str = "ghp_testTOKEN0123456789abcdef";
+/// Where the simulated clock starts, in seconds since the epoch (2026-11-30T10:00:00Z).
+pub const T0: i64 = 1_795_860_000;
 
+/// A GitHub account.
 #[derive(Debug, Clone)]
-pub(crate) struct UserRec {
-    pub(crate) login: String,
-    pub(crate) id: u64,
-    pub(crate) kind: &'static str,
+pub struct UserRec {
+    /// Its login.
+    pub login: String,
+    /// Its numeric id.
+    pub id: u64,
+    /// `User` or `Bot`.
+    pub kind: &'static str,
 }
 
+/// An issue of the repository.
 #[derive(Debug, Clone)]
-pub(crate) struct IssueRec {
-    pub(crate) number: u64,
-    pub(crate) title: String,
-    pub(crate) body: String,
-    pub(crate) user: String,
-    pub(crate) state: String,
-    pub(crate) state_reason: Option<String>,
-    pub(crate) labels: Vec<String>,
-    pub(crate) assignees: Vec<String>,
-    pub(crate) created: i64,
-    pub(crate) updated: i64,
+pub struct IssueRec {
+    /// Its number.
+    pub number: u64,
+    /// Its title.
+    pub title: String,
+    /// Its body.
+    pub body: String,
+    /// The login of its author.
+    pub user: String,
+    /// `open` or `closed`.
+    pub state: String,
+    /// Why it was closed (`completed`, `not_planned`).
+    pub state_reason: Option<String>,
+    /// Its labels.
+    pub labels: Vec<String>,
+    /// The logins it is assigned to.
+    pub assignees: Vec<String>,
+    /// When it was opened (seconds since the epoch).
+    pub created: i64,
+    /// When it last changed (seconds since the epoch).
+    pub updated: i64,
 }
 
+/// A comment on an issue.
 #[derive(Debug, Clone)]
-pub(crate) struct CommentRec {
-    pub(crate) id: u64,
-    pub(crate) issue: u64,
-    pub(crate) user: String,
-    pub(crate) body: String,
-    pub(crate) created: i64,
-    pub(crate) updated: i64,
+pub struct CommentRec {
+    /// Its id.
+    pub id: u64,
+    /// The issue it is on.
+    pub issue: u64,
+    /// The login of its author.
+    pub user: String,
+    /// Its body.
+    pub body: String,
+    /// When it was written (seconds since the epoch).
+    pub created: i64,
+    /// When it was last edited (seconds since the epoch).
+    pub updated: i64,
 }
 
+/// An issue event (only `labeled` is emulated).
 #[derive(Debug, Clone)]
-pub(crate) struct EventRec {
-    pub(crate) id: u64,
-    pub(crate) issue: u64,
-    pub(crate) event: String,
-    pub(crate) actor: String,
-    pub(crate) label: Option<String>,
-    pub(crate) created: i64,
+pub struct EventRec {
+    /// Its id.
+    pub id: u64,
+    /// The issue it happened on.
+    pub issue: u64,
+    /// What happened (`labeled`).
+    pub event: String,
+    /// Who did it.
+    pub actor: String,
+    /// The label added, for `labeled`.
+    pub label: Option<String>,
+    /// When (seconds since the epoch).
+    pub created: i64,
 }
 
+/// Everything the emulated GitHub holds, and what it was asked.
 #[derive(Debug, Default)]
-pub(crate) struct State {
-    pub(crate) users: BTreeMap<String, UserRec>,
-    /// login -> (permission, role_name)
-    pub(crate) roles: HashMap<String, (String, String)>,
-    pub(crate) issues: BTreeMap<u64, IssueRec>,
-    pub(crate) comments: Vec<CommentRec>,
-    pub(crate) events: Vec<EventRec>,
-    pub(crate) next_id: u64,
-    pub(crate) requests: u64,
+pub struct State {
+    /// The accounts, by login.
+    pub users: BTreeMap<String, UserRec>,
+    /// The repository's collaborators: login -> (permission, role_name).
+    pub roles: HashMap<String, (String, String)>,
+    /// The issues, by number.
+    pub issues: BTreeMap<u64, IssueRec>,
+    /// Every comment, in the order written.
+    pub comments: Vec<CommentRec>,
+    /// Every issue event, in order.
+    pub events: Vec<EventRec>,
+    /// The last id handed out.
+    pub next_id: u64,
+    /// How many requests arrived.
+    pub requests: u64,
+    /// How many requests were answered with something other than 304 Not Modified (the ones
+    /// GitHub counts against the rate limit).
     pub non_304: u64,
-    pub(crate) log: Vec<String>,
+    /// One line per request: method, URL and the simulated time in milliseconds.
+    pub log: Vec<String>,
     /// When each write (any method but GET) arrived, on the real monotonic clock.
-    pub(crate) write_times: Vec<std::time::Instant>,
+    pub write_times: Vec<std::time::Instant>,
     /// Canned answers served (once each) before the emulator, for paths containing the key.
-    pub(crate) faults: VecDeque<(String, ResponseTemplate)>,
+    pub faults: VecDeque<(String, ResponseTemplate)>,
 }
 
 /// Simulated time shared by the emulator and the client's clock (milliseconds since the epoch).
 #[derive(Debug, Clone)]
-pub(crate) struct SimClock {
-    pub(crate) millis: Arc<AtomicI64>,
-    pub(crate) sleeps: Arc<Mutex<Vec<Duration>>>,
+pub struct SimClock {
+    /// The simulated time, in milliseconds since the epoch.
+    pub millis: Arc<AtomicI64>,
+    /// Every pause taken through [`SimClock::sleep`], in order.
+    pub sleeps: Arc<Mutex<Vec<Duration>>>,
 }
 
 impl SimClock {
-    pub(crate) fn secs(&self) -> i64 {
+    /// The simulated time in whole seconds since the epoch.
+    pub fn secs(&self) -> i64 {
         self.millis.load(Ordering::SeqCst) / 1000
     }
 
-    pub(crate) fn advance(&self, secs: i64) {
+    /// Moves the simulated time forward by `secs` seconds.
+    pub fn advance(&self, secs: i64) {
         self.millis.fetch_add(secs * 1000, Ordering::SeqCst);
     }
 }
@@ -105,7 +153,7 @@ impl Clock for SimClock {
 
 impl SimClock {
     /// What a host does with a pause: here, move the simulated time and note the pause.
-    pub(crate) fn sleep(&self, duration: Duration) {
+    pub fn sleep(&self, duration: Duration) {
         self.sleeps.lock().unwrap().push(duration);
         self.millis.fetch_add(
             i64::try_from(duration.as_millis()).unwrap(),
@@ -114,10 +162,16 @@ impl SimClock {
     }
 }
 
-pub(crate) struct Emulator {
-    pub(crate) server: MockServer,
-    pub(crate) state: Arc<Mutex<State>>,
-    pub(crate) clock: SimClock,
+/// The emulated GitHub: a wiremock server answering the REST API from [`State`], on the
+/// simulated [`SimClock`].
+#[derive(Debug)]
+pub struct Emulator {
+    /// The server (its `uri()` is the API base).
+    pub server: MockServer,
+    /// What it holds.
+    pub state: Arc<Mutex<State>>,
+    /// Its clock, shared with the clients it builds.
+    pub clock: SimClock,
 }
 
 struct Responder {
@@ -141,7 +195,8 @@ fn etag_of(body: &str) -> String {
 }
 
 impl State {
-    pub(crate) fn user(&mut self, login: &str, kind: &'static str) -> u64 {
+    /// Adds the account `login` of `kind` (`User`, `Bot`) if it is new; returns its id.
+    pub fn user(&mut self, login: &str, kind: &'static str) -> u64 {
         if let Some(u) = self.users.get(login) {
             return u.id;
         }
@@ -162,7 +217,8 @@ impl State {
         self.next_id
     }
 
-    pub(crate) fn user_json(&self, login: &str) -> Value {
+    /// The account as GitHub's API shows it.
+    pub fn user_json(&self, login: &str) -> Value {
         let u = &self.users[login];
         let api = "https://api.github.com/users";
         json!({
@@ -258,7 +314,8 @@ impl State {
         v
     }
 
-    pub(crate) fn add_comment(&mut self, issue: u64, user: &str, body: &str, created: i64) -> u64 {
+    /// Adds a comment by `user` on issue `issue`; returns its id.
+    pub fn add_comment(&mut self, issue: u64, user: &str, body: &str, created: i64) -> u64 {
         let id = 1_500_000_000 + self.id();
         self.comments.push(CommentRec {
             id,
@@ -271,13 +328,15 @@ impl State {
         id
     }
 
-    pub(crate) fn edit_comment(&mut self, id: u64, body: &str, at: i64) {
+    /// Edits comment `id` at `at` (seconds since the epoch).
+    pub fn edit_comment(&mut self, id: u64, body: &str, at: i64) {
         let c = self.comments.iter_mut().find(|c| c.id == id).unwrap();
         c.body = body.to_owned();
         c.updated = at;
     }
 
-    pub(crate) fn add_label(&mut self, issue: u64, actor: &str, label: &str, at: i64) {
+    /// Adds `label` to issue `issue` as `actor` would, with its `labeled` event.
+    pub fn add_label(&mut self, issue: u64, actor: &str, label: &str, at: i64) {
         let id = 9_000_000_000 + self.id();
         let i = self.issues.get_mut(&issue).unwrap();
         if !i.labels.iter().any(|l| l == label) {
@@ -294,11 +353,13 @@ impl State {
         });
     }
 
-    pub(crate) fn issue(&self, n: u64) -> IssueRec {
+    /// Issue `n` (panics if there is none).
+    pub fn issue(&self, n: u64) -> IssueRec {
         self.issues[&n].clone()
     }
 
-    pub(crate) fn comments_on(&self, n: u64) -> Vec<CommentRec> {
+    /// The comments on issue `n`, in the order written.
+    pub fn comments_on(&self, n: u64) -> Vec<CommentRec> {
         self.comments
             .iter()
             .filter(|c| c.issue == n)
@@ -590,7 +651,7 @@ impl Respond for Responder {
 
 impl Emulator {
     /// An emulator; its API also answers under `/api/v3` (the GitHub Enterprise layout).
-    pub(crate) async fn start() -> Self {
+    pub async fn start() -> Self {
         let server = MockServer::start().await;
         let clock = SimClock {
             millis: Arc::new(AtomicI64::new(T0 * 1000)),
@@ -621,11 +682,14 @@ impl Emulator {
         }
     }
 
-    pub(crate) fn client(&self) -> GithubClient {
+    /// A client of the emulated repository with [`APPROVER`] as the approver.
+    pub fn client(&self) -> GithubClient {
         self.client_with(GithubConfig::new(&format!("{OWNER}/{REPO}"), APPROVER).unwrap())
     }
 
-    pub(crate) fn client_with(&self, config: GithubConfig) -> GithubClient {
+    /// A client with `config`, pointed at the emulator, on its clock, with no spacing between
+    /// writes.
+    pub fn client_with(&self, config: GithubConfig) -> GithubClient {
         let config = config
             .with_api_base(&self.server.uri())
             .unwrap()
@@ -639,12 +703,13 @@ impl Emulator {
             .with_write_spacing(Duration::ZERO)
     }
 
-    pub(crate) fn s(&self) -> std::sync::MutexGuard<'_, State> {
+    /// The state, locked.
+    pub fn s(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap()
     }
 
     /// Adds a user with a repository role (`None`: not a collaborator).
-    pub(crate) fn person(&self, login: &str, role: Option<(&str, &str)>) {
+    pub fn person(&self, login: &str, role: Option<(&str, &str)>) {
         let mut s = self.s();
         s.user(login, "User");
         if let Some((perm, role)) = role {
@@ -652,15 +717,19 @@ impl Emulator {
         }
     }
 
-    pub(crate) fn bot(&self, login: &str) {
+    /// Adds a bot account.
+    pub fn bot(&self, login: &str) {
         self.s().user(login, "Bot");
     }
 
-    pub(crate) fn fault(&self, path_part: &str, template: ResponseTemplate) {
+    /// Answers the next request whose URL contains `path_part` with `template` (once) instead
+    /// of the emulator.
+    pub fn fault(&self, path_part: &str, template: ResponseTemplate) {
         self.s().faults.push_back((path_part.to_owned(), template));
     }
 
-    pub(crate) fn now(&self) -> i64 {
+    /// The simulated time in seconds since the epoch.
+    pub fn now(&self) -> i64 {
         self.clock.secs()
     }
 }
