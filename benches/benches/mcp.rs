@@ -20,8 +20,7 @@
 //! The server opens the repository and reads the state files afresh on every call, as the CLI
 //! does; what it saves is starting one process per call (exec, dynamic linking, the runtime and
 //! argument parsing).
-#![allow(missing_docs, reason = "a bench main")]
-#![allow(
+#![expect(
     clippy::unwrap_used,
     clippy::print_stdout,
     clippy::print_stderr,
