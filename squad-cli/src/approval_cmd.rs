@@ -43,7 +43,7 @@ Exit 1 while a gate is pending, after the run was stopped, or while a tampering 
     Request(RequestArgs),
     /// Show the pending gate, the current run, the last decisions and the state files' health.
     #[command(after_help = "Example:\n  squad approval status --json")]
-    Status,
+    Status(StatusArgs),
     /// Wait for an authorized decision on the pending gate (in-chat: reads stdin lines).
     #[command(after_help = WAIT_HELP)]
     Wait(WaitArgs),
@@ -72,48 +72,77 @@ pub(crate) struct ConfigureArgs {
     email: Option<String>,
 }
 
-/// Arguments of `squad approval request`.
-#[derive(Debug, clap::Args)]
+/// Arguments of `squad approval request`, and the input of the MCP tool `approval_request`.
+#[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct RequestArgs {
     /// How the squad runs.
     #[arg(long, value_name = "MODE", value_parser = wire::<Mode>(&Mode::ALL.map(|m| m.as_str())))]
+    #[schemars(schema_with = "crate::mcp::schema::mode")]
     mode: Mode,
     /// Why the gate is raised.
     #[arg(long, value_name = "TRIGGER", value_parser = wire::<Trigger>(&Trigger::ALL.map(|t| t.as_str())))]
+    #[schemars(schema_with = "crate::mcp::schema::trigger")]
     trigger: Trigger,
     /// One-line summary of the work.
     #[arg(long, value_name = "TEXT")]
     topic: String,
-    /// The decision the human must make.
+    /// What the human is asked to decide.
     #[arg(long, value_name = "TEXT")]
     awaiting: String,
-    /// A short summary: what happened, what is about to happen, any conditions
-    /// (@FILE reads a file, - reads stdin).
+    /// A short summary: what happened, what is about to happen, any conditions (at the command
+    /// line, @FILE reads a file and - reads stdin).
     #[arg(long, value_name = "TEXT")]
-    detail: String,
+    pub(crate) detail: String,
     /// The run the gate belongs to (default: the current run of state.json, or a new one).
     #[arg(long, value_name = "ID")]
+    #[serde(default)]
     run: Option<String>,
-    /// Seconds until the gate expires (expiry never approves). At most one year (31536000).
+    /// Seconds until the gate expires (expiry never approves). At most one year (31536000);
+    /// default 86400.
     #[arg(long, value_name = "SECS", default_value_t = squad_notify::DEFAULT_EXPIRES_IN_SECS,
           value_parser = crate::ctx::bounded(1, squad_notify::MAX_EXPIRES_IN_SECS), allow_negative_numbers = true)]
+    #[serde(default = "default_expires_in")]
+    #[schemars(range(min = 1, max = 31_536_000), default = "default_expires_in")]
     expires_in: u64,
 }
 
-/// Arguments of `squad approval wait`.
-#[derive(Debug, clap::Args)]
+fn default_expires_in() -> u64 {
+    squad_notify::DEFAULT_EXPIRES_IN_SECS
+}
+
+/// Arguments of `squad approval status`, and the input of the MCP tool `approval_status`: none.
+#[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StatusArgs {}
+
+/// Arguments of `squad approval wait`, and the input of the MCP tool `approval_wait`. None of
+/// them can carry a decision: decisions come only from the human, through a channel.
+#[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct WaitArgs {
     /// The gate to wait for (default: the pending gate).
     #[arg(long, value_name = "ID")]
-    gate: Option<String>,
-    /// Give up after SECS seconds (exit 5; the gate stays pending).
-    #[arg(long, value_name = "SECS", value_parser = crate::ctx::bounded(0, crate::ctx::ONE_YEAR_SECS),
-          allow_negative_numbers = true)]
-    timeout: Option<u64>,
-    /// Seconds between polls of remote channels.
+    #[serde(default)]
+    pub(crate) gate: Option<String>,
+    /// Give up after SECS seconds, leaving the gate pending (the CLI's exit 5; a tool call
+    /// returns `state: pending`). Without it the CLI waits until a decision or the end of
+    /// input, and a tool call for 30 seconds.
+    #[arg(long = "timeout", visible_alias = "timeout-secs", value_name = "SECS",
+          value_parser = crate::ctx::bounded(0, crate::ctx::ONE_YEAR_SECS), allow_negative_numbers = true)]
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 31_536_000))]
+    pub(crate) timeout_secs: Option<u64>,
+    /// Seconds between polls of remote channels (1 to 86400; default 2).
     #[arg(long, value_name = "SECS", default_value_t = 2, value_parser = crate::ctx::bounded(1, 86_400),
           allow_negative_numbers = true)]
-    interval: u64,
+    #[serde(default = "default_interval")]
+    #[schemars(range(min = 1, max = 86_400), default = "default_interval")]
+    pub(crate) interval: u64,
+}
+
+fn default_interval() -> u64 {
+    2
 }
 
 /// Arguments of `squad approval acknowledge-tamper`.
@@ -138,7 +167,7 @@ pub(crate) fn run(cmd: Cmd, ctx: &Ctx) -> CmdResult {
     match cmd {
         Cmd::Configure(args) => configure(&args, ctx),
         Cmd::Request(args) => runtime()?.block_on(request(&args, ctx)),
-        Cmd::Status => status(ctx),
+        Cmd::Status(_) => status(ctx),
         Cmd::Wait(args) => runtime()?.block_on(wait(&args, ctx)),
         Cmd::AcknowledgeTamper(args) => acknowledge(&args, ctx),
     }
@@ -156,7 +185,7 @@ fn approvals(dir: std::path::PathBuf) -> Approvals {
 }
 
 /// Maps a library error to the CLI's exit codes (2 for bad input, 1 otherwise).
-fn cli_err(e: &squad_notify::Error) -> CliError {
+pub(crate) fn cli_err(e: &squad_notify::Error) -> CliError {
     let err = |hint: &str| CliError::failure(e.to_string()).with_hint(hint);
     match e.kind() {
         ErrorKind::InvalidInput => CliError::usage(e.to_string()),
@@ -238,21 +267,65 @@ fn configure(args: &ConfigureArgs, ctx: &Ctx) -> CmdResult {
 }
 
 async fn request(args: &RequestArgs, ctx: &Ctx) -> CmdResult {
+    let detail = ctx.text_arg("--detail", &args.detail, MAX_DETAIL_BYTES)?;
+    let chat = InChatChannel::new(Box::new(std::io::stderr()), Arc::new(SystemClock));
+    let requested = open_gate(args, detail, Arc::new(chat), ctx).await?;
+    for line in &requested.messages {
+        errln!("{line}");
+    }
+    if ctx.json {
+        ctx.print_json(&requested.json)?;
+    } else {
+        match &requested.gate {
+            Some(gate) => outln!(ctx, "{gate}")?,
+            None => outln!(ctx, "no gate: {}", requested.reason.unwrap_or_default())?,
+        }
+    }
+    Ok(0)
+}
+
+/// The most bytes `--detail @FILE` or `-` reads.
+const MAX_DETAIL_BYTES: u64 = 64 * 1024;
+
+/// What `approval request` did.
+pub(crate) struct Requested {
+    /// The `--json` document: the gate record, or `{"gate": null, "reason": …}`.
+    pub(crate) json: serde_json::Value,
+    /// The new gate's id, when a gate was opened (or recorded as pre-approved).
+    pub(crate) gate: Option<String>,
+    /// Why no gate was opened.
+    reason: Option<String>,
+    /// `note: …` and `warning: …` lines for the human (the CLI prints them on stderr).
+    pub(crate) messages: Vec<String>,
+}
+
+/// `approval request` without its printing: `detail` is the text of `--detail` (the CLI reads
+/// `@FILE` and `-` first); `chat` receives the in-chat notification.
+pub(crate) async fn open_gate(
+    args: &RequestArgs,
+    detail: String,
+    chat: Arc<InChatChannel>,
+    ctx: &Ctx,
+) -> Result<Requested, CliError> {
     let run = args.run.as_deref().map(RunId::new).transpose();
+    if !(1..=squad_notify::MAX_EXPIRES_IN_SECS).contains(&args.expires_in) {
+        return Err(CliError::usage(format!(
+            "--expires-in: {} is out of range (1 to {})",
+            args.expires_in,
+            squad_notify::MAX_EXPIRES_IN_SECS
+        )));
+    }
     let req = GateRequest {
         mode: args.mode,
         trigger: args.trigger,
         topic: args.topic.clone(),
         awaiting: args.awaiting.clone(),
-        detail: ctx.text_arg("--detail", &args.detail, 64 * 1024)?,
+        detail,
     };
     let svc = approvals(ctx.state_dir()?);
     let settings = svc.state().map_err(|e| cli_err(&e))?.notify;
-    let chat = InChatChannel::new(Box::new(std::io::stderr()), Arc::new(SystemClock));
-    let built = notify_channels(settings.as_ref(), Arc::new(chat), Arc::new(SystemClock));
-    for note in &built.notes {
-        errln!("note: {note}");
-    }
+    let built = notify_channels(settings.as_ref(), chat, Arc::new(SystemClock));
+    let mut messages: Vec<String> = built.notes.iter().map(|n| format!("note: {n}")).collect();
     let outcome = svc
         .request(
             &req,
@@ -264,48 +337,52 @@ async fn request(args: &RequestArgs, ctx: &Ctx) -> CmdResult {
         .map_err(|e| cli_err(&e))?;
     let gate = match outcome {
         RequestOutcome::NoGate { reason } => {
-            return if ctx.json {
-                ctx.print_json(&json!({"gate": null, "reason": reason}))
-            } else {
-                outln!(ctx, "no gate: {reason}")
-            }
-            .map(|()| 0);
+            return Ok(Requested {
+                json: json!({"gate": null, "reason": reason}),
+                gate: None,
+                reason: Some(reason.to_owned()),
+                messages,
+            });
         }
         RequestOutcome::PreApproved(gate) => {
-            errln!(
+            messages.push(format!(
                 "note: gate {} is pre-approved by an earlier /approve-all of run {}; no ping sent",
-                gate.id,
-                gate.run
-            );
+                gate.id, gate.run
+            ));
             gate
         }
         RequestOutcome::Opened { gate, deliveries } => {
             for d in &deliveries {
                 match &d.result {
                     Ok(ok) if d.channel == ChannelKind::GithubIssue => {
-                        errln!("note: approval issue {}", ok.approval_ref);
+                        messages.push(format!("note: approval issue {}", ok.approval_ref));
                     }
                     Ok(_) => {}
-                    Err(e) => errln!(
+                    Err(e) => messages.push(format!(
                         "warning: {} channel: {e}; the gate stays pending, approve in-chat",
                         d.channel
-                    ),
+                    )),
                 }
             }
             gate
         }
     };
-    if ctx.json {
-        ctx.print_json(&output_json(&gate))?;
-    } else {
-        outln!(ctx, "{}", gate.id)?;
-    }
-    Ok(0)
+    Ok(Requested {
+        json: output_json(&gate),
+        gate: Some(gate.id.to_string()),
+        reason: None,
+        messages,
+    })
+}
+
+/// `approval status` without its printing: the status document (`--json`) and its lines.
+pub(crate) fn status_of(ctx: &Ctx) -> Result<squad_notify::Status, CliError> {
+    let dir = ctx.existing_state_dir()?;
+    approvals(dir).status().map_err(|e| cli_err(&e))
 }
 
 fn status(ctx: &Ctx) -> CmdResult {
-    let dir = ctx.existing_state_dir()?;
-    let st = approvals(dir).status().map_err(|e| cli_err(&e))?;
+    let st = status_of(ctx)?;
     if ctx.json {
         return ctx.print_json(&st.to_json()).map(|()| 0);
     }
@@ -356,19 +433,25 @@ fn exit_code(state: GateState) -> u8 {
     }
 }
 
+/// The `approval wait --json` document of `gate` as it stands.
+pub(crate) fn wait_json(gate: &Gate) -> serde_json::Value {
+    let note = gate.decision.as_ref().and_then(|d| d.note.clone());
+    json!({
+        "gate": gate.id,
+        "state": gate.state,
+        "note": note,
+        "decision": output_json(&gate.decision),
+    })
+}
+
 /// Prints the decision and returns its exit code. The decision stands whether or not it could be
 /// printed: a failure to print is reported on stderr (silently for a closed pipe) and the exit
 /// code still tells the decision.
 fn report(ctx: &Ctx, gate: &Gate) -> u8 {
-    let note = gate.decision.as_ref().and_then(|d| d.note.clone());
     let printed = if ctx.json {
-        ctx.print_json(&json!({
-            "gate": gate.id,
-            "state": gate.state,
-            "note": note,
-            "decision": output_json(&gate.decision),
-        }))
+        ctx.print_json(&wait_json(gate))
     } else if gate.state == GateState::ChangesRequested {
+        let note = gate.decision.as_ref().and_then(|d| d.note.clone());
         outln!(ctx, "{}", note.unwrap_or_default())
     } else {
         outln!(ctx, "{}", gate.state)
@@ -377,6 +460,100 @@ fn report(ctx: &Ctx, gate: &Gate) -> u8 {
         let _ = e.report();
     }
     exit_code(gate.state)
+}
+
+/// A wait, set up: the gate (already decided, or a `Waiter` on its channels).
+pub(crate) enum Prepared {
+    /// The gate is no longer pending.
+    Done(Box<Gate>),
+    /// The gate is pending: wait on it.
+    Wait(Box<PreparedWait>),
+}
+
+/// A pending gate's wait, ready to step.
+pub(crate) struct PreparedWait {
+    /// The wait.
+    pub(crate) waiter: Waiter,
+    /// The in-chat channel the host feeds the human's answers into.
+    pub(crate) chat: Arc<InChatChannel>,
+    /// `true` when the in-chat channel is the only one answers can come from (no GitHub
+    /// approval issue is polled).
+    pub(crate) in_chat_only: bool,
+    /// The gate's GitHub approval issue, when it is polled.
+    pub(crate) issue: Option<u64>,
+    /// `note: …` lines about the channels.
+    pub(crate) messages: Vec<String>,
+}
+
+/// Finds the gate `args.gate` names (or the pending one) and sets up its wait, as both the CLI
+/// and the MCP tool do: the channels from the settings and the environment, the same rules and
+/// authorizer, a new in-chat channel.
+pub(crate) async fn prepare_wait(
+    args: &WaitArgs,
+    timeout: Option<Duration>,
+    ctx: &Ctx,
+) -> Result<Prepared, CliError> {
+    let gate_id = args
+        .gate
+        .as_deref()
+        .map(GateId::new)
+        .transpose()
+        .map_err(|e| cli_err(&e))?;
+    if !(1..=86_400).contains(&args.interval) {
+        return Err(CliError::usage(format!(
+            "--interval: {} is out of range (1 to 86400)",
+            args.interval
+        )));
+    }
+    if args
+        .timeout_secs
+        .is_some_and(|t| t > crate::ctx::ONE_YEAR_SECS)
+    {
+        return Err(CliError::usage(format!(
+            "--timeout: out of range (0 to {})",
+            crate::ctx::ONE_YEAR_SECS
+        )));
+    }
+    let svc = approvals(ctx.existing_state_dir()?);
+    let gate = svc.target(gate_id.as_ref()).map_err(|e| cli_err(&e))?;
+    if gate.state.is_terminal() {
+        return Ok(Prepared::Done(Box::new(gate)));
+    }
+    let settings = svc.state().map_err(|e| cli_err(&e))?.notify;
+    let chat = Arc::new(InChatChannel::new(
+        Box::new(std::io::sink()),
+        Arc::new(SystemClock),
+    ));
+    let clock = Arc::new(SystemClock);
+    let setup = wait_channels(&gate, settings.as_ref(), chat.clone(), clock)
+        .await
+        .map_err(|e| cli_err(&e))?;
+    let in_chat_only = setup
+        .channels
+        .channels()
+        .iter()
+        .all(|c| c.kind() == ChannelKind::InChat);
+    let options = PacerOptions {
+        interval: Duration::from_secs(args.interval),
+        timeout,
+        ..PacerOptions::default()
+    };
+    let messages = setup.notes.iter().map(|n| format!("note: {n}")).collect();
+    let waiter = Waiter::new(
+        svc,
+        gate,
+        &setup.channels,
+        setup.rules,
+        setup.authorizer,
+        &options,
+    );
+    Ok(Prepared::Wait(Box::new(PreparedWait {
+        waiter,
+        chat,
+        in_chat_only,
+        issue: setup.issue,
+        messages,
+    })))
 }
 
 fn spawn_stdin_reader() -> tokio::sync::mpsc::UnboundedReceiver<String> {
@@ -394,49 +571,29 @@ fn spawn_stdin_reader() -> tokio::sync::mpsc::UnboundedReceiver<String> {
 }
 
 async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
-    let gate_id = args
-        .gate
-        .as_deref()
-        .map(GateId::new)
-        .transpose()
-        .map_err(|e| cli_err(&e))?;
-    let svc = approvals(ctx.existing_state_dir()?);
-    let gate = svc.target(gate_id.as_ref()).map_err(|e| cli_err(&e))?;
-    if gate.state.is_terminal() {
-        return Ok(report(ctx, &gate));
+    let prepared = prepare_wait(args, args.timeout_secs.map(Duration::from_secs), ctx).await?;
+    let p = match prepared {
+        Prepared::Done(gate) => return Ok(report(ctx, &gate)),
+        Prepared::Wait(p) => p,
+    };
+    let PreparedWait {
+        mut waiter,
+        chat,
+        issue,
+        messages,
+        ..
+    } = *p;
+    for line in &messages {
+        errln!("{line}");
     }
-    let settings = svc.state().map_err(|e| cli_err(&e))?.notify;
-    let chat = Arc::new(InChatChannel::new(
-        Box::new(std::io::sink()),
-        Arc::new(SystemClock),
-    ));
-    let clock = Arc::new(SystemClock);
-    let setup = wait_channels(&gate, settings.as_ref(), chat.clone(), clock)
-        .await
-        .map_err(|e| cli_err(&e))?;
-    for note in &setup.notes {
-        errln!("note: {note}");
-    }
-    let on_issue = setup.issue.map(|n| format!(", or answer on issue #{n}"));
+    let gate = waiter.gate().clone();
+    let on_issue = issue.map(|n| format!(", or answer on issue #{n}"));
     errln!(
         "waiting for a decision on gate {} ({}: {}); type /approve, /approve-all, /changes: <note> or /stop{}",
         gate.id,
         gate.trigger,
         gate.topic,
         on_issue.unwrap_or_default()
-    );
-    let options = PacerOptions {
-        interval: Duration::from_secs(args.interval),
-        timeout: args.timeout.map(Duration::from_secs),
-        ..PacerOptions::default()
-    };
-    let mut waiter = Waiter::new(
-        svc,
-        gate,
-        &setup.channels,
-        setup.rules,
-        setup.authorizer,
-        &options,
     );
     let mut lines = spawn_stdin_reader();
     let mut stdin_open = true;

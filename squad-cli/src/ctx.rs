@@ -104,6 +104,21 @@ impl CliError {
         self
     }
 
+    /// The exit code (2 bad input, 1 failure).
+    pub(crate) fn code(&self) -> u8 {
+        self.code
+    }
+
+    /// The message of the `error:` line.
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The hint line, if any.
+    pub(crate) fn hint(&self) -> Option<&str> {
+        self.hint.as_deref()
+    }
+
     /// Prints the error to stderr and returns its exit code.
     pub(crate) fn report(&self) -> ExitCode {
         if !self.message.is_empty() {

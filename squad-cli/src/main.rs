@@ -3,11 +3,13 @@ mod approval_cmd;
 mod ctx;
 mod doctor_cmd;
 mod logging;
+mod mcp;
 mod memory_cmd;
 mod notes_cmd;
 mod notes_promote_cmd;
 mod notes_setup_cmd;
 mod notes_sync_cmd;
+mod route_briefing_cmd;
 mod route_cmd;
 mod schema_cmd;
 mod shell_cmd;
@@ -74,6 +76,9 @@ enum Command {
     /// Report (and with --fix repair) what killed processes left: stale locks, temporary files,
     /// interrupted batches; and a tampered log or symlinks under the state directory.
     Doctor(doctor_cmd::Args),
+    /// Serve notes, memory, approval gates and routing to an agent harness over the Model
+    /// Context Protocol (stdin/stdout).
+    Mcp(mcp::Args),
     /// Print a shell completion script (e.g. `squad completions bash > /etc/bash_completion.d/squad`).
     Completions {
         /// The shell to complete in.
@@ -101,6 +106,7 @@ fn main() -> ExitCode {
         Command::Approval(cmd) => approval_cmd::run(cmd, &ctx),
         Command::Route(args) => route_cmd::run(&args, &ctx),
         Command::Doctor(args) => doctor_cmd::run(&args, &ctx),
+        Command::Mcp(args) => mcp::run(&args, ctx),
         Command::Completions { shell } => shell_cmd::completions(shell, &mut Cli::command(), &ctx),
         Command::Man => shell_cmd::man(&Cli::command(), &ctx),
     };

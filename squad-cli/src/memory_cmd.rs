@@ -83,16 +83,28 @@ enum Cmd {
     #[command(
         after_help = "Example:\n  squad memory search --agent data \"deploy timeout\" --tier archive --limit 5"
     )]
-    Search(SearchArgs),
+    Search(SearchInput),
     /// Print one entry, whatever its tier.
     #[command(after_help = "Example:\n  squad memory show h-3f9a0c12d4e5 --json")]
     Show(ShowArgs),
 }
 
 /// Why an agent is spawned (the load matrix row).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum SituationArg {
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum SituationArg {
     /// Hot only.
+    #[default]
     NewTask,
     /// Hot and cold.
     Resuming,
@@ -120,8 +132,11 @@ impl From<SituationArg> for Situation {
 }
 
 /// What an entry records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum KindArg {
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum KindArg {
     Decision,
     Convention,
     Contract,
@@ -148,8 +163,11 @@ impl From<KindArg> for Kind {
 }
 
 /// A memory tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum TierArg {
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum TierArg {
     Hot,
     Cold,
     Wiki,
@@ -169,21 +187,8 @@ impl From<TierArg> for Tier {
 
 #[derive(Debug, clap::Args)]
 struct SpawnArgs {
-    /// The agent being spawned.
-    #[arg(long, value_name = "name")]
-    agent: String,
-    /// Why the agent is spawned; decides which tiers load.
-    #[arg(long, value_name = "situation", value_enum, default_value = "new-task")]
-    situation: SituationArg,
-    /// Load the cold tier whatever the situation.
-    #[arg(long)]
-    include_cold: bool,
-    /// Load this wiki topic whole (repeatable).
-    #[arg(long, value_name = "topic")]
-    include_wiki: Vec<String>,
-    /// The task text: cold, archive and wiki sections are ranked against it.
-    #[arg(long, value_name = "text")]
-    task: Option<String>,
+    #[command(flatten)]
+    input: SpawnInput,
     /// Record `last_loaded` on the cold entries loaded (restarts their TTL; the one write a
     /// spawn can make, under the Scribe lock).
     #[arg(long, conflicts_with = "no_touch")]
@@ -194,6 +199,31 @@ struct SpawnArgs {
     /// The time recorded by --touch (RFC 3339 UTC; default: now).
     #[arg(long, value_name = "rfc3339")]
     now: Option<String>,
+}
+
+/// What `squad memory spawn` and the MCP tool `memory_context` take.
+#[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SpawnInput {
+    /// The agent being spawned.
+    #[arg(long, value_name = "name")]
+    pub(crate) agent: String,
+    /// Why the agent is spawned; decides which tiers load (default new-task).
+    #[arg(long, value_name = "situation", value_enum, default_value = "new-task")]
+    #[serde(default)]
+    pub(crate) situation: SituationArg,
+    /// Load the cold tier whatever the situation.
+    #[arg(long)]
+    #[serde(default)]
+    pub(crate) include_cold: bool,
+    /// Load this wiki topic whole (repeatable).
+    #[arg(long, value_name = "topic")]
+    #[serde(default)]
+    pub(crate) include_wiki: Vec<String>,
+    /// The task text: cold, archive and wiki sections are ranked against it.
+    #[arg(long, value_name = "text")]
+    #[serde(default)]
+    pub(crate) task: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -229,24 +259,33 @@ struct ImportArgs {
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("text").args(["body", "body_file"])))]
 struct AddArgs {
-    /// The agent whose hot tier gets the entry.
-    #[arg(long, value_name = "name")]
-    agent: String,
-    /// What the entry records.
-    #[arg(long, value_name = "kind", value_enum)]
-    kind: KindArg,
-    /// One line.
-    #[arg(long, value_name = "text")]
-    title: String,
-    /// The body (Markdown).
-    #[arg(long, value_name = "text")]
-    body: Option<String>,
+    #[command(flatten)]
+    input: AddInput,
     /// Read the body from a file (`-` for stdin).
     #[arg(long, value_name = "file")]
     body_file: Option<PathBuf>,
     /// The entry's date (RFC 3339 UTC; default: now).
     #[arg(long, value_name = "rfc3339")]
     now: Option<String>,
+}
+
+/// What `squad memory add` and the MCP tool `memory_add` take.
+#[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AddInput {
+    /// The agent whose hot tier gets the entry.
+    #[arg(long, value_name = "name")]
+    pub(crate) agent: String,
+    /// What the entry records.
+    #[arg(long, value_name = "kind", value_enum)]
+    pub(crate) kind: KindArg,
+    /// One line.
+    #[arg(long, value_name = "text")]
+    pub(crate) title: String,
+    /// The body (Markdown).
+    #[arg(long, value_name = "text")]
+    #[serde(default)]
+    pub(crate) body: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -259,21 +298,33 @@ struct SupersedeArgs {
     by: String,
 }
 
-#[derive(Debug, clap::Args)]
-struct SearchArgs {
+/// What `squad memory search` and the MCP tool `memory_search` take.
+#[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SearchInput {
     /// The agent whose hot, cold and archive are searched (with the wiki).
     #[arg(long, value_name = "name")]
-    agent: String,
+    pub(crate) agent: String,
     /// What to look for.
     #[arg(value_name = "query")]
-    query: String,
+    pub(crate) query: String,
     /// Search only this tier (repeatable).
     #[arg(long, value_name = "tier", value_enum)]
-    tier: Vec<TierArg>,
-    /// At most this many results (1 to 1000).
+    #[serde(default)]
+    pub(crate) tier: Vec<TierArg>,
+    /// At most this many results (1 to 1000; default 10).
     #[arg(long, value_name = "n", default_value_t = 10, allow_negative_numbers = true,
-          value_parser = crate::ctx::bounded(1, 1000))]
-    limit: u64,
+          value_parser = crate::ctx::bounded(1, MAX_LIMIT))]
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = 1000), default = "default_limit")]
+    pub(crate) limit: u64,
+}
+
+/// The largest `--limit` of `memory search`.
+const MAX_LIMIT: u64 = 1000;
+
+fn default_limit() -> u64 {
+    10
 }
 
 #[derive(Debug, clap::Args)]
@@ -425,6 +476,29 @@ fn read_text(ctx: &Ctx, path: &Path, what: &str) -> Result<String, CliError> {
 }
 
 fn spawn(a: &SpawnArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
+    let touch = if a.touch {
+        Touch::At(now(a.now.as_deref())?)
+    } else {
+        Touch::No
+    };
+    let out = context(&a.input, touch, ctx, store)?;
+    warn_all(ctx, store, &out.manifest.skipped);
+    if ctx.json {
+        json(ctx, &out)?;
+    } else {
+        ctx.out(format_args!("{}", out.prompt))?;
+    }
+    Ok(0)
+}
+
+/// `memory spawn` without its printing: the prompt block and its manifest (the `--json`
+/// document).
+pub(crate) fn context(
+    a: &SpawnInput,
+    touch: Touch,
+    ctx: &Ctx,
+    store: &FsStore,
+) -> Result<squad_memory::Rendered, CliError> {
     let who = agent(&a.agent)?;
     let mut plan = LoadPlan::new(a.situation.into());
     plan.include_cold = a.include_cold;
@@ -433,20 +507,8 @@ fn spawn(a: &SpawnArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
         plan = plan.include_wiki(topic);
     }
     plan.task = a.task.clone();
-    let touch = if a.touch {
-        Touch::At(now(a.now.as_deref())?)
-    } else {
-        Touch::No
-    };
-    let out = squad_memory::spawn(store, &who, &plan, &Budget::default(), touch)
-        .map_err(|e| lib_error(ctx, store, &e))?;
-    warn_all(ctx, store, &out.manifest.skipped);
-    if ctx.json {
-        json(ctx, &out)?;
-    } else {
-        ctx.out(format_args!("{}", out.prompt))?;
-    }
-    Ok(0)
+    squad_memory::spawn(store, &who, &plan, &Budget::default(), touch)
+        .map_err(|e| lib_error(ctx, store, &e))
 }
 
 fn scribe(a: &ScribeArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
@@ -610,24 +672,41 @@ fn import(a: &ImportArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
 }
 
 fn add(a: &AddArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
-    let who = agent(&a.agent)?;
-    if a.title.trim().is_empty() {
-        return Err(CliError::usage("--title must not be empty"));
-    }
-    let body = match (&a.body, &a.body_file) {
+    agent(&a.input.agent)?;
+    let body = match (&a.input.body, &a.body_file) {
         (Some(b), _) => b.clone(),
         (None, Some(f)) => read_text(ctx, f, "a body")?,
         (None, None) => String::new(),
     };
-    let entry = Entry::new(now(a.now.as_deref())?, a.kind.into(), &a.title).with_body(body);
-    let added = squad_memory::add(store, &who, entry, &Budget::default())
-        .map_err(|e| lib_error(ctx, store, &e))?;
+    let added = add_entry(&a.input, body, now(a.now.as_deref())?, ctx, store)?;
     if ctx.json {
         json(ctx, &added)?;
     } else {
         outln!(ctx, "{}", added.id)?;
     }
     Ok(0)
+}
+
+/// `memory add` without its printing: adds the entry with `body` (the CLI reads `--body-file`
+/// first) dated `at`, and returns it (the `--json` document).
+pub(crate) fn add_entry(
+    a: &AddInput,
+    body: String,
+    at: Timestamp,
+    ctx: &Ctx,
+    store: &FsStore,
+) -> Result<Entry, CliError> {
+    let who = agent(&a.agent)?;
+    if a.title.trim().is_empty() {
+        return Err(CliError::usage("--title must not be empty"));
+    }
+    let entry = Entry::new(at, a.kind.into(), &a.title).with_body(body);
+    squad_memory::add(store, &who, entry, &Budget::default()).map_err(|e| lib_error(ctx, store, &e))
+}
+
+/// The clock as `memory add` records it (whole seconds).
+pub(crate) fn now_secs() -> Result<Timestamp, CliError> {
+    now(None)
 }
 
 fn id(text: &str) -> Result<MemoryId, CliError> {
@@ -651,12 +730,8 @@ fn supersede(a: &SupersedeArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
     Ok(0)
 }
 
-fn search(a: &SearchArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
-    let who = agent(&a.agent)?;
-    let tiers: Vec<Tier> = a.tier.iter().map(|t| (*t).into()).collect();
-    let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
-    let hits = squad_memory::search(store, &who, &a.query, &tiers, limit)
-        .map_err(|e| lib_error(ctx, store, &e))?;
+fn search(a: &SearchInput, ctx: &Ctx, store: &FsStore) -> CmdResult {
+    let hits = search_hits(a, ctx, store)?;
     if ctx.json {
         json(ctx, &hits)?;
     } else {
@@ -678,6 +753,31 @@ fn search(a: &SearchArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
         }
     }
     Ok(0)
+}
+
+/// `memory search` without its printing: the ranked hits (the `--json` document).
+pub(crate) fn search_hits(
+    a: &SearchInput,
+    ctx: &Ctx,
+    store: &FsStore,
+) -> Result<Vec<squad_memory::Hit>, CliError> {
+    let who = agent(&a.agent)?;
+    if !(1..=MAX_LIMIT).contains(&a.limit) {
+        return Err(CliError::usage(format!(
+            "--limit: {} is out of range (1 to {MAX_LIMIT})",
+            a.limit
+        )));
+    }
+    let tiers: Vec<Tier> = a.tier.iter().map(|t| (*t).into()).collect();
+    let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
+    squad_memory::search(store, &who, &a.query, &tiers, limit)
+        .map_err(|e| lib_error(ctx, store, &e))
+}
+
+/// The serialized form of a library value, for `--json` and tool results.
+pub(crate) fn to_json(value: &impl serde::Serialize) -> Result<serde_json::Value, CliError> {
+    serde_json::to_value(value)
+        .map_err(|e| CliError::failure(format!("cannot encode the output: {e}")))
 }
 
 fn show(a: &ShowArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {

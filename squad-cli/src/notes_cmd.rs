@@ -25,9 +25,9 @@ enum NotesCommand {
     /// Add one entry to the note of a commit in refs/notes/squad/NAMESPACE.
     Write(WriteArgs),
     /// Show the entries of one commit in a namespace, oldest first.
-    Show(ShowArgs),
+    Show(ShowInput),
     /// List the commits that have a note in a namespace.
-    List(ListArgs),
+    List(ListInput),
     /// Configure fetching notes into refs/notes/remotes/REMOTE/squad/* (idempotent).
     Setup(crate::notes_setup_cmd::SetupArgs),
     /// Fetch, merge entry by entry and push the squad notes with a lease (retries lost races).
@@ -44,61 +44,94 @@ enum NotesCommand {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    group(clap::ArgGroup::new("body").required(true).args(["fields", "content"])),
     after_help = "Example:\n  squad notes write --agent data --type decision \\\n    --fields '{\"decision\":\"Use JWT RS256\",\"reasoning\":\"auth.go:47\"}' --promote\n  squad notes write --agent data --type progress --content @report.md\n  git log -1 --format=%B | squad notes write --agent data --type progress --content -\n\nRetries: without --id every run writes a new entry, so a retried run after an\nerror or a timeout may write the entry twice. Pass --id with an id you generated\nonce (a ULID or a UUIDv7) and retry as often as needed: the same write again is a\nno-op (exit 0, nothing written), and a different entry with that id is refused\n(exit 2). Entries are append-only: correct one with a new entry whose fields\nname it: --fields '{\"supersedes\":\"<id>\", ...}'."
 )]
 struct WriteArgs {
-    /// The writing agent (lowercase a-z, 0-9, '-', '_'; 1 to 64 characters).
-    #[arg(long, value_name = "name")]
-    agent: String,
-    /// The entry type: decision, research, review, progress or security.
-    #[arg(long = "type", value_name = "type")]
-    kind: String,
-    /// A JSON object merged into the entry; @FILE reads it from a file, - from stdin.
-    #[arg(long, value_name = "json-object")]
-    fields: Option<String>,
-    /// Free text for the entry's `content`; @FILE reads it from a file, - from stdin.
-    #[arg(long, value_name = "text")]
-    content: Option<String>,
-    /// The namespace to write: the agent's own (default), `research` or `review`.
-    #[arg(long, value_name = "ns")]
-    namespace: Option<String>,
-    /// The commit to annotate.
-    #[arg(long, value_name = "rev", default_value = "HEAD")]
-    commit: String,
-    /// The entry id (a ULID or UUIDv7): makes a retried write a no-op (see below).
-    #[arg(long, value_name = "id")]
-    id: Option<String>,
-    /// Set `promote_to_permanent: true` (Ralph copies it to decisions.md after merge).
-    #[arg(long)]
-    promote: bool,
-    /// Set `archive_on_close: true` (Ralph archives it even when the PR is closed).
-    #[arg(long)]
-    archive: bool,
+    #[command(flatten)]
+    input: WriteInput,
     /// Sign the entry with your SSH signing key (git config gpg.format=ssh, user.signingKey).
     #[arg(long)]
     sign: bool,
 }
 
-#[derive(Debug, clap::Args)]
+/// What `squad notes write` and the MCP tool `notes_write` take (the tool's input schema is
+/// derived from this type; the names are the long flags).
+#[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
+#[command(group(clap::ArgGroup::new("body").required(true).args(["fields", "content"])))]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WriteInput {
+    /// The writing agent (lowercase a-z, 0-9, '-', '_'; 1 to 64 characters).
+    #[arg(long, value_name = "name")]
+    pub(crate) agent: String,
+    /// The entry type: decision, research, review, progress or security.
+    #[arg(long = "type", value_name = "type")]
+    #[serde(rename = "type")]
+    #[schemars(schema_with = "crate::mcp::schema::note_type")]
+    pub(crate) kind: String,
+    /// A JSON object merged into the entry (fields or content is required). At the command
+    /// line: the object's text, @FILE to read it from a file, - from stdin.
+    #[arg(long, value_name = "json-object")]
+    #[serde(default)]
+    pub(crate) fields: Option<crate::mcp::schema::JsonObjectText>,
+    /// Free text for the entry's `content` (fields or content is required). At the command
+    /// line: @FILE reads it from a file, - from stdin.
+    #[arg(long, value_name = "text")]
+    #[serde(default)]
+    pub(crate) content: Option<String>,
+    /// The namespace to write: the agent's own (default), `research` or `review`.
+    #[arg(long, value_name = "ns")]
+    #[serde(default)]
+    pub(crate) namespace: Option<String>,
+    /// The commit to annotate (default HEAD).
+    #[arg(long, value_name = "rev", default_value = "HEAD")]
+    #[serde(default = "head")]
+    #[schemars(default = "head")]
+    pub(crate) commit: String,
+    /// The entry id (a ULID or UUIDv7): makes a retried write a no-op, and a different entry
+    /// with that id is refused.
+    #[arg(long, value_name = "id")]
+    #[serde(default)]
+    pub(crate) id: Option<String>,
+    /// Set `promote_to_permanent: true` (Ralph copies it to decisions.md after merge).
+    #[arg(long)]
+    #[serde(default)]
+    pub(crate) promote: bool,
+    /// Set `archive_on_close: true` (Ralph archives it even when the PR is closed).
+    #[arg(long)]
+    #[serde(default)]
+    pub(crate) archive: bool,
+}
+
+fn head() -> String {
+    "HEAD".to_owned()
+}
+
+/// What `squad notes show` and the MCP tool `notes_show` take.
+#[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
 #[command(
     after_help = "Example:\n  squad notes show --agent data HEAD~1 --json\n  squad notes show --agent data v1.0      # an annotated tag's own note\n  squad notes show --agent data 0123456789abcdef0123456789abcdef01234567"
 )]
-struct ShowArgs {
+#[serde(deny_unknown_fields)]
+pub(crate) struct ShowInput {
     /// The namespace to read (an agent name, `research` or `review`).
     #[arg(long, value_name = "ns")]
-    agent: String,
-    /// The object whose note to show: any revision, or a full object id (present or not).
+    pub(crate) agent: String,
+    /// The object whose note to show: any revision, or a full object id (present or not);
+    /// default HEAD.
     #[arg(value_name = "rev", default_value = "HEAD")]
-    rev: String,
+    #[serde(default = "head", alias = "commit")]
+    #[schemars(default = "head")]
+    pub(crate) rev: String,
 }
 
-#[derive(Debug, clap::Args)]
+/// What `squad notes list` and the MCP tool `notes_list` take.
+#[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
 #[command(after_help = "Example:\n  squad notes list --agent research --json")]
-struct ListArgs {
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListInput {
     /// The namespace to list (an agent name, `research` or `review`).
     #[arg(long, value_name = "ns")]
-    agent: String,
+    pub(crate) agent: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -224,7 +257,7 @@ fn resolve_noted(
 }
 
 fn build_entry(
-    args: &WriteArgs,
+    args: &WriteInput,
     agent: &AgentName,
     fields: Option<&str>,
     content: Option<String>,
@@ -290,31 +323,61 @@ fn build_entry(
 }
 
 fn write(args: &WriteArgs, ctx: &Ctx) -> CmdResult {
-    let agent = name(&args.agent, "--agent")?;
-    let namespace = match &args.namespace {
-        Some(ns) => name(ns, "--namespace")?,
-        None => agent.clone(),
-    };
-    if args.fields.as_deref() == Some("-") && args.content.as_deref() == Some("-") {
+    let input = &args.input;
+    // Names are checked before any input is read (a bad name never waits for stdin).
+    name(&input.agent, "--agent")?;
+    if let Some(ns) = &input.namespace {
+        name(ns, "--namespace")?;
+    }
+    if input.fields.as_ref().map(|f| f.0.as_str()) == Some("-")
+        && input.content.as_deref() == Some("-")
+    {
         return Err(CliError::usage(
             "only one of --fields and --content can read stdin",
         ));
     }
-    let fields = args
+    let fields = input
         .fields
-        .as_deref()
-        .map(|v| input_text(ctx, "fields", v))
+        .as_ref()
+        .map(|v| input_text(ctx, "fields", &v.0))
         .transpose()?;
-    let content = args
+    let content = input
         .content
         .as_deref()
         .map(|v| input_text(ctx, "content", v))
         .transpose()?;
-    let mut entry = build_entry(args, &agent, fields.as_deref(), content)?;
+    let entry = write_entry(input, fields.as_deref(), content, args.sign, ctx)?;
+    if ctx.json {
+        ctx.print_json(&entry.to_value())?;
+    } else {
+        outln!(ctx, "{}", entry.id)?;
+    }
+    Ok(0)
+}
+
+/// `notes write` without its printing: writes the entry that `input` describes, with the texts
+/// of `--fields` and `--content` as given (the CLI reads `@FILE` and `-` first; an MCP tool call
+/// passes them as they are), and returns it (the `--json` document).
+pub(crate) fn write_entry(
+    input: &WriteInput,
+    fields: Option<&str>,
+    content: Option<String>,
+    sign: bool,
+    ctx: &Ctx,
+) -> Result<NoteEntry, CliError> {
+    let agent = name(&input.agent, "--agent")?;
+    let namespace = match &input.namespace {
+        Some(ns) => name(ns, "--namespace")?,
+        None => agent.clone(),
+    };
+    if fields.is_none() && content.is_none() {
+        return Err(CliError::usage("give --fields or --content (or both)"));
+    }
+    let mut entry = build_entry(input, &agent, fields, content)?;
     let backend = open(ctx)?;
-    let commit = resolve(&backend, &args.commit)?;
+    let commit = resolve(&backend, &input.commit)?;
     let notes = Notes::new(backend);
-    if args.id.is_some() {
+    if input.id.is_some() {
         // A retry of a write with a fixed id: the stored entry's time is the entry's time, so
         // the same write again is byte-identical (a no-op) and anything else is refused.
         let raw = notes.read_raw(&namespace, &commit).map_err(lib_err)?;
@@ -327,7 +390,7 @@ fn write(args: &WriteArgs, ctx: &Ctx) -> CmdResult {
             entry.timestamp = stored.entry.timestamp;
         }
     }
-    if args.sign {
+    if sign {
         let root = ctx.repo_root()?;
         let key = squad_notes::sign::SigningKey::from_git_config(&root).map_err(lib_err)?;
         let sig = key.sign(&entry.to_value()).map_err(lib_err)?;
@@ -336,33 +399,53 @@ fn write(args: &WriteArgs, ctx: &Ctx) -> CmdResult {
             .insert(squad_notes::sign::SIG_KEY.into(), Value::String(sig));
     }
     notes.write(&namespace, &commit, &entry).map_err(lib_err)?;
-    if ctx.json {
-        ctx.print_json(&entry.to_value())?;
-    } else {
-        outln!(ctx, "{}", entry.id)?;
-    }
-    Ok(0)
+    Ok(entry)
 }
 
-fn show(args: &ShowArgs, ctx: &Ctx) -> CmdResult {
+/// What `notes show` found on one object.
+pub(crate) struct Shown {
+    /// Each entry as its author wrote it (the `--json` array).
+    pub(crate) values: Vec<Value>,
+    /// The entries, parsed (for the text output).
+    entries: Vec<NoteEntry>,
+    /// One `warning: <object> line <n>: <problem>` per line that is not a valid entry.
+    pub(crate) warnings: Vec<String>,
+}
+
+/// `notes show` without its printing.
+pub(crate) fn show_entries(args: &ShowInput, ctx: &Ctx) -> Result<Shown, CliError> {
     let namespace = name(&args.agent, "--agent")?;
     let notes = Notes::new(open(ctx)?);
     let (object, raw) = resolve_noted(&notes, &namespace, &args.rev)?;
     let raw = raw.unwrap_or_default();
     let note = parse_note_sourced(&raw);
-    for u in &note.unparsed {
-        errln!("warning: {object} line {}: {}", u.line, u.error);
+    let warnings = note
+        .unparsed
+        .iter()
+        .map(|u| format!("warning: {object} line {}: {}", u.line, u.error))
+        .collect();
+    // Each entry as its author wrote it (key order, timestamp spelling, null fields).
+    let values = note
+        .entries
+        .iter()
+        .map(|e| serde_json::from_str(e.text(&raw)).unwrap_or_else(|_| e.entry.to_value()))
+        .collect();
+    Ok(Shown {
+        values,
+        entries: note.entries.into_iter().map(|e| e.entry).collect(),
+        warnings,
+    })
+}
+
+fn show(args: &ShowInput, ctx: &Ctx) -> CmdResult {
+    let shown = show_entries(args, ctx)?;
+    for w in &shown.warnings {
+        errln!("{w}");
     }
     if ctx.json {
-        // Each entry as its author wrote it (key order, timestamp spelling, null fields).
-        let values = note
-            .entries
-            .iter()
-            .map(|e| serde_json::from_str(e.text(&raw)).unwrap_or_else(|_| e.entry.to_value()))
-            .collect();
-        ctx.print_json(&Value::Array(values))?;
+        ctx.print_json(&Value::Array(shown.values))?;
     } else {
-        for e in note.entries.iter().map(|e| &e.entry) {
+        for e in &shown.entries {
             outln!(ctx, "{} {} {} {}", e.timestamp, e.agent, e.kind, e.id)?;
             let text = e
                 .content
@@ -379,7 +462,12 @@ fn show(args: &ShowArgs, ctx: &Ctx) -> CmdResult {
     Ok(0)
 }
 
-fn list(args: &ListArgs, ctx: &Ctx) -> CmdResult {
+/// The noted objects with their number of entries, and (when asked) their types.
+pub(crate) type Listed = (Vec<(Oid, usize)>, Vec<squad_notes::ObjectType>);
+
+/// The commits (any objects) with a note in `args.agent`'s namespace and the number of valid
+/// entries in each; with `types`, also each object's type (`commit`, `tag`, ..., `missing`).
+pub(crate) fn list_notes(args: &ListInput, ctx: &Ctx, types: bool) -> Result<Listed, CliError> {
     let namespace = name(&args.agent, "--agent")?;
     let backend = open(ctx)?;
     // Only the number of valid entries per note is printed: count them without building them.
@@ -392,6 +480,29 @@ fn list(args: &ListArgs, ctx: &Ctx) -> CmdResult {
             .map_err(lib_err)?,
         None => Vec::new(),
     };
+    let kinds = if types {
+        let objects: Vec<Oid> = all.iter().map(|(o, _)| o.clone()).collect();
+        backend.object_types(&objects).map_err(lib_err)?
+    } else {
+        Vec::new()
+    };
+    Ok((all, kinds))
+}
+
+/// The `notes list --json` document as a value (the CLI writes the same text piece by piece).
+pub(crate) fn list_json(all: &[(Oid, usize)], types: &[squad_notes::ObjectType]) -> Value {
+    Value::Array(
+        all.iter()
+            .zip(types)
+            .map(|((commit, entries), kind)| {
+                serde_json::json!({"commit": commit.as_str(), "entries": entries, "type": kind.as_str()})
+            })
+            .collect(),
+    )
+}
+
+fn list(args: &ListInput, ctx: &Ctx) -> CmdResult {
+    let (all, types) = list_notes(args, ctx, ctx.json)?;
     // Written in pieces as it is made, rather than as one document of 100 bytes per note.
     let mut text = String::with_capacity(OUT_CHUNK + 256);
     let flush = |text: &mut String, force: bool| -> Result<(), CliError> {
@@ -402,8 +513,6 @@ fn list(args: &ListArgs, ctx: &Ctx) -> CmdResult {
         Ok(())
     };
     if ctx.json {
-        let objects: Vec<Oid> = all.iter().map(|(o, _)| o.clone()).collect();
-        let types = backend.object_types(&objects).map_err(lib_err)?;
         // The same document serde_json's pretty printer writes, without building a value per
         // note (100k notes are 100k maps).
         if all.is_empty() {

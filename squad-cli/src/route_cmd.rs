@@ -6,7 +6,6 @@ mod simulate;
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
-use squad_model::SquadId;
 use squad_routing::generate::{GenConfig, Workload, WorkloadConfig, generate_workload};
 use squad_routing::{Directory, Engine, Replay, RoutingPolicy, SqliteDirectory};
 
@@ -51,19 +50,9 @@ enum Sub {
     },
     /// Prints the leader briefing for a squad in the trace's final state.
     #[command(
-        after_help = "Example:\n  squad route briefing --trace trace.jsonl --squad 0000-... --owns-status"
+        after_help = "Example:\n  squad route briefing --trace trace.jsonl --squad 0000-... --owns-status\n  squad route briefing --db state.db --squad 0000-..."
     )]
-    Briefing {
-        /// The trace (JSON Lines), or `-` for stdin.
-        #[arg(long, value_name = "FILE")]
-        trace: PathBuf,
-        /// The squad's id.
-        #[arg(long, value_name = "ID")]
-        squad: String,
-        /// Use the variant for an issue assigned to the squad (the leader owns its status).
-        #[arg(long)]
-        owns_status: bool,
-    },
+    Briefing(crate::route_briefing_cmd::BriefingArgs),
     /// Prints a synthetic trace (JSON Lines) for benchmarks and experiments.
     #[command(after_help = "Workloads (--workload):\n  \
         episodes      parents walked through the rules (default; the benches' trace)\n  \
@@ -153,39 +142,7 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
             };
             ctx.out_bytes(&out).map(|()| 0)
         }
-        Sub::Briefing {
-            trace,
-            squad,
-            owns_status,
-        } => {
-            let mut replay = Replay::new(Engine::default());
-            for_each_line(ctx, trace, |line| {
-                replay
-                    .feed_line(line)
-                    .map(|_| ())
-                    .map_err(|e| CliError::usage(e.to_string()))
-            })?;
-            let dir = replay.directory();
-            let found = SquadId::new(squad.as_str())
-                .ok()
-                .and_then(|s| dir.squad(&s));
-            let Some(found) = found else {
-                return Err(CliError::usage(format!(
-                    "unknown squad \"{squad}\" in the trace"
-                )));
-            };
-            let text = squad_routing::briefing::briefing(dir, found, *owns_status);
-            if ctx.json {
-                ctx.print_json(&serde_json::json!({
-                    "squad_id": found.id,
-                    "owns_issue_status": owns_status,
-                    "briefing": text,
-                }))?;
-                Ok(0)
-            } else {
-                outln!(ctx, "{text}").map(|()| 0)
-            }
-        }
+        Sub::Briefing(a) => crate::route_briefing_cmd::run(a, ctx),
         Sub::Generate {
             workload,
             squads,

@@ -11,6 +11,7 @@ mod doctor;
 mod e2e;
 mod git_repo;
 mod help;
+mod mcp;
 mod memory;
 mod notes;
 mod notes_across;
