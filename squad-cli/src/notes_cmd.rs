@@ -63,8 +63,9 @@ pub(crate) struct WriteInput {
     /// The writing agent (lowercase a-z, 0-9, '-', '_'; 1 to 64 characters).
     #[arg(long, value_name = "name")]
     pub(crate) agent: String,
-    /// The entry type: decision, research, review, progress or security.
-    #[arg(long = "type", value_name = "type")]
+    /// The entry type.
+    #[arg(long = "type", value_name = "type",
+          value_parser = clap::builder::PossibleValuesParser::new(squad_model::NoteType::ALL.map(|t| t.as_str())))]
     #[serde(rename = "type")]
     #[schemars(schema_with = "crate::mcp::schema::note_type")]
     pub(crate) kind: String,

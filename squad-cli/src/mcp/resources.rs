@@ -12,7 +12,6 @@
 use rmcp::ErrorData;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 use squad_memory::{DocRef, FsStore, MemoryStore, Tier};
-use squad_model::schema::Schema;
 use squad_notes::state::{OrphanBranchStore, StateStore};
 
 use crate::ctx::{CliError, Ctx};
@@ -23,9 +22,10 @@ const PREFIX: &str = "squad://";
 const DECISIONS: &str = "decisions.md";
 
 fn schemas() -> Vec<(&'static str, &'static str)> {
-    let mut all: Vec<(&str, &str)> = Schema::ALL.iter().map(|s| (s.name(), s.text())).collect();
-    all.push(("trace", squad_routing::trace::TRACE_SCHEMA));
-    all
+    crate::schema_cmd::SchemaName::ALL
+        .iter()
+        .map(|s| (s.name(), s.text()))
+        .collect()
 }
 
 fn memory_uri(tier: Tier, name: &str) -> String {

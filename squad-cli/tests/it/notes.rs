@@ -266,7 +266,7 @@ fn bad_input_is_exit_2_and_changes_nothing() {
                 "--content",
                 "x",
             ],
-            "unknown type \"opinion\"",
+            "invalid value 'opinion' for '--type <type>'",
         ),
         (
             vec!["notes", "write", "--agent", "data", "--type", "decision"],

@@ -19,8 +19,23 @@ fn unknown_schema_is_exit_2_with_a_named_error() {
     let out = squad().args(["schema", "nope", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.starts_with("error: unknown schema \"nope\""), "{err}");
+    assert!(err.starts_with("error: invalid value 'nope' for '<name>'"), "{err}");
+    assert!(err.contains("note-entry, notify-state, trace"), "{err}");
     assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn every_shipped_schema_prints_including_the_trace() {
+    for (name, marker) in [
+        ("note-entry", "promote_to_permanent"),
+        ("notify-state", "approvalChannel"),
+        ("trace", "schema_version"),
+    ] {
+        let out = squad().args(["schema", name, "--json"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(v.to_string().contains(marker), "{name}");
+    }
 }
 
 #[test]
