@@ -393,3 +393,51 @@ pub(crate) fn scribe_scenarios() -> Vec<Scenario> {
         },
     )]
 }
+
+/// Where a kill of `squad doctor --fix` can leave something new: [`super::FILE_SYSCALLS`] but
+/// `openat`.
+const DOCTOR_SYSCALLS: [&str; 12] = [
+    "write",
+    "pwrite64",
+    "fsync",
+    "fdatasync",
+    "rename",
+    "renameat",
+    "renameat2",
+    "unlink",
+    "unlinkat",
+    "mkdir",
+    "mkdirat",
+    "flock",
+];
+
+/// `squad doctor --fix` on what killed writers left: a git ref lock no process holds and
+/// temporary files in two memory tiers. After a kill, every memory line is still there; after
+/// the rerun, doctor finds nothing (checked for every scenario).
+pub(crate) fn doctor_scenarios() -> Vec<Scenario> {
+    let f = memory();
+    let memory_dir = f.path().join(".squad/memory");
+    std::fs::write(memory_dir.join("hot/.data.md.tmp-999999999-0"), "half").unwrap();
+    std::fs::write(memory_dir.join("cold/.data.md.tmp-999999999-1"), "half").unwrap();
+    let e = env(&f);
+    e.git(".", &["commit", "-q", "--allow-empty", "-m", "c1"]);
+    std::fs::write(f.path().join(".git/refs/heads/feature.lock"), "").unwrap();
+    let before = lines(&files(f.path()), &[]);
+    let b = before.clone();
+    vec![
+        Scenario::new("doctor --fix", f, ".", &["doctor", "--fix"])
+            // Here every `openat` of doctor's reads (it scans /proc to see who holds a lock,
+            // hundreds of opens): a kill at one leaves what a kill at the next removal leaves.
+            .syscalls(&DOCTOR_SYSCALLS)
+            // Copies are new files: the lock is as old as a killed writer's would be by now.
+            .prepare(|e| super::age(&e.root.join(".git/refs/heads/feature.lock")))
+            .after_kill(move |e| kept(e, &b, &[]).map(|_| Value::Null))
+            .after_recovery(move |e, _, _| {
+                kept(e, &before, &[])?;
+                if e.root.join(".git/refs/heads/feature.lock").exists() {
+                    return Err("the stale lock is still there".into());
+                }
+                Ok(())
+            }),
+    ]
+}

@@ -196,17 +196,45 @@ impl Env<'_> {
     }
 }
 
+/// How long any program the tests run may take: a hang (a killed process's peer waiting for
+/// it forever) fails the test instead of holding CI.
+const TIMEOUT: Duration = Duration::from_secs(120);
+
 fn run(mut c: Command, stdin: Option<&str>) -> Output {
+    use std::os::unix::process::CommandExt;
+    let what = format!("{c:?}");
     c.stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stderr(Stdio::piped())
+        .process_group(0);
     let mut child = c.spawn().unwrap();
     if let Some(input) = stdin {
         // A command that exits before reading its input closes the pipe: not our failure.
         let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
     }
     drop(child.stdin.take());
-    child.wait_with_output().unwrap()
+    let group = child.id();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let late = matches!(
+            finished.recv_timeout(TIMEOUT),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+        );
+        if late {
+            // The process group this test started (the program and whatever it ran).
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{group}")])
+                .status();
+        }
+        late
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    assert!(
+        !watchdog.join().unwrap(),
+        "timed out after {TIMEOUT:?}: {what}"
+    );
+    out
 }
 
 /// What a check returns: `Err` describes a torn state.
@@ -709,16 +737,18 @@ fn git_locks(root: &Path) -> Vec<PathBuf> {
 /// Sets the modification time of every git lock file under `root` a minute back; `true` when
 /// there was one.
 fn age_git_locks(root: &Path) -> bool {
-    let then = SystemTime::now() - Duration::from_secs(60);
     let locks = git_locks(root);
     for l in &locks {
-        let f = std::fs::File::options()
-            .write(true)
-            .open(root.join(l))
-            .unwrap();
-        f.set_modified(then).unwrap();
+        age(&root.join(l));
     }
     !locks.is_empty()
+}
+
+/// Sets the modification time of `file` a minute back.
+pub(crate) fn age(file: &Path) {
+    let then = SystemTime::now() - Duration::from_secs(60);
+    let f = std::fs::File::options().write(true).open(file).unwrap();
+    f.set_modified(then).unwrap();
 }
 
 fn walk(dir: &Path, f: &mut dyn FnMut(&Path, bool)) {
@@ -755,13 +785,14 @@ pub(crate) fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// The order of the groups in the combined table.
-const GROUPS: [&str; 6] = [
+const GROUPS: [&str; 7] = [
     "approval",
     "notes-write",
     "notes-ledger",
     "notes-remote",
     "memory-write",
     "memory-scribe",
+    "doctor",
 ];
 
 /// Writes this group's rows and rebuilds the combined table from every group's rows.
@@ -856,5 +887,12 @@ fn crash_memory_write() {
 fn crash_memory_scribe() {
     if available() {
         run_group("memory-scribe", memory::scribe_scenarios());
+    }
+}
+
+#[test]
+fn crash_doctor() {
+    if available() {
+        run_group("doctor", memory::doctor_scenarios());
     }
 }
