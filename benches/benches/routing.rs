@@ -29,6 +29,24 @@
 //! the briefing's text to `briefing::claim_instructions`) moved the engine from 3,158 to 3,123
 //! instructions per event at 1k squads (callgrind, same driver).
 //!
+//! Issue 18 (every decision about whom to wake carries a one-byte `Rule`): 3,110 instructions
+//! per event at 1k squads (callgrind, same driver; 3,123 before), and `engine` at 1.46 M
+//! events/s at 1k squads in the fastest sample on a loaded machine (load 4 on 2 cores; medians
+//! 1.1 to 1.4 M there).
+//!
+//! `simulate` (`simulate_100k` against `replay_100k`, the 100k-squad trace: 1.4 M entity records,
+//! then 600k events; each run loads the entities): on the same loaded machine, medians of 3
+//! samples: one policy 1.78 s, the default and a leader barrier in parallel 3.58 s; a replay
+//! through `Replay` (reference checks, claims' instructions) 2.50 s, a bare engine loop 1.78 s,
+//! the entities alone 1.10 s. So one policy simulates faster than `Replay` replays (it renders
+//! no instructions); two policies give 0.70x `Replay`'s throughput per policy on this machine,
+//! where the second core was busy with other builds. Instruction counts (callgrind,
+//! `benches/examples/routing_profile.rs`, 1k squads, entities + 100k events, counted per run's
+//! thread): a bare replay 342 M, the recorded run 486 M alone (501 M while it publishes its
+//! mints), the counterfactual barrier run 668 M (translation of the trace's ids, the
+//! scheduler, its own different decisions). With two free cores the pair's time is that of its
+//! costliest run: 0.73x the recorded run alone, 0.51x a bare engine loop per policy.
+//!
 //! Memory per issue: `issue_memory` inserts `ISSUES` issues (ids, titles, assignees, the
 //! squad index) into a directory; divan's allocation profiler reports the bytes allocated, grown
 //! and freed per iteration, and (alloc + grow - dealloc) / `ISSUES` is the memory per issue,
@@ -40,9 +58,10 @@ use std::sync::{Mutex, OnceLock};
 
 use squad_model::{Assignee, Issue, IssueId, IssueStatus, SquadId, Timestamp, WorkspaceId};
 use squad_routing::generate::{GenConfig, Generated, generate};
+use squad_routing::simulate::{NamedPolicy, SimOptions, Trace, simulate};
 use squad_routing::{
-    Decisions, Directory, Engine, Event, InMemoryDirectory, Replay, SqliteDirectory, TraceLine,
-    apply_drain,
+    Decisions, Directory, Engine, Event, InMemoryDirectory, Replay, RoutingPolicy, SqliteDirectory,
+    TraceLine, apply_drain,
 };
 
 /// mimalloc under divan's allocation profiler. The engine allocates about 3.5 small strings and
@@ -56,6 +75,8 @@ static ALLOC: divan::AllocProfiler<mimalloc::MiMalloc> =
     divan::AllocProfiler::new(mimalloc::MiMalloc);
 
 const CHUNK: usize = 50_000;
+/// Events of the trace `simulate` replays whole (the 100k-squad trace's first events).
+const SIM_EVENTS: usize = CHUNK * CHUNKS;
 /// Events per sample on `SqliteDirectory` (each sample is one transaction).
 const SQLITE_CHUNK: usize = 5_000;
 const CHUNKS: usize = 12;
@@ -67,7 +88,90 @@ fn main() {
     for squads in [1_000, 10_000, 100_000] {
         let _ = fixture(squads);
     }
+    let _ = sim_trace();
     divan::main();
+}
+
+/// The 100k-squad trace (entities and the first `SIM_EVENTS` events) as `simulate` takes it.
+fn sim_trace() -> &'static Trace {
+    static CELL: OnceLock<Trace> = OnceLock::new();
+    CELL.get_or_init(|| {
+        let f = fixture(100_000);
+        let g = Generated {
+            entities: f.entities.clone(),
+            events: f.events[..SIM_EVENTS].to_vec(),
+        };
+        Trace::from_generated(&g)
+    })
+}
+
+fn barrier() -> RoutingPolicy {
+    RoutingPolicy {
+        leader_barrier_seconds: 60,
+        ..RoutingPolicy::default()
+    }
+}
+
+/// `simulate` on the whole 100k-squad trace (its entities loaded, then `SIM_EVENTS` events):
+/// one policy (the recorded run alone), and two in parallel (the default policy, recorded, and
+/// a leader barrier, counterfactual: its runs translates the trace's ids through the recorded
+/// run's). The counter is events per policy: with two policies on two free cores, the same
+/// throughput as one means the runs went fully in parallel. Compare with `replay_100k`.
+#[divan::bench(args = ["default", "default+barrier"], sample_count = 3, sample_size = 1)]
+fn simulate_100k(bencher: divan::Bencher<'_, '_>, policies: &str) {
+    let trace = sim_trace();
+    let mut named = vec![NamedPolicy::new("default", RoutingPolicy::default())];
+    if policies.ends_with("barrier") {
+        named.push(NamedPolicy::new("barrier", barrier()));
+    }
+    bencher
+        .counter(divan::counter::ItemsCount::new(SIM_EVENTS))
+        .bench_local(|| simulate(trace, &named, &SimOptions::default()).unwrap());
+}
+
+/// The baseline of `simulate_100k`: one replay of the same whole trace, as `squad route replay`
+/// runs it minus the text (each record fed to `Replay`: reference checks, decide, apply, the
+/// claims' instructions), and as a bare engine loop (load the entities, decide and apply each
+/// event, nothing else); `load` is the entities alone (1.4 M records), which every run of
+/// `simulate` also loads: subtract it to compare the events' throughput.
+#[divan::bench(args = ["replay", "engine", "load"], sample_count = 3, sample_size = 1)]
+fn replay_100k(bencher: divan::Bencher<'_, '_>, how: &str) {
+    let f = fixture(100_000);
+    let events = &f.events[..SIM_EVENTS];
+    bencher
+        .counter(divan::counter::ItemsCount::new(SIM_EVENTS))
+        .bench_local(|| {
+            if how == "replay" {
+                let mut r = Replay::new(Engine::default());
+                for e in &f.entities {
+                    r.feed(e.clone()).unwrap();
+                }
+                for (at, event) in events {
+                    r.feed(TraceLine::Event {
+                        at: Some(*at),
+                        event: event.clone(),
+                    })
+                    .unwrap();
+                }
+                r.into_directory().counts().2
+            } else {
+                let mut dir = InMemoryDirectory::new();
+                for e in &f.entities {
+                    squad_routing::trace::load_entity(&mut dir, e.clone()).unwrap();
+                }
+                if how == "load" {
+                    // The entities alone: what every run pays before its first event.
+                    return dir.counts().2;
+                }
+                let engine = Engine::default();
+                let mut out = Decisions::default();
+                for (at, ev) in events {
+                    engine.decide_into(&dir, *at, ev, &mut out);
+                    apply_drain(&mut dir, &mut out);
+                }
+                dir.counts().2
+            }
+        });
 }
 
 struct Fixture {

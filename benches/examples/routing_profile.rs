@@ -8,12 +8,24 @@
 //! valgrind --tool=callgrind --toggle-collect='*replay_chunk*' \
 //!     target/release/examples/routing_profile 1000
 //! ```
+//!
+//! With a second argument, it compares `simulate` with a plain replay of the same whole trace
+//! (entities loaded, then every event), each inside its own function, so that callgrind counts
+//! what simulating adds per event (`run_plain` against `run_sim`; `barrier` simulates the
+//! default policy and a leader barrier, whose counterfactual run translates the trace's ids):
+//!
+//! ```text
+//! valgrind --tool=callgrind --toggle-collect='*run_plain*' target/release/examples/routing_profile 1000 plain
+//! valgrind --tool=callgrind --toggle-collect='*run_sim*' target/release/examples/routing_profile 1000 sim
+//! valgrind --tool=callgrind --toggle-collect='*run_sim*' target/release/examples/routing_profile 1000 barrier
+//! ```
 #![allow(clippy::unwrap_used, reason = "a profiling driver")]
 #![allow(clippy::print_stdout, reason = "it reports its timing on stdout")]
 
 use squad_model::Timestamp;
 use squad_routing::generate::{GenConfig, generate};
-use squad_routing::{Decisions, Engine, Event, InMemoryDirectory, apply_drain};
+use squad_routing::simulate::{NamedPolicy, SimOptions, Trace, simulate};
+use squad_routing::{Decisions, Engine, Event, InMemoryDirectory, RoutingPolicy, apply_drain};
 
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -29,10 +41,60 @@ fn replay_chunk(engine: &Engine, dir: &mut InMemoryDirectory, events: &[(Timesta
     }
 }
 
+#[inline(never)]
+fn run_plain(g: &squad_routing::generate::Generated) -> usize {
+    let mut dir = g.directory();
+    replay_chunk(&Engine::default(), &mut dir, &g.events);
+    dir.counts().2
+}
+
+#[inline(never)]
+fn run_sim(trace: &Trace, policies: &[NamedPolicy]) -> u64 {
+    let r = simulate(trace, policies, &SimOptions::default()).unwrap();
+    r.policies.iter().map(|p| p.metrics.wakes).sum()
+}
+
 fn main() {
     let squads: usize = std::env::args()
         .nth(1)
         .map_or(1_000, |s| s.parse().unwrap());
+    if let Some(mode) = std::env::args().nth(2) {
+        let g = generate(&GenConfig {
+            squads,
+            issues_per_squad: 4,
+            events: CHUNK * 2,
+            seed: 42,
+        })
+        .unwrap();
+        let trace = Trace::from_generated(&g);
+        let t = std::time::Instant::now();
+        let n = match mode.as_str() {
+            "plain" => run_plain(&g) as u64,
+            "sim" => run_sim(
+                &trace,
+                &[NamedPolicy::new("default", RoutingPolicy::default())],
+            ),
+            _ => run_sim(
+                &trace,
+                &[
+                    NamedPolicy::new("default", RoutingPolicy::default()),
+                    NamedPolicy::new(
+                        "barrier",
+                        RoutingPolicy {
+                            leader_barrier_seconds: 60,
+                            ..RoutingPolicy::default()
+                        },
+                    ),
+                ],
+            ),
+        };
+        println!(
+            "{mode}: {} events in {:.3} s ({n})",
+            CHUNK * 2,
+            t.elapsed().as_secs_f64()
+        );
+        return;
+    }
     let g = generate(&GenConfig {
         squads,
         issues_per_squad: 4,

@@ -2,6 +2,7 @@
 mod approval_cmd;
 mod ctx;
 mod doctor_cmd;
+mod logging;
 mod memory_cmd;
 mod notes_cmd;
 mod notes_promote_cmd;
@@ -45,6 +46,11 @@ struct Cli {
     #[arg(long, global = true)]
     json: bool,
 
+    /// Log what the libraries do to stderr: -v for their steps (fetch, push, promotion, GitHub
+    /// requests, webhook deliveries, Scribe runs), -vv for details. `RUST_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -83,6 +89,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return ctx::report_usage_error(&e, &Cli::command()),
     };
+    logging::init(cli.verbose);
     let ctx = match Ctx::new(cli.dir, cli.state_dir, cli.json) {
         Ok(ctx) => ctx,
         Err(e) => return e.report(),

@@ -1,10 +1,13 @@
-//! `squad route`: replay routing traces, print leader briefings, generate synthetic traces.
+//! `squad route`: replay routing traces, print leader briefings, generate synthetic traces,
+//! compare policies (`simulate`, in `route_cmd/simulate.rs`).
+
+mod simulate;
 
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use squad_model::SquadId;
-use squad_routing::generate::{GenConfig, generate};
+use squad_routing::generate::{GenConfig, Workload, WorkloadConfig, generate_workload};
 use squad_routing::{Directory, Engine, Replay, RoutingPolicy, SqliteDirectory};
 
 use crate::ctx::{CliError, CmdResult, Ctx, bounded, outln};
@@ -17,7 +20,8 @@ const MAX_POLICY_BYTES: u64 = 1 << 20;
 /// Arguments of `squad route`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example:\n  squad route replay trace.jsonl\n  \
-                        squad route briefing --trace trace.jsonl --squad <id> --owns-status")]
+                        squad route briefing --trace trace.jsonl --squad <id> --owns-status\n  \
+                        squad route simulate --policy default.json --policy barrier.json trace.jsonl")]
 pub(crate) struct Args {
     #[command(subcommand)]
     command: Sub,
@@ -61,10 +65,24 @@ enum Sub {
         owns_status: bool,
     },
     /// Prints a synthetic trace (JSON Lines) for benchmarks and experiments.
-    #[command(
-        after_help = "Example:\n  squad route generate --squads 1000 --events 100000 --seed 7 > trace.jsonl"
-    )]
+    #[command(after_help = "Workloads (--workload):\n  \
+        episodes      parents walked through the rules (default; the benches' trace)\n  \
+        steady        a steady backlog: an issue every --arrival-seconds, delegated, reported on, \
+        closed; --late-comment-percent of closed issues get a late comment (wakes after the end)\n  \
+        review-storm  --reporters members report on one parent --report-gap-seconds apart (the \
+        leader barrier)\n  \
+        chatter       two agents mention each other back and forth with --loop-percent chance, \
+        up to --max-rounds mentions (agent loops)\n  \
+        mentions      mention-heavy threads: up to --mentions-per-comment mentions, \
+        --reply-percent replies, escalations\n\n\
+        A knob applies to its workload only. The same flags and seed write the same bytes.\n\n\
+        Example:\n  squad route generate --squads 1000 --events 100000 --seed 7 > trace.jsonl\n  \
+        squad route generate --workload review-storm --reporters 8 --events 5000 > storm.jsonl")]
     Generate {
+        /// The shape of the trace: episodes, steady, review-storm, chatter, mentions.
+        #[arg(long, value_name = "NAME", default_value = "episodes",
+              value_parser = ["episodes", "steady", "review-storm", "chatter", "mentions"])]
+        workload: String,
         /// Number of squads: 0 to 100000.
         #[arg(long, default_value_t = 10, allow_negative_numbers = true,
               value_parser = bounded(0, GenConfig::MAX_SQUADS as u64))]
@@ -81,7 +99,42 @@ enum Sub {
         #[arg(long, default_value_t = 1, allow_negative_numbers = true,
               value_parser = bounded(0, u64::MAX))]
         seed: u64,
+        /// steady: seconds between two new issues: 1 to 86400 (default 120).
+        #[arg(long, value_name = "N", allow_negative_numbers = true,
+              value_parser = bounded(1, u64::from(WorkloadConfig::MAX_SECONDS)))]
+        arrival_seconds: Option<u64>,
+        /// steady: percent of closed issues that get a late comment: 0 to 100 (default 10).
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = bounded(0, 100))]
+        late_comment_percent: Option<u64>,
+        /// review-storm: members asked for a review, each reporting on the parent: 1 to 32
+        /// (default 5).
+        #[arg(long, value_name = "N", allow_negative_numbers = true,
+              value_parser = bounded(1, WorkloadConfig::MAX_REPORTERS as u64))]
+        reporters: Option<u64>,
+        /// review-storm: seconds between two reports: 0 to 3600 (default 10).
+        #[arg(long, value_name = "N", allow_negative_numbers = true,
+              value_parser = bounded(0, u64::from(WorkloadConfig::MAX_GAP_SECONDS)))]
+        report_gap_seconds: Option<u64>,
+        /// chatter: percent chance that an agent mentions the other back: 0 to 100 (default 50).
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = bounded(0, 100))]
+        loop_percent: Option<u64>,
+        /// chatter: the most mentions in one conversation: 1 to 100 (default 12).
+        #[arg(long, value_name = "N", allow_negative_numbers = true,
+              value_parser = bounded(1, WorkloadConfig::MAX_ROUNDS as u64))]
+        max_rounds: Option<u64>,
+        /// mentions: percent of people's comments that reply to an earlier one: 0 to 100
+        /// (default 50).
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = bounded(0, 100))]
+        reply_percent: Option<u64>,
+        /// mentions: the most mentions in one top-level comment: 1 to 8 (default 2).
+        #[arg(long, value_name = "N", allow_negative_numbers = true,
+              value_parser = bounded(1, WorkloadConfig::MAX_MENTIONS_PER_COMMENT as u64))]
+        mentions_per_comment: Option<u64>,
     },
+    /// Replays a trace once per policy, in parallel, and compares them: wakes, redundant wakes,
+    /// wakes after the end, agent loops, time to first wake, cost.
+    #[command(after_help = simulate::AFTER_HELP)]
+    Simulate(simulate::Args),
 }
 
 pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
@@ -134,20 +187,92 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
             }
         }
         Sub::Generate {
+            workload,
             squads,
             events,
             issues_per_squad,
             seed,
+            arrival_seconds,
+            late_comment_percent,
+            reporters,
+            report_gap_seconds,
+            loop_percent,
+            max_rounds,
+            reply_percent,
+            mentions_per_comment,
         } => {
             let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
-            let cfg = GenConfig {
-                squads: size(*squads),
-                issues_per_squad: size(*issues_per_squad),
-                events: size(*events),
-                seed: *seed,
-            };
-            // Each flag is bounded by its parser; what is left is their product.
-            let issues = cfg.squads.saturating_mul(cfg.issues_per_squad);
+            let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+            let workload = Workload::from_name(workload)
+                .ok_or_else(|| CliError::usage(format!("unknown workload '{workload}'")))?;
+            let mut cfg = WorkloadConfig::new(
+                workload,
+                GenConfig {
+                    squads: size(*squads),
+                    issues_per_squad: size(*issues_per_squad),
+                    events: size(*events),
+                    seed: *seed,
+                },
+            );
+            // Each flag is bounded by its parser; a knob of another workload is refused.
+            let knobs: [(&str, Option<u64>, Workload); 8] = [
+                ("--arrival-seconds", *arrival_seconds, Workload::Steady),
+                (
+                    "--late-comment-percent",
+                    *late_comment_percent,
+                    Workload::Steady,
+                ),
+                ("--reporters", *reporters, Workload::ReviewStorm),
+                (
+                    "--report-gap-seconds",
+                    *report_gap_seconds,
+                    Workload::ReviewStorm,
+                ),
+                ("--loop-percent", *loop_percent, Workload::Chatter),
+                ("--max-rounds", *max_rounds, Workload::Chatter),
+                ("--reply-percent", *reply_percent, Workload::Mentions),
+                (
+                    "--mentions-per-comment",
+                    *mentions_per_comment,
+                    Workload::Mentions,
+                ),
+            ];
+            for (flag, value, applies) in knobs {
+                if value.is_some() && applies != workload {
+                    return Err(CliError::usage(format!(
+                        "{flag} applies to --workload {}, not {}",
+                        applies.name(),
+                        workload.name()
+                    ))
+                    .with_hint(format!("add --workload {}", applies.name())));
+                }
+            }
+            if let Some(v) = arrival_seconds {
+                cfg.arrival_seconds = small(*v);
+            }
+            if let Some(v) = late_comment_percent {
+                cfg.late_comment_percent = small(*v);
+            }
+            if let Some(v) = reporters {
+                cfg.reporters = size(*v);
+            }
+            if let Some(v) = report_gap_seconds {
+                cfg.report_gap_seconds = small(*v);
+            }
+            if let Some(v) = loop_percent {
+                cfg.loop_percent = small(*v);
+            }
+            if let Some(v) = max_rounds {
+                cfg.max_rounds = size(*v);
+            }
+            if let Some(v) = reply_percent {
+                cfg.reply_percent = small(*v);
+            }
+            if let Some(v) = mentions_per_comment {
+                cfg.mentions_per_comment = size(*v);
+            }
+            // What is left to check is the product of two sizes.
+            let issues = cfg.size.squads.saturating_mul(cfg.size.issues_per_squad);
             if issues > GenConfig::MAX_ISSUES {
                 return Err(CliError::usage(format!(
                     "--squads × --issues-per-squad is {issues}, more than the limit of {}",
@@ -155,12 +280,13 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
                 ))
                 .with_hint("lower --squads or --issues-per-squad"));
             }
-            let g = generate(&cfg).map_err(|e| CliError::usage(e.to_string()))?;
+            let g = generate_workload(&cfg).map_err(|e| CliError::usage(e.to_string()))?;
             for line in g.lines() {
                 outln!(ctx, "{line}")?;
             }
             Ok(0)
         }
+        Sub::Simulate(a) => simulate::run(a, ctx),
     }
 }
 
@@ -207,7 +333,7 @@ fn replay_into_db(
     Ok(out)
 }
 
-fn read_policy(path: &Path) -> Result<RoutingPolicy, CliError> {
+pub(crate) fn read_policy(path: &Path) -> Result<RoutingPolicy, CliError> {
     let file = std::fs::File::open(path)
         .map_err(|e| CliError::usage(format!("cannot read '{}': {e}", path.display())))?;
     let mut text = String::new();
@@ -226,13 +352,13 @@ fn read_policy(path: &Path) -> Result<RoutingPolicy, CliError> {
             e.with_hint(
                 "a policy is one JSON object of RoutingPolicy fields: cancel_tasks_on_reassign, \
                  cancel_tasks_on_issue_cancelled, escalation_seconds, autopilot_dedup_seconds, \
-                 max_attempts",
+                 max_attempts, leader_barrier_seconds, reply_falls_back_to_assignee",
             )
         })
 }
 
 /// Calls `f` on each line of the file (or stdin for `-`).
-fn for_each_line(
+pub(crate) fn for_each_line(
     ctx: &Ctx,
     path: &Path,
     mut f: impl FnMut(&str) -> Result<(), CliError>,

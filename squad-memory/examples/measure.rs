@@ -1,9 +1,13 @@
 //! Prints the figures of the memory measurement on the realistic fixture, or on a directory of
 //! real files (`cargo run -p squad-memory --features conformance --example measure -- <dir>`),
-//! with the questions whose evidence was not loaded.
+//! with the questions whose evidence was not loaded; `-- held-out` asks the fixture's held-out
+//! questions instead.
 #![allow(clippy::print_stdout, clippy::unwrap_used, missing_docs)]
 fn main() {
     let corpus = match std::env::args().nth(1) {
+        Some(h) if h == "held-out" => {
+            squad_memory::conformance::realistic::Corpus::generated_held_out().unwrap()
+        }
         Some(dir) => {
             squad_memory::conformance::realistic::Corpus::from_dir(std::path::Path::new(&dir))
                 .unwrap()

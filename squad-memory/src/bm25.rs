@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use rust_stemmers::{Algorithm, Stemmer};
 
 /// foldhash: terms are short and the index is rebuilt per spawn, so a fast non-keyed hash beats
@@ -122,9 +123,10 @@ const ABBREVIATIONS: &[(&str, &[&str])] = &[
     ("k8s", &["kubernet"]),
 ];
 
-/// `true` when two different stems are forms of one word: one holds the other whole (at least
-/// four characters), or they share a prefix of at least five characters covering most of the
-/// shorter one.
+/// `true` when two different stems are forms of one word: one starts with the other (at least
+/// four characters), the query's stem ends with the other (`subdirectori`/`directori`), or they
+/// share a prefix of at least five characters covering most of the shorter one
+/// (`licenc`/`licens`).
 fn related(q: &str, t: &str) -> bool {
     if q == t {
         return false;
@@ -133,62 +135,450 @@ fn related(q: &str, t: &str) -> bool {
     if short.chars().count() < 4 {
         return false;
     }
-    if long.starts_with(short) || long.ends_with(short) {
+    if long.starts_with(short) || (long == q && q.ends_with(t)) {
         return true;
     }
     let common = q.chars().zip(t.chars()).take_while(|(a, b)| a == b).count();
     common >= 5 && common * 5 >= short.chars().count() * 4
 }
 
-/// Maps words to term ids, stemming each distinct word once (cached by the word as written,
-/// so a repeated word costs one lookup).
-struct Terms<'t> {
+/// `true` for a byte that is part of a word: an ASCII letter or digit, or a byte of a
+/// multi-byte character (runs holding those are split by `char::is_alphanumeric`).
+fn word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b >= 0x80
+}
+
+/// `true` for a character that separates words (`!char::is_alphanumeric`, without the
+/// Unicode table lookup for ASCII and the punctuation and arrows of running text: `—`, `’`,
+/// `→`).
+fn separates(c: char) -> bool {
+    if c.is_ascii() {
+        return !c.is_ascii_alphanumeric();
+    }
+    matches!(u32::from(c), 0x2000..=0x206F | 0x2190..=0x21FF) || !c.is_alphanumeric()
+}
+
+/// The position of the first byte of a multi-byte character in `b` from `from` on.
+fn next_high(b: &[u8], from: usize) -> Option<usize> {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let word = |k: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[k..k + 8]);
+        u64::from_ne_bytes(w)
+    };
+    let mut i = from;
+    // 32 bytes at a time while they are all ASCII.
+    while i + 32 <= b.len() && (word(i) | word(i + 8) | word(i + 16) | word(i + 24)) & HIGH == 0 {
+        i += 32;
+    }
+    b.get(i..)?.iter().position(|&c| c >= 0x80).map(|k| i + k)
+}
+
+/// The longest stop word, in bytes: longer words are never looked up.
+const MAX_STOP: usize = 6;
+
+/// An ASCII word of at most eight bytes, lowercased, packed big-endian into a `u64` (zero
+/// padded), so packed words sort as the words do.
+const fn pack(w: &[u8]) -> u64 {
+    let mut v = 0u64;
+    let mut i = 0;
+    while i < 8 {
+        v <<= 8;
+        if i < w.len() {
+            v |= w[i].to_ascii_lowercase() as u64;
+        }
+        i += 1;
+    }
+    v
+}
+
+/// [`STOP`], packed (sorted, as [`STOP`] is).
+const STOP_PACKED: [u64; STOP.len()] = {
+    let mut t = [0u64; STOP.len()];
+    let mut i = 0;
+    while i < STOP.len() {
+        t[i] = pack(STOP[i].as_bytes());
+        i += 1;
+    }
+    t
+};
+
+/// `true` when the ASCII word `w` (any case) is a stop word.
+fn is_stop_ascii(w: &[u8]) -> bool {
+    w.len() <= MAX_STOP && STOP_PACKED.binary_search(&pack(w)).is_ok()
+}
+
+/// The starts of the words whose stems may count for a query stem `p`: its first three
+/// characters (two for a stem of two, or of three ending in an `e` the stemmer may have added:
+/// `use` from `using`), with `i` and `y` standing for each other (`dying`/`die`,
+/// `skies`/`sky`). A stem keeps its word's first characters otherwise, so a word starting with
+/// none of these is never stemmed.
+fn starts_of(p: &str, out: &mut Vec<Vec<u8>>) {
+    let b = p.as_bytes();
+    if b.len() < 2 || !b[..2].iter().all(u8::is_ascii_alphanumeric) {
+        return;
+    }
+    // A stem of three ending in `e` may have gained it (`use` from `using`).
+    let n = if b.len() >= 3 && b[2].is_ascii_alphanumeric() && !(b.len() == 3 && b[2] == b'e') {
+        3
+    } else {
+        2
+    };
+    let mut acc: Vec<Vec<u8>> = vec![Vec::new()];
+    for &c in &b[..n] {
+        let variants: &[u8] = match c {
+            b'i' | b'y' => b"iy",
+            _ => std::slice::from_ref(&c),
+        };
+        acc = acc
+            .iter()
+            .flat_map(|a| {
+                variants.iter().map(move |&v| {
+                    let mut a = a.clone();
+                    a.push(v);
+                    a
+                })
+            })
+            .collect();
+    }
+    out.extend(acc);
+}
+
+/// A query ready to score documents with Okapi BM25 (k1 = 1.2, b = 0.75), reading each
+/// document once.
+///
+/// Only the query's terms are counted: a document word counts when its stem is one of the
+/// query's stems (weight 1.0), the short or long form of one (`PR` and `pull request`,
+/// `repo`, `docs`, `config`, ...: 0.8), or a near form of one ([`related`]: 0.5). Candidate
+/// words are found by their first characters ([`starts_of`]) with one multi-pattern search
+/// over the lowercased text; each distinct candidate is stemmed once per query. A document's
+/// length is its size in bytes (BM25 only compares it with the average).
+pub(crate) struct Scorer {
+    stems: Vec<String>,
+    expansions: Vec<String>,
+    starts: Option<AhoCorasick>,
+    /// A query stem too short to search for by its start (one character): every word is read.
+    every_word: bool,
     stemmer: Stemmer,
-    words: FnvMap<&'t str, Option<usize>>,
+    /// Lowercased word -> the term it counts for, if any.
+    words: FnvMap<String, Option<u32>>,
+    /// Stem -> term.
+    terms: FnvMap<String, u32>,
+    weights: Vec<f64>,
+    postings: Vec<Vec<(u32, u32)>>,
+    lens: Vec<u64>,
+    /// Texts waiting to be searched, each followed by a line end: where each starts, its
+    /// document and how many times its words count.
+    batch: String,
+    segments: Vec<(usize, u32, u32)>,
     buf: String,
 }
 
-impl<'t> Terms<'t> {
-    fn new() -> Self {
+/// The size of the batches [`Scorer::feed`] searches at once.
+const BATCH: usize = 64 * 1024;
+
+impl Scorer {
+    /// A scorer for `query`, with no documents yet.
+    pub(crate) fn new(query: &str) -> Self {
+        let mut stems = tokenize(query);
+        stems.sort();
+        stems.dedup();
+        let mut expansions: Vec<String> = Vec::new();
+        for (short, long) in ABBREVIATIONS {
+            if stems.iter().any(|q| q == short) {
+                expansions.extend(long.iter().map(|l| (*l).to_owned()));
+            }
+            if long.iter().all(|l| stems.iter().any(|q| q == l)) {
+                expansions.push((*short).to_owned());
+            }
+        }
+        let mut patterns: Vec<Vec<u8>> = Vec::new();
+        for q in stems.iter().chain(&expansions) {
+            starts_of(q, &mut patterns);
+        }
+        // The stems a query stem ends with (`subdirectori` asks for `directori`).
+        for q in &stems {
+            for (i, _) in q.char_indices().skip(1) {
+                if q[i..].chars().count() >= 4 {
+                    starts_of(&q[i..], &mut patterns);
+                }
+            }
+        }
+        patterns.sort();
+        patterns.dedup();
+        let every_word = stems.iter().chain(&expansions).any(|q| q.len() < 2);
+        let starts = if patterns.is_empty() {
+            None
+        } else {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(&patterns)
+                .ok()
+        };
         Self {
+            stems,
+            expansions,
+            starts,
+            every_word,
             stemmer: Stemmer::create(Algorithm::English),
             words: FnvMap::default(),
+            terms: FnvMap::default(),
+            weights: Vec::new(),
+            postings: Vec::new(),
+            lens: Vec::new(),
+            batch: String::new(),
+            segments: Vec::new(),
             buf: String::new(),
         }
     }
 
-    /// The term id of `word`, adding its stem to `vocab` (with a new postings list) if new.
-    fn id(
-        &mut self,
-        word: &'t str,
-        vocab: &mut FnvMap<String, usize>,
-        postings: &mut Vec<Vec<(u32, u32)>>,
-    ) -> Option<usize> {
-        if let Some(id) = self.words.get(word) {
-            return *id;
-        }
-        lower(word, &mut self.buf);
-        let id = if is_stop(&self.buf) {
-            None
+    /// The weight of a document stem for this query (0 when it does not count).
+    fn weigh(&self, stem: &str) -> f64 {
+        if self.stems.iter().any(|q| q == stem) {
+            1.0
+        } else if self.expansions.iter().any(|q| q == stem) {
+            0.8
+        } else if self.stems.iter().any(|q| related(q, stem)) {
+            0.5
         } else {
-            let stem = self.stemmer.stem(&self.buf);
-            Some(match vocab.get(stem.as_ref()) {
-                Some(&id) => id,
+            0.0
+        }
+    }
+
+    /// The term `self.buf` (a lowercased word) counts for, stemming it the first time.
+    fn term_of_buf(&mut self) -> Option<u32> {
+        if let Some(t) = self.words.get(self.buf.as_str()) {
+            return *t;
+        }
+        let stem = self.stemmer.stem(&self.buf);
+        let weight = self.weigh(&stem);
+        let term = if weight > 0.0 {
+            Some(match self.terms.get(stem.as_ref()) {
+                Some(&t) => t,
                 None => {
-                    vocab.insert(stem.into_owned(), postings.len());
-                    postings.push(Vec::new());
-                    postings.len() - 1
+                    let t = u32::try_from(self.weights.len()).unwrap_or(u32::MAX);
+                    self.terms.insert(stem.into_owned(), t);
+                    self.weights.push(weight);
+                    self.postings.push(Vec::new());
+                    t
                 }
             })
+        } else {
+            None
         };
-        self.words.insert(word, id);
-        id
+        self.words.insert(self.buf.clone(), term);
+        term
+    }
+
+    /// Counts the lowercased word in `self.buf` for the current document.
+    fn count_buf(&mut self, times: u32) {
+        let Some(doc) = self.lens.len().checked_sub(1) else {
+            return;
+        };
+        self.count_buf_in(u32::try_from(doc).unwrap_or(u32::MAX), times);
+    }
+
+    /// Counts the lowercased word in `self.buf` for document `doc`.
+    fn count_buf_in(&mut self, doc: u32, times: u32) {
+        let Some(term) = self.term_of_buf() else {
+            return;
+        };
+        let Some(list) = self.postings.get_mut(term as usize) else {
+            return;
+        };
+        match list.last_mut() {
+            Some((d, tf)) if *d == doc => *tf += times,
+            _ => list.push((doc, times)),
+        }
+    }
+
+    /// Starts the next document; [`Scorer::feed`] adds its text.
+    pub(crate) fn start(&mut self) {
+        self.lens.push(0);
+    }
+
+    /// Adds `text` to the current document, each word counting `times`.
+    ///
+    /// Texts are searched in batches of about [`BATCH`] bytes (one search per batch costs far
+    /// less than one per text, and the batch stays in cache).
+    pub(crate) fn feed(&mut self, text: &str, times: u32) {
+        let Some(doc) = self.lens.len().checked_sub(1) else {
+            return;
+        };
+        if let Some(l) = self.lens.last_mut() {
+            *l += text.len() as u64 * u64::from(times);
+        }
+        if self.stems.is_empty() {
+            return;
+        }
+        if self.every_word {
+            self.count_every_word(text, times);
+            return;
+        }
+        if !self.batch.is_empty() && self.batch.len() + text.len() >= BATCH {
+            self.flush();
+        }
+        let doc = u32::try_from(doc).unwrap_or(u32::MAX);
+        self.segments.push((self.batch.len(), doc, times));
+        self.batch.push_str(text);
+        // A separator, so no word runs from one text into the next.
+        self.batch.push('\n');
+    }
+
+    /// Counts the words of the batch.
+    fn flush(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let mut batch = std::mem::take(&mut self.batch);
+        let segments = std::mem::take(&mut self.segments);
+        batch.make_ascii_lowercase();
+        let b = batch.as_bytes();
+        // The segment holding byte `at` (segments are in order, the first starts at 0).
+        let segment = |at: usize| {
+            let k = segments.partition_point(|&(start, _, _)| start <= at);
+            segments[k.saturating_sub(1)]
+        };
+        // ASCII words, found by their first characters.
+        if let Some(ac) = self.starts.take() {
+            let mut k = 0;
+            for m in ac.find_iter(b) {
+                let s = m.start();
+                if s > 0 && word_byte(b[s - 1]) {
+                    continue;
+                }
+                let e = b[s..]
+                    .iter()
+                    .position(|&c| !word_byte(c))
+                    .map_or(b.len(), |n| s + n);
+                let w = &b[s..e];
+                // Words holding other characters are read below.
+                if w.len() < 2 || !w.is_ascii() || is_stop_ascii(w) {
+                    continue;
+                }
+                while k + 1 < segments.len() && segments[k + 1].0 <= s {
+                    k += 1;
+                }
+                let (_, doc, times) = segments[k];
+                self.buf.clear();
+                // `s` and `e` sit next to ASCII bytes or the ends: character boundaries.
+                self.buf.push_str(&batch[s..e]);
+                self.count_buf_in(doc, times);
+            }
+            self.starts = Some(ac);
+        }
+        // Runs holding other characters: split by `char::is_alphanumeric`, every word looked up.
+        if !b.is_ascii() {
+            let mut i = 0;
+            while let Some(hi) = next_high(b, i) {
+                // Most of them are dashes, quotes and arrows between words.
+                if let Some(c) = batch.get(hi..).and_then(|t| t.chars().next())
+                    && separates(c)
+                    && (hi == 0 || !word_byte(b[hi - 1]))
+                    && b.get(hi + c.len_utf8()).is_none_or(|&n| !word_byte(n))
+                {
+                    i = hi + c.len_utf8();
+                    continue;
+                }
+                let mut s = hi;
+                while s > i && word_byte(b[s - 1]) {
+                    s -= 1;
+                }
+                let e = b[hi..]
+                    .iter()
+                    .position(|&c| !word_byte(c))
+                    .map_or(b.len(), |n| hi + n);
+                // `s` and `e` sit next to ASCII bytes or the ends: character boundaries.
+                for w in batch.get(s..e).unwrap_or_default().split(separates) {
+                    if w.chars().nth(1).is_none() {
+                        continue;
+                    }
+                    lower(w, &mut self.buf);
+                    if !is_stop(&self.buf) {
+                        let (_, doc, times) = segment(s);
+                        self.count_buf_in(doc, times);
+                    }
+                }
+                i = e;
+            }
+        }
+        batch.clear();
+        self.batch = batch;
+        let mut segments = segments;
+        segments.clear();
+        self.segments = segments;
+    }
+
+    /// [`Scorer::feed`] without the search by first characters: every word is stemmed (what
+    /// the search must agree with).
+    #[cfg(test)]
+    fn feed_every_word(&mut self, text: &str, times: u32) {
+        if let Some(l) = self.lens.last_mut() {
+            *l += text.len() as u64 * u64::from(times);
+        }
+        self.count_every_word(text, times);
+    }
+
+    /// Counts every word of `text` (no search by first characters).
+    fn count_every_word(&mut self, text: &str, times: u32) {
+        let mut words = Vec::new();
+        each_word(text, &mut String::new(), |w| {
+            if !is_stop(w) {
+                words.push(w.to_owned());
+            }
+        });
+        for w in words {
+            self.buf = w;
+            self.count_buf(times);
+        }
+    }
+
+    /// The BM25 score of every document, in the order they were started.
+    pub(crate) fn scores(&mut self) -> Vec<f64> {
+        self.flush();
+        // A batch counts its ASCII words before the others: a document may be listed twice.
+        for list in &mut self.postings {
+            if list.windows(2).any(|w| w[0].0 >= w[1].0) {
+                list.sort_by_key(|&(doc, _)| doc);
+                list.dedup_by(|later, first| {
+                    let same = later.0 == first.0;
+                    if same {
+                        first.1 += later.1;
+                    }
+                    same
+                });
+            }
+        }
+        let n = self.lens.len() as f64;
+        let avg = if self.lens.is_empty() {
+            0.0
+        } else {
+            self.lens.iter().map(|&l| l as f64).sum::<f64>() / n
+        };
+        let mut scores = vec![0.0; self.lens.len()];
+        for (list, weight) in self.postings.iter().zip(&self.weights) {
+            let df = list.len() as f64;
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln() * weight;
+            for &(doc, tf) in list {
+                let d = doc as usize;
+                let norm = if avg > 0.0 {
+                    K1 * (1.0 - B + B * self.lens[d] as f64 / avg)
+                } else {
+                    K1
+                };
+                let f = f64::from(tf);
+                scores[d] += idf * f * (K1 + 1.0) / (f + norm);
+            }
+        }
+        scores
     }
 }
 
-/// A BM25 index over a fixed set of documents (k1 = 1.2, b = 0.75), stored as an inverted
-/// index (stemmed term -> postings), so scoring touches only the documents that contain a query
-/// term. Terms come from [`tokenize`]'s rules; each distinct word is stemmed once per index.
+/// Okapi BM25 over a fixed set of documents (k1 = 1.2, b = 0.75). Terms come from
+/// [`tokenize`]'s rules; a query also matches the short and long forms of developer
+/// abbreviations (`PR`/`pull request`, `config`/`configuration`, ...) and near forms of its
+/// words (`licence`/`license`, `subdirectory`/`directory`) at a lower weight. Scoring reads
+/// each document once and counts only the query's terms.
 ///
 /// ```
 /// use squad_memory::Bm25;
@@ -200,10 +590,7 @@ impl<'t> Terms<'t> {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Bm25 {
-    vocab: FnvMap<String, usize>,
-    postings: Vec<Vec<(u32, u32)>>,
-    lens: Vec<f64>,
-    avg_len: f64,
+    docs: Vec<String>,
 }
 
 impl Bm25 {
@@ -213,105 +600,19 @@ impl Bm25 {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let mut out = Self {
-            vocab: FnvMap::default(),
-            postings: Vec::new(),
-            lens: Vec::new(),
-            avg_len: 0.0,
-        };
-        let docs: Vec<S> = docs.into_iter().collect();
-        let mut terms = Terms::new();
-        for (doc, d) in docs.iter().enumerate() {
-            let doc = u32::try_from(doc).unwrap_or(u32::MAX);
-            let mut len = 0usize;
-            let Self {
-                vocab, postings, ..
-            } = &mut out;
-            each_raw_word(d.as_ref(), |w| {
-                let Some(id) = terms.id(w, vocab, postings) else {
-                    return;
-                };
-                len += 1;
-                let list = &mut postings[id];
-                match list.last_mut() {
-                    Some((d, tf)) if *d == doc => *tf += 1,
-                    _ => list.push((doc, 1)),
-                }
-            });
-            out.lens.push(len as f64);
+        Self {
+            docs: docs.into_iter().map(|d| d.as_ref().to_owned()).collect(),
         }
-        if !out.lens.is_empty() {
-            out.avg_len = out.lens.iter().sum::<f64>() / out.lens.len() as f64;
-        }
-        out
     }
 
     /// The BM25 score of every document for `query`, in document order.
     pub fn scores(&self, query: &str) -> Vec<f64> {
-        let n = self.lens.len() as f64;
-        let mut scores = vec![0.0; self.lens.len()];
-        for (id, weight) in self.query_terms(query) {
-            let list = &self.postings[id];
-            let df = list.len() as f64;
-            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln() * weight;
-            for &(doc, tf) in list {
-                let d = doc as usize;
-                let norm = if self.avg_len > 0.0 {
-                    K1 * (1.0 - B + B * self.lens[d] / self.avg_len)
-                } else {
-                    K1
-                };
-                let f = f64::from(tf);
-                scores[d] += idf * f * (K1 + 1.0) / (f + norm);
-            }
+        let mut s = Scorer::new(query);
+        for d in &self.docs {
+            s.start();
+            s.feed(d, 1);
         }
-        scores
-    }
-
-    /// The indexed terms a query asks for, each with a weight: its own stems (1.0); the common
-    /// short forms and long forms of words developers abbreviate (`PR` and `pull request`,
-    /// `repo`, `docs`, `config`, ...: 0.8); and indexed terms that share a long prefix with a
-    /// query stem or hold it whole (`licence`/`license`, `symlink`/`link`,
-    /// `subdirectory`/`directory`: 0.5). The best weight per term counts once.
-    fn query_terms(&self, query: &str) -> Vec<(usize, f64)> {
-        let stems = tokenize(query);
-        let mut weights: FnvMap<usize, f64> = FnvMap::default();
-        let mut add = |id: usize, w: f64| {
-            let e = weights.entry(id).or_insert(0.0);
-            if w > *e {
-                *e = w;
-            }
-        };
-        for q in &stems {
-            if let Some(&id) = self.vocab.get(q) {
-                add(id, 1.0);
-            }
-        }
-        for (short, long) in ABBREVIATIONS {
-            let has_short = stems.iter().any(|q| q == short);
-            let has_long = long.iter().all(|l| stems.iter().any(|q| q == l));
-            if has_short {
-                for l in *long {
-                    if let Some(&id) = self.vocab.get(*l) {
-                        add(id, 0.8);
-                    }
-                }
-            }
-            if has_long && let Some(&id) = self.vocab.get(*short) {
-                add(id, 0.8);
-            }
-        }
-        let fuzzy: Vec<&String> = stems.iter().filter(|q| q.chars().count() >= 4).collect();
-        if !fuzzy.is_empty() {
-            for (term, &id) in &self.vocab {
-                if fuzzy.iter().any(|q| related(q, term)) {
-                    add(id, 0.5);
-                }
-            }
-        }
-        let mut out: Vec<(usize, f64)> = weights.into_iter().collect();
-        out.sort_by_key(|&(id, _)| id);
-        out
+        s.scores()
     }
 
     /// Documents with a positive score, best first (ties keep document order).
@@ -336,13 +637,13 @@ mod tests {
         let docs = ["alpha beta", "alpha alpha gamma", "delta"];
         let idx = Bm25::new(docs);
         let s = idx.scores("alpha");
-        // n = 3, df = 2: idf = ln((3 - 2 + 0.5) / (2 + 0.5) + 1).
+        // n = 3, df = 2: idf = ln((3 - 2 + 0.5) / (2 + 0.5) + 1); lengths in bytes.
         let idf = (1.5f64 / 2.5 + 1.0).ln();
-        let avg = 6.0 / 3.0;
+        let avg = (10.0 + 17.0 + 5.0) / 3.0;
         let want =
             |tf: f64, len: f64| idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg));
-        assert!((s[0] - want(1.0, 2.0)).abs() < 1e-12);
-        assert!((s[1] - want(2.0, 3.0)).abs() < 1e-12);
+        assert!((s[0] - want(1.0, 10.0)).abs() < 1e-12);
+        assert!((s[1] - want(2.0, 17.0)).abs() < 1e-12);
         assert_eq!(s[2], 0.0);
         // A rarer term weighs more than a common one.
         assert!(idx.scores("gamma")[1] > idx.scores("alpha")[1]);
@@ -367,5 +668,188 @@ mod tests {
     fn stemming_matches_word_forms() {
         let idx = Bm25::new(["the deploys timed out", "auth tokens rotate"]);
         assert_eq!(idx.rank("why did deploying time out")[0].0, 0);
+    }
+
+    #[test]
+    fn stop_words_are_short_lowercase_ascii() {
+        assert!(
+            STOP.iter()
+                .all(|w| w.len() <= MAX_STOP && w.bytes().all(|b| b.is_ascii_lowercase()))
+        );
+        assert!(is_stop_ascii(b"The") && is_stop_ascii(b"SHOULD") && !is_stop_ascii(b"theme"));
+    }
+
+    /// Equal up to the order terms are summed in.
+    fn same(a: &[f64], b: &[f64]) -> bool {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(x, y)| (x - y).abs() <= 1e-9 * x.abs().max(1.0))
+    }
+
+    const WORDS: &[&str] = &[
+        "dying",
+        "die",
+        "dies",
+        "lying",
+        "tie",
+        "tying",
+        "skies",
+        "sky",
+        "using",
+        "use",
+        "used",
+        "uses",
+        "crying",
+        "cry",
+        "cries",
+        "happy",
+        "happiness",
+        "happily",
+        "subdirectory",
+        "subdirectories",
+        "directory",
+        "directories",
+        "dir",
+        "dirs",
+        "PRs",
+        "PR",
+        "pull",
+        "pulled",
+        "request",
+        "requests",
+        "repo",
+        "repositories",
+        "config",
+        "configuration",
+        "licence",
+        "license",
+        "licensing",
+        "deploy",
+        "deploys",
+        "deployment",
+        "timeout",
+        "timeouts",
+        "time",
+        "out",
+        "early",
+        "earlier",
+        "only",
+        "gently",
+        "news",
+        "ugly",
+        "idly",
+        "symlink",
+        "symlinks",
+        "link",
+        "links",
+        "k8s",
+        "kubernetes",
+        "docs",
+        "documentation",
+        "naïve",
+        "naive",
+        "café",
+        "Überprüfung",
+        "2026",
+        "v0",
+        "8",
+        "x",
+        "is",
+        "the",
+        "ci",
+        "continuous",
+        "integration",
+        "environment",
+        "env",
+        "authentication",
+        "auth",
+        "yes",
+        "yielding",
+        "ying",
+        "yy",
+        "iyi",
+        "→deploy",
+        "naïve-deploy",
+        "édeploy",
+        "deploy—time",
+        "Ünit",
+        "request→pull",
+        "x→y",
+        "out",
+        "outs",
+        "outage",
+        "tie",
+        "ties",
+        "hoping",
+        "hope",
+        "ate",
+        "bled",
+        "able",
+        "ring",
+        "rings",
+        "sing",
+        "singing",
+        "ye",
+        "yes",
+        "ion",
+        "ions",
+        "oed",
+    ];
+
+    #[test]
+    fn separators_are_the_non_alphanumeric_characters() {
+        for c in (0..=0x2FFF_u32).filter_map(char::from_u32) {
+            assert_eq!(separates(c), !c.is_alphanumeric(), "{c:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 300, ..Default::default() })]
+
+        /// The search by first characters only skips work: scores are the same as with every word
+        /// stemmed.
+        #[test]
+        fn the_search_by_first_characters_never_changes_a_score(
+            query in proptest::collection::vec(0..WORDS.len(), 1..5),
+            docs in proptest::collection::vec(proptest::collection::vec(0..WORDS.len(), 0..12), 1..6),
+            upper in proptest::prelude::any::<bool>(),
+        ) {
+            let q: Vec<&str> = query.iter().map(|&i| WORDS[i]).collect();
+            let q = q.join(" ");
+            let docs: Vec<String> = docs
+                .iter()
+                .map(|d| {
+                    let t = d.iter().map(|&i| WORDS[i]).collect::<Vec<_>>().join(" ");
+                    if upper { t.to_uppercase() } else { t }
+                })
+                .collect();
+            let mut fast = Scorer::new(&q);
+            let mut slow = Scorer::new(&q);
+            for d in &docs {
+                fast.start();
+                fast.feed(d, 1);
+                slow.start();
+                slow.feed_every_word(d, 1);
+            }
+            proptest::prop_assert!(same(&fast.scores(), &slow.scores()), "{} / {:?}", q, docs);
+        }
+
+        /// The same on random words: the stemmer's rules, not a word list, decide.
+        #[test]
+        fn the_search_by_first_characters_never_changes_a_score_on_random_words(
+            query in "[a-zA-Z]{1,9}( [a-zA-Z]{1,9}){0,3}",
+            docs in proptest::collection::vec("[a-zA-Zé0-9]{1,12}([ ,.(`-][a-zA-Z0-9]{1,12}){0,15}", 1..6),
+        ) {
+            let mut fast = Scorer::new(&query);
+            let mut slow = Scorer::new(&query);
+            for d in &docs {
+                fast.start();
+                fast.feed(d, 1);
+                slow.start();
+                slow.feed_every_word(d, 1);
+            }
+            proptest::prop_assert!(same(&fast.scores(), &slow.scores()), "{} / {:?}", query, docs);
+        }
     }
 }

@@ -121,7 +121,10 @@ fn scan(s: &str, start: usize) -> Scan {
         .ok()?;
         let offset = UtcOffset::from_whole_seconds(offset_minutes * 60).ok()?;
         let t = PrimitiveDateTime::new(date, time).assume_offset(offset);
-        let ms = i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()?;
+        let ms = t
+            .unix_timestamp()
+            .checked_mul(1_000)?
+            .checked_add(i64::from(t.millisecond()))?;
         Timestamp::from_unix_millis(ms).ok()
     })();
     Some(match found {

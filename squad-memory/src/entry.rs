@@ -2,7 +2,10 @@
 //!
 //! The format is described in the crate README, section "File format".
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+/// A fast, fixed hash for ids read from one's own files (deterministic; no untrusted keys).
+type Fast = foldhash::fast::FixedState;
 use std::fmt;
 use std::str::FromStr;
 
@@ -409,7 +412,14 @@ fn normalize_heading(h: &str) -> String {
     h.replace(['\n', '\r'], " ").trim().to_owned()
 }
 
+/// `s` without its blank lines at either end, and without the line end of its last line.
 fn trim_blank_lines(s: &str) -> &str {
+    let (start, end) = blank_trim(s);
+    &s[start..end]
+}
+
+/// The range [`trim_blank_lines`] keeps.
+fn blank_trim(s: &str) -> (usize, usize) {
     let mut start = 0;
     for line in s.split_inclusive('\n') {
         if !line.trim().is_empty() {
@@ -417,15 +427,21 @@ fn trim_blank_lines(s: &str) -> &str {
         }
         start += line.len();
     }
-    let s = &s[start..];
-    let (mut end, mut pos) = (0, 0);
-    for line in s.split_inclusive('\n') {
-        pos += line.len();
-        if !line.trim().is_empty() {
-            end = pos;
+    // From the end: drop whole lines that are blank, then the last line end(s).
+    let mut end = s.len();
+    while end > start {
+        let line_start = s[start..end]
+            .trim_end_matches('\n')
+            .rfind('\n')
+            .map_or(start, |i| start + i + 1);
+        if s[line_start..end].trim().is_empty() {
+            end = line_start;
+        } else {
+            break;
         }
     }
-    s[..end].trim_end_matches('\n')
+    let end = start + s[start..end].trim_end_matches('\n').len();
+    (start, end)
 }
 
 /// A line of a memory file outside any entry: hand-written text such as `Current task: ...`,
@@ -485,6 +501,9 @@ pub(crate) struct Fence {
 
 impl Fence {
     pub(crate) fn opens(line: &str) -> Option<Fence> {
+        if !matches!(line.as_bytes().first(), Some(b' ' | b'`' | b'~')) {
+            return None;
+        }
         let t = line.trim_start_matches(' ');
         if line.len() - t.len() > 3 {
             return None;
@@ -560,11 +579,34 @@ struct Open {
     body: String,
 }
 
+/// `true` when a line (or the text from its start) starts with a character that lets it be
+/// nothing but text inside an
+/// entry's body (outside fields and fences): empty, a `- ` list item, or any other start than
+/// `#`, `-`, a fence character or whitespace.
+fn plain_start(line: &[u8]) -> bool {
+    match line {
+        // An empty line, a list item.
+        [] | [b'\n', ..] | [b'-', b' ', ..] => true,
+        [b, ..] => b.is_ascii_graphic() && !matches!(b, b'#' | b'-' | b'`' | b'~'),
+    }
+}
+
 /// Splits text into lines: `\n` ends a line, a `\r` right before it is dropped (a bare `\r`
 /// inside a line stays).
 pub(crate) fn lines(text: &str) -> impl Iterator<Item = &str> {
-    text.split_terminator('\n')
-        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+    let mut start = 0;
+    let mut ends = memchr::memchr_iter(b'\n', text.as_bytes());
+    std::iter::from_fn(move || {
+        let end = match ends.next() {
+            Some(e) => e,
+            None if start < text.len() => text.len(),
+            None => return None,
+        };
+        // `start` and `end` sit next to a line end or at the ends: character boundaries.
+        let l = &text[start..end];
+        start = end + 1;
+        Some(l.strip_suffix('\r').unwrap_or(l))
+    })
 }
 
 impl MemoryDoc {
@@ -586,12 +628,12 @@ impl MemoryDoc {
     ///
     /// As [`MemoryDoc::parse`].
     pub fn parse_with(file: &str, text: &str, options: ParseOptions) -> Result<Self> {
-        let nul: Vec<Problem> = lines(text)
-            .enumerate()
-            .filter(|(_, l)| l.contains('\0'))
-            .map(|(i, _)| Problem::error(file, i + 1, "line contains a NUL byte"))
-            .collect();
-        if !nul.is_empty() {
+        if memchr::memchr(0, text.as_bytes()).is_some() {
+            let nul: Vec<Problem> = lines(text)
+                .enumerate()
+                .filter(|(_, l)| l.contains('\0'))
+                .map(|(i, _)| Problem::error(file, i + 1, "line contains a NUL byte"))
+                .collect();
             return Err(Error::malformed("memory.parse", nul));
         }
         Ok(parse_inner(file, text, options))
@@ -747,10 +789,10 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
     let mut after_entry = false;
     // Id -> index (in `doc.items`) of the first entry with it. Content is compared only when
     // an id repeats, and the explicit ids of the file are gathered only then.
-    let mut seen: HashMap<MemoryId, usize> = HashMap::new();
-    let mut used: Option<std::collections::HashSet<MemoryId>> = None;
+    let mut seen: HashMap<MemoryId, usize, Fast> = HashMap::default();
+    let mut used: Option<HashSet<MemoryId, Fast>> = None;
     let explicit_ids = || {
-        let mut set = std::collections::HashSet::new();
+        let mut set: HashSet<MemoryId, Fast> = HashSet::default();
         if options.fields {
             for l in lines(text) {
                 if let Some(("id", v)) = field_line(l)
@@ -765,10 +807,14 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
 
     let close = |o: Open,
                  doc: &mut MemoryDoc,
-                 seen: &mut HashMap<MemoryId, usize>,
-                 used: &mut Option<std::collections::HashSet<MemoryId>>| {
+                 seen: &mut HashMap<MemoryId, usize, Fast>,
+                 used: &mut Option<HashSet<MemoryId, Fast>>| {
         let mut e = o.entry;
-        e.body = trim_blank_lines(&o.body).to_owned();
+        let mut body = o.body;
+        let (start, end) = blank_trim(&body);
+        body.truncate(end);
+        body.drain(..start);
+        e.body = body;
         if !o.has_id {
             e.id = Entry::derived_id(&e.heading);
         }
@@ -824,8 +870,46 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
         doc.items.push(Item::Entry(e));
     };
 
-    for (i, line) in lines(text).enumerate() {
-        let n = i + 1;
+    let bytes = text.as_bytes();
+    // Without carriage returns there is nothing to strip: runs of body lines are copied at once.
+    let bulk = memchr::memchr(b'\r', bytes).is_none();
+    // The line ends in order: each line takes the next one (the last may have none).
+    let mut ends = memchr::memchr_iter(b'\n', bytes);
+    let mut line_end = || ends.next().unwrap_or(bytes.len());
+    let mut pos = 0;
+    let mut n = 0;
+    while pos < bytes.len() {
+        let end = line_end();
+        // `pos` and `end` sit next to line ends or at the ends: character boundaries.
+        let raw = &text[pos..end];
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        n += 1;
+        // Most lines are body text: nothing in them can open or close anything.
+        if fence.is_none()
+            && let Some(o) = open.as_mut()
+            && !o.in_fields
+            && plain_start(line.as_bytes())
+        {
+            if bulk {
+                let start = pos;
+                let mut p = end + 1;
+                while p < bytes.len() && plain_start(&bytes[p..]) {
+                    n += 1;
+                    p = line_end() + 1;
+                }
+                o.body.push_str(&text[start..p.min(bytes.len())]);
+                if !o.body.ends_with('\n') {
+                    o.body.push('\n');
+                }
+                pos = p;
+            } else {
+                o.body.push_str(line);
+                o.body.push('\n');
+                pos = end + 1;
+            }
+            continue;
+        }
+        pos = end + 1;
         if let Some(f) = fence {
             if f.closes(line) {
                 fence = None;
@@ -951,7 +1035,7 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
 }
 
 /// The first `<id>-<n>` (n = 2, 3, ...) not used yet, cut to fit the id length limit.
-fn rename(id: &MemoryId, used: &std::collections::HashSet<MemoryId>) -> MemoryId {
+fn rename(id: &MemoryId, used: &HashSet<MemoryId, Fast>) -> MemoryId {
     for n in 2.. {
         let suffix = format!("-{n}");
         let mut base = id.as_str().to_owned();
@@ -1114,5 +1198,40 @@ mod tests {
                 ("b", Some("Other"))
             ]
         );
+    }
+
+    #[test]
+    fn blank_lines_are_trimmed_at_both_ends_only() {
+        fn old(s: &str) -> &str {
+            let mut start = 0;
+            for line in s.split_inclusive('\n') {
+                if !line.trim().is_empty() {
+                    break;
+                }
+                start += line.len();
+            }
+            let s = &s[start..];
+            let (mut end, mut pos) = (0, 0);
+            for line in s.split_inclusive('\n') {
+                pos += line.len();
+                if !line.trim().is_empty() {
+                    end = pos;
+                }
+            }
+            s[..end].trim_end_matches('\n')
+        }
+        let parts = [
+            "", "\n", "a", " ", "\r", "\r\n", "b\n", "\n\n", "  \n", "é", "\t",
+        ];
+        for a in parts {
+            for b in parts {
+                for c in parts {
+                    for d in parts {
+                        let s = format!("{a}{b}{c}{d}");
+                        assert_eq!(trim_blank_lines(&s), old(&s), "{s:?}");
+                    }
+                }
+            }
+        }
     }
 }

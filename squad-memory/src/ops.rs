@@ -3,7 +3,7 @@
 
 use squad_model::AgentName;
 
-use crate::bm25::Bm25;
+use crate::bm25::Scorer;
 use crate::entry::{Entry, Item, MemoryDoc};
 use crate::error::{Error, ErrorKind, Result};
 use crate::name::MemoryId;
@@ -322,13 +322,23 @@ pub fn search(
                 .map(move |e| (*t, s, e))
         })
         .collect();
-    let mut texts: Vec<String> = units.iter().map(|u| u.search_text().to_owned()).collect();
-    texts.extend(
-        superseded
-            .iter()
-            .map(|(_, _, e)| format!("{}\n{}", e.heading, e.search_text())),
-    );
-    let ranked = Bm25::new(&texts).rank(query);
+    let mut scorer = Scorer::new(query);
+    for u in &units {
+        scorer.start();
+        u.feed(&mut scorer);
+    }
+    for (_, _, e) in &superseded {
+        scorer.start();
+        scorer.feed(&e.heading, 2);
+        scorer.feed(&e.body, 1);
+    }
+    let mut ranked: Vec<(usize, f64)> = scorer
+        .scores()
+        .into_iter()
+        .enumerate()
+        .filter(|(_, s)| *s > 0.0)
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut hits: Vec<Hit> = Vec::new();
     for (i, score) in ranked {
         if hits.len() >= limit {
@@ -339,7 +349,7 @@ pub fn search(
                 id: u.entry.map(|e| e.id.to_string()),
                 tier: u.tier,
                 score,
-                title: u.title.clone(),
+                title: u.title.clone().into_owned(),
                 path: u.file.to_owned(),
                 line: u
                     .entry

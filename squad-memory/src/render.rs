@@ -1,13 +1,14 @@
 //! Spawn rendering: the `## Memory Context` block, relevance selection, budgets enforced at
 //! render time, and the load manifest.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 
 use sha2::{Digest, Sha256};
 use squad_model::{AgentName, Timestamp};
 
-use crate::bm25::Bm25;
-use crate::entry::{Entry, Item, MemoryDoc};
+use crate::bm25::Scorer;
+use crate::entry::{Entry, Fence, Item, MemoryDoc};
 use crate::error::{Error, ErrorKind, Problem, Result};
 use crate::matrix::{LoadPlan, Situation};
 use crate::name::{MemoryId, TopicName};
@@ -29,11 +30,12 @@ pub struct Budget {
     /// Each wiki document loaded by name, and the wiki sections chosen by relevance together
     /// (default 20 KiB); also the size `validate` allows a wiki file.
     pub wiki_doc: usize,
-    /// How many sections (entries or free-text chunks) of cold, the archive and the wiki load
-    /// at most, together, chosen by relevance or recency (default 4).
+    /// How many sections (entries, parts of long entries, or free-text chunks) of cold, the
+    /// archive and the wiki load at most, together, chosen by relevance or recency (default
+    /// 10).
     pub top_k: usize,
     /// The relevance cut-off, in percent of the best match's score: a section scoring less is
-    /// not loaded (default 35).
+    /// not loaded (default 25).
     pub cutoff_percent: u8,
     /// The size a cold file may reach before `validate` reports it (default 64 KiB); the Scribe
     /// and import move the oldest entries to the archive rather than write more.
@@ -46,8 +48,8 @@ impl Default for Budget {
             hot: 4 * 1024,
             hot_plus_cold: 16 * 1024,
             wiki_doc: 20 * 1024,
-            top_k: 5,
-            cutoff_percent: 15,
+            top_k: 10,
+            cutoff_percent: 25,
             cold_file: 64 * 1024,
         }
     }
@@ -65,13 +67,11 @@ impl Budget {
     }
 }
 
-/// A memory file read for a spawn: where it came from, its hash and its parsed content.
+/// A memory file read for a spawn: where it came from and its parsed content.
 #[derive(Debug, Clone)]
 pub struct Source {
     /// The file as the store names it (`hot/data.md`).
     pub path: String,
-    /// SHA-256 of the file's bytes, lowercase hex.
-    pub sha256: String,
     /// The file's size in bytes.
     pub bytes: usize,
     /// The parsed content.
@@ -88,7 +88,6 @@ impl Source {
         let path = path.into();
         let doc = MemoryDoc::parse(&path, text)?;
         Ok(Self {
-            sha256: hex::encode(Sha256::digest(text.as_bytes())),
             bytes: text.len(),
             path,
             doc,
@@ -189,12 +188,14 @@ pub struct LeftOut {
     pub reason: Reason,
 }
 
-/// A file loaded into a prompt.
+/// A file the prompt loaded text from.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FileReport {
     /// The file as the store names it.
     pub path: String,
-    /// SHA-256 of the file as read, lowercase hex.
+    /// SHA-256 of the text the prompt took from the file (its items as they appear in the
+    /// prompt, in prompt order), lowercase hex: what this spawn saw of the file. Text that was
+    /// read but not loaded is not hashed.
     pub sha256: String,
 }
 
@@ -205,7 +206,8 @@ pub struct TierReport {
     pub bytes: usize,
     /// `bytes / 4`, rounded up: an estimate, never enforced.
     pub estimated_tokens: usize,
-    /// The files read.
+    /// The files the tier's content in the prompt came from (a file read that gave nothing is
+    /// not listed; its sections are in [`Manifest::left_out`]).
     pub files: Vec<FileReport>,
     /// The entries loaded.
     pub entries: Vec<MemoryId>,
@@ -280,38 +282,227 @@ pub(crate) fn cut(s: &str, max: usize) -> &str {
     }
 }
 
+/// The text a unit puts into a prompt; an entry's is written only if it loads.
+#[derive(Debug)]
+pub(crate) enum Text<'a> {
+    /// Already built.
+    Owned(String),
+    /// An entry whole: `#### <heading>` and its body.
+    Entry(&'a Entry),
+    /// A part of a long entry: `#### <heading> (part i of n)` and the part's lines.
+    Part {
+        entry: &'a Entry,
+        i: usize,
+        n: usize,
+        piece: Piece<'a>,
+    },
+}
+
+impl Text<'_> {
+    /// The bytes the text takes in a prompt.
+    fn len(&self) -> usize {
+        match self {
+            Text::Owned(s) => s.len(),
+            Text::Entry(e) => {
+                let body = if e.body.is_empty() {
+                    0
+                } else {
+                    e.body.len() + 1
+                };
+                5 + e.heading.len() + 1 + body
+            }
+            Text::Part { entry, i, n, piece } => {
+                5 + entry.heading.len() + part_label_len(*i, *n) + 1 + piece.bytes
+            }
+        }
+    }
+
+    /// Appends the text to `out`.
+    fn write(&self, out: &mut String) {
+        match self {
+            Text::Owned(s) => out.push_str(s),
+            Text::Entry(e) => {
+                out.push_str("#### ");
+                out.push_str(&e.heading);
+                out.push('\n');
+                if !e.body.is_empty() {
+                    out.push_str(&e.body);
+                    out.push('\n');
+                }
+            }
+            Text::Part { entry, i, n, piece } => {
+                out.push_str("#### ");
+                out.push_str(&entry.heading);
+                push_part_label(out, *i, *n);
+                out.push('\n');
+                piece.write(out);
+                out.push('\n');
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn rendered(&self) -> String {
+        let mut s = String::with_capacity(self.len());
+        self.write(&mut s);
+        s
+    }
+}
+
+/// The item naming parts `first..=last` of the `n` of entry `e`: its id when they are all of
+/// them, else `<id> (parts <first>-<last> of <n>)`.
+fn parts_item(e: &Entry, first: usize, last: usize, n: usize) -> String {
+    let mut s = e.id.as_str().to_owned();
+    if first > 1 || last < n {
+        s.push_str(" (parts ");
+        push_number(&mut s, first);
+        s.push('-');
+        push_number(&mut s, last);
+        s.push_str(" of ");
+        push_number(&mut s, n);
+        s.push(')');
+    }
+    s
+}
+
+/// ` (part i of n)`, appended to `out`.
+fn push_part_label(out: &mut String, i: usize, n: usize) {
+    out.push_str(" (part ");
+    push_number(out, i);
+    out.push_str(" of ");
+    push_number(out, n);
+    out.push(')');
+}
+
+/// The length of ` (part i of n)`.
+fn part_label_len(i: usize, n: usize) -> usize {
+    let digits = |mut x: usize| {
+        let mut d = 1;
+        while x >= 10 {
+            x /= 10;
+            d += 1;
+        }
+        d
+    };
+    " (part ".len() + digits(i) + " of ".len() + digits(n) + 1
+}
+
+/// Appends `n` in decimal (without the formatting machinery: it runs for every part).
+fn push_number(out: &mut String, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut k = digits.len();
+    let mut x = n;
+    loop {
+        k -= 1;
+        // `x % 10` is a single digit.
+        digits[k] = b'0' + (x % 10) as u8;
+        x /= 10;
+        if x == 0 {
+            break;
+        }
+    }
+    out.extend(digits[k..].iter().map(|&d| char::from(d)));
+}
+
+fn part_label(i: usize, n: usize) -> String {
+    let mut s = String::new();
+    push_part_label(&mut s, i, n);
+    s
+}
+
+/// What a unit is scored on: an entry's heading (twice: it names the topic) and its body or
+/// the part of it the unit holds; or a free-text chunk's title and text.
+#[derive(Debug)]
+pub(crate) enum Search<'a> {
+    /// Heading and body (or part).
+    Entry { heading: &'a str, body: &'a str },
+    /// Title and text.
+    Chunk,
+    /// Not ranked.
+    None,
+}
+
 /// One loadable piece of a memory file: an entry, a free line (hot), or a chunk of free text
 /// under one heading (cold, archive, wiki).
 #[derive(Debug)]
 pub(crate) struct Unit<'a> {
     pub(crate) tier: Tier,
     pub(crate) file: &'a str,
-    pub(crate) item: String,
-    pub(crate) title: String,
-    pub(crate) text: String,
+    pub(crate) item: Cow<'a, str>,
+    pub(crate) title: Cow<'a, str>,
+    pub(crate) text: Text<'a>,
+    /// `text.len()`.
+    pub(crate) bytes: usize,
     pub(crate) date: Option<Timestamp>,
     pub(crate) entry: Option<&'a Entry>,
     pub(crate) pinned: bool,
     /// Which part of a long section this is (`(i, n)`, 1-based), if it is one.
     pub(crate) piece: Option<(usize, usize)>,
-    /// The text scored for relevance (the heading counts twice: it names the topic).
-    pub(crate) search: String,
+    pub(crate) search: Search<'a>,
 }
 
-impl Unit<'_> {
-    pub(crate) fn search_text(&self) -> &str {
-        &self.search
+impl<'a> Unit<'a> {
+    fn new(
+        tier: Tier,
+        file: &'a str,
+        item: Cow<'a, str>,
+        title: Cow<'a, str>,
+        text: Text<'a>,
+    ) -> Self {
+        Self {
+            tier,
+            file,
+            item,
+            title,
+            bytes: text.len(),
+            text,
+            date: None,
+            entry: None,
+            pinned: false,
+            piece: None,
+            search: Search::None,
+        }
+    }
+
+    /// Adds the unit's text to the document `scorer` has started.
+    pub(crate) fn feed(&self, scorer: &mut Scorer) {
+        match &self.search {
+            Search::Entry { heading, body } => {
+                scorer.feed(heading, 2);
+                scorer.feed(body, 1);
+            }
+            Search::Chunk => {
+                scorer.feed(&self.title, 1);
+                if let Text::Owned(t) = &self.text {
+                    scorer.feed(t, 1);
+                }
+            }
+            Search::None => {}
+        }
     }
 
     fn left(&self, score: Option<f64>, reason: Reason) -> LeftOut {
         LeftOut {
             tier: self.tier,
             file: self.file.to_owned(),
-            item: self.item.clone(),
-            title: self.title.clone(),
-            bytes: self.text.len(),
+            item: self.item_name(),
+            title: self.title.clone().into_owned(),
+            bytes: self.bytes,
             score,
             reason,
+        }
+    }
+
+    /// The item as the manifest names it: an entry's part is `<id> (part i of n)`.
+    pub(crate) fn item_name(&self) -> String {
+        match (self.entry, self.piece) {
+            (Some(e), Some((i, n))) => {
+                let mut s = String::with_capacity(e.id.as_str().len() + 16);
+                s.push_str(e.id.as_str());
+                push_part_label(&mut s, i, n);
+                s
+            }
+            _ => self.item.clone().into_owned(),
         }
     }
 
@@ -319,9 +510,9 @@ impl Unit<'_> {
         Loaded {
             tier: self.tier,
             file: self.file.to_owned(),
-            item: self.item.clone(),
-            title: self.title.clone(),
-            bytes: self.text.len(),
+            item: self.item_name(),
+            title: self.title.clone().into_owned(),
+            bytes: self.bytes,
             score,
             reason,
         }
@@ -334,18 +525,20 @@ fn first_line(s: &str) -> String {
 }
 
 fn entry_unit<'a>(tier: Tier, src: &'a Source, e: &'a Entry) -> Unit<'a> {
-    Unit {
+    let mut u = Unit::new(
         tier,
-        file: &src.path,
-        item: e.id.to_string(),
-        title: e.heading.clone(),
-        text: e.prompt_text(),
-        date: e.date,
-        entry: Some(e),
-        pinned: false,
-        piece: None,
-        search: format!("{}\n{}\n{}", e.heading, e.heading, e.body),
-    }
+        &src.path,
+        Cow::Borrowed(e.id.as_str()),
+        Cow::Borrowed(&e.heading),
+        Text::Entry(e),
+    );
+    u.date = e.date;
+    u.entry = Some(e);
+    u.search = Search::Entry {
+        heading: &e.heading,
+        body: &e.body,
+    };
+    u
 }
 
 /// A section longer than this many bytes is offered in parts.
@@ -358,7 +551,7 @@ const PIECE_TARGET: usize = 700;
 fn blocks<'t>(lines: &[&'t str]) -> Vec<Vec<&'t str>> {
     let mut out: Vec<Vec<&'t str>> = Vec::new();
     let mut cur: Vec<&'t str> = Vec::new();
-    let mut fence: Option<crate::entry::Fence> = None;
+    let mut fence: Option<Fence> = None;
     for &l in lines {
         if let Some(f) = fence {
             if f.closes(l) {
@@ -367,7 +560,7 @@ fn blocks<'t>(lines: &[&'t str]) -> Vec<Vec<&'t str>> {
             cur.push(l);
             continue;
         }
-        let opens = crate::entry::Fence::opens(l);
+        let opens = Fence::opens(l);
         let starts = l.trim().is_empty() || l.starts_with("####") || l.starts_with("**");
         if starts && cur.iter().any(|c| !c.trim().is_empty()) {
             out.push(std::mem::take(&mut cur));
@@ -389,9 +582,7 @@ fn pack<'t>(blocks: Vec<Vec<&'t str>>) -> Vec<Vec<&'t str>> {
     let size = |ls: &[&str]| ls.iter().map(|l| l.len() + 1).sum::<usize>();
     let mut split: Vec<Vec<&'t str>> = Vec::new();
     for b in blocks {
-        let fenced = b
-            .first()
-            .is_some_and(|l| crate::entry::Fence::opens(l).is_some());
+        let fenced = b.first().is_some_and(|l| Fence::opens(l).is_some());
         if size(&b) > 2 * PIECE_TARGET && !fenced {
             let mut cur = Vec::new();
             for l in b {
@@ -417,37 +608,225 @@ fn pack<'t>(blocks: Vec<Vec<&'t str>>) -> Vec<Vec<&'t str>> {
     out
 }
 
-/// The units of one entry: itself, or its parts when it is long.
-fn entry_units<'a>(tier: Tier, src: &'a Source, e: &'a Entry) -> Vec<Unit<'a>> {
-    let whole = entry_unit(tier, src, e);
-    if whole.text.len() <= PIECE_OVER {
-        return vec![whole];
+/// `true` for a line holding only whitespace (most lines are told by their first byte).
+fn blank(l: &str) -> bool {
+    match l.as_bytes().first() {
+        None => true,
+        Some(b) if b.is_ascii_graphic() => false,
+        Some(_) => l.trim().is_empty(),
     }
-    let lines: Vec<&str> = e.body.lines().collect();
-    let parts = pack(blocks(&lines));
-    let n = parts.len();
-    if n < 2 {
-        return vec![whole];
-    }
-    parts
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let body = p.join("\n");
-            Unit {
-                tier,
-                file: &src.path,
-                item: format!("{} (part {} of {n})", e.id, i + 1),
-                title: e.heading.clone(),
-                text: format!("#### {} (part {} of {n})\n{body}\n", e.heading, i + 1),
-                date: e.date,
-                entry: Some(e),
-                pinned: false,
-                piece: Some((i + 1, n)),
-                search: format!("{}\n{}\n{body}", e.heading, e.heading),
+}
+
+/// The lines of `s` as `str::lines` gives them, each with the byte offsets where it starts and
+/// where the next line starts.
+fn lines_at(s: &str) -> impl Iterator<Item = (usize, &str, usize)> {
+    let mut at = 0;
+    let mut ends = memchr::memchr_iter(b'\n', s.as_bytes());
+    std::iter::from_fn(move || {
+        let (content, next) = match ends.next() {
+            // `at` and `e` sit next to a line end or at the ends: character boundaries.
+            Some(e) => {
+                let l = &s[at..e];
+                (l.strip_suffix('\r').unwrap_or(l), e + 1)
             }
+            None if at < s.len() => (&s[at..], s.len()),
+            None => return None,
+        };
+        let line = (at, content, next);
+        at = next;
+        Some(line)
+    })
+}
+
+/// A part of a long entry's body, as [`pack`] of [`blocks`] makes it from the body's lines,
+/// without copying: whole lines of the body with their line ends (blank lines outside code
+/// fences are not part of it when written), the fence open where it starts, and the bytes it
+/// takes written (each line with one line end).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Piece<'a> {
+    body: &'a str,
+    fence: Option<Fence>,
+    bytes: usize,
+}
+
+impl Piece<'_> {
+    /// Writes the part's lines, joined by line ends (none after the last).
+    fn write(&self, out: &mut String) {
+        let mut fence = self.fence;
+        let mut first = true;
+        for (_, l, _) in lines_at(self.body) {
+            let keep = match fence {
+                Some(f) => {
+                    if f.closes(l) {
+                        fence = None;
+                    }
+                    true
+                }
+                None => {
+                    fence = Fence::opens(l);
+                    !blank(l)
+                }
+            };
+            if keep {
+                if !first {
+                    out.push('\n');
+                }
+                out.push_str(l);
+                first = false;
+            }
+        }
+    }
+}
+
+/// A span of a body under construction: byte range, fence open at its start, bytes written.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: usize,
+    end: usize,
+    fence: Option<Fence>,
+    bytes: usize,
+    fenced: bool,
+}
+
+impl Span {
+    /// Adds the line `line`, which starts at `at` and is followed by the next at `next`.
+    fn grow(
+        cur: &mut Option<Span>,
+        (at, line, next): (usize, &str, usize),
+        fence: Option<Fence>,
+        fenced: bool,
+    ) {
+        let s = cur.get_or_insert(Span {
+            start: at,
+            end: at,
+            fence,
+            bytes: 0,
+            fenced,
+        });
+        s.end = next;
+        s.bytes += line.len() + 1;
+    }
+}
+
+/// The parts of a long entry's body: the same parts as `pack(blocks(lines))`, as slices.
+fn pieces(body: &str) -> Vec<Piece<'_>> {
+    // Blocks are cut, split when large and merged as they come: one pass, one list.
+    let mut out: Vec<Span> = Vec::new();
+    let merge = |out: &mut Vec<Span>, p: Span| match out.last_mut() {
+        Some(last) if last.bytes + p.bytes <= PIECE_TARGET => {
+            last.end = p.end;
+            last.bytes += p.bytes;
+        }
+        _ => out.push(p),
+    };
+    let block = |out: &mut Vec<Span>, b: Span| {
+        if b.bytes > 2 * PIECE_TARGET && !b.fenced {
+            let mut cur: Option<Span> = None;
+            let mut fence: Option<Fence> = None;
+            for (at, l, next) in lines_at(&body[b.start..b.end]) {
+                if let Some(c) = cur
+                    && c.bytes + l.len() > PIECE_TARGET
+                {
+                    merge(out, c);
+                    cur = None;
+                }
+                Span::grow(&mut cur, (b.start + at, l, b.start + next), fence, false);
+                fence = match fence {
+                    Some(f) if f.closes(l) => None,
+                    Some(f) => Some(f),
+                    None => Fence::opens(l),
+                };
+            }
+            if let Some(c) = cur {
+                merge(out, c);
+            }
+        } else {
+            merge(out, b);
+        }
+    };
+    let mut cur: Option<Span> = None;
+    let mut fence: Option<Fence> = None;
+    for (at, l, next) in lines_at(body) {
+        if let Some(f) = fence {
+            if f.closes(l) {
+                fence = None;
+            }
+            Span::grow(&mut cur, (at, l, next), None, false);
+            continue;
+        }
+        let opens = Fence::opens(l);
+        let blank = blank(l);
+        if (blank || l.starts_with("####") || l.starts_with("**"))
+            && let Some(b) = cur.take()
+        {
+            block(&mut out, b);
+        }
+        if !blank {
+            Span::grow(&mut cur, (at, l, next), None, opens.is_some());
+        }
+        fence = opens;
+    }
+    if let Some(b) = cur {
+        block(&mut out, b);
+    }
+    out.into_iter()
+        .map(|p| Piece {
+            body: &body[p.start..p.end],
+            fence: p.fence,
+            bytes: p.bytes,
         })
         .collect()
+}
+
+/// The units of one entry: itself, or its parts when it is long.
+fn entry_units<'a>(tier: Tier, src: &'a Source, e: &'a Entry, out: &mut Vec<Unit<'a>>) {
+    let whole = entry_unit(tier, src, e);
+    if whole.bytes <= PIECE_OVER {
+        out.push(whole);
+        return;
+    }
+    let parts = pieces(&e.body);
+    let n = parts.len();
+    if n < 2 {
+        out.push(whole);
+        return;
+    }
+    out.extend(parts.into_iter().enumerate().map(|(i, piece)| {
+        let mut u = Unit::new(
+            tier,
+            &src.path,
+            // `<id> (part i of n)`, written when the part is reported.
+            Cow::Borrowed(e.id.as_str()),
+            Cow::Borrowed(&e.heading),
+            Text::Part {
+                entry: e,
+                i: i + 1,
+                n,
+                piece,
+            },
+        );
+        u.date = e.date;
+        u.entry = Some(e);
+        u.piece = Some((i + 1, n));
+        u.search = Search::Entry {
+            heading: &e.heading,
+            body: piece.body,
+        };
+        u
+    }));
+}
+
+/// A unit for a free line of hot or a named wiki document.
+fn line_unit<'a>(tier: Tier, src: &'a Source, line: usize, text: &'a str) -> Unit<'a> {
+    let mut u = Unit::new(
+        tier,
+        &src.path,
+        Cow::Owned(format!("line {line}")),
+        Cow::Owned(first_line(text)),
+        Text::Owned(format!("{}\n", text.trim_end())),
+    );
+    u.pinned = tier == Tier::Hot && is_pinned(text);
+    u
 }
 
 /// Hot units: each free line alone (so the pinned ones can be kept) and each entry.
@@ -456,24 +835,15 @@ fn hot_units<'a>(src: &'a Source, left: &mut Vec<LeftOut>) -> Vec<Unit<'a>> {
     let mut ids = HashSet::new();
     for item in &src.doc.items {
         match item {
-            Item::Line(l) if !l.text.trim().is_empty() => out.push(Unit {
-                tier: Tier::Hot,
-                file: &src.path,
-                item: format!("line {}", l.line),
-                title: first_line(&l.text),
-                text: format!("{}\n", l.text.trim_end()),
-                date: None,
-                entry: None,
-                pinned: is_pinned(&l.text),
-                piece: None,
-                search: l.text.clone(),
-            }),
+            Item::Line(l) if !l.text.trim().is_empty() => {
+                out.push(line_unit(Tier::Hot, src, l.line, &l.text));
+            }
             Item::Line(_) => {}
             Item::Entry(e) => {
                 let u = entry_unit(Tier::Hot, src, e);
                 if e.is_superseded() {
                     left.push(u.left(None, Reason::Superseded));
-                } else if !ids.insert(e.id.clone()) {
+                } else if !ids.insert(&e.id) {
                     left.push(u.left(None, Reason::Duplicate));
                 } else {
                     out.push(u);
@@ -491,7 +861,8 @@ pub(crate) fn ranked_units<'a>(
     src: &'a Source,
     left: &mut Vec<LeftOut>,
 ) -> Vec<Unit<'a>> {
-    let mut out = Vec::new();
+    // At least one unit per entry (a unit is large to move when the list grows).
+    let mut out = Vec::with_capacity(src.doc.items.len());
     let mut chunk: Vec<(usize, &'a str)> = Vec::new();
     let flush = |chunk: &mut Vec<(usize, &'a str)>, out: &mut Vec<Unit<'a>>| {
         let has_text = chunk
@@ -520,33 +891,34 @@ pub(crate) fn ranked_units<'a>(
                 let mut text = String::new();
                 if n > 1 && i > 0 && first.1.starts_with('#') {
                     text.push_str(first.1.trim_end());
-                    text.push_str(&format!(" (part {} of {n})\n", i + 1));
+                    text.push_str(&part_label(i + 1, n));
+                    text.push('\n');
                 }
                 for l in &p {
                     text.push_str(l);
                     text.push('\n');
                 }
-                out.push(Unit {
+                let item = if n > 1 {
+                    format!("line {}{}", first.0, part_label(i + 1, n))
+                } else {
+                    format!("line {}", first.0)
+                };
+                let mut u = Unit::new(
                     tier,
-                    file: &src.path,
-                    item: if n > 1 {
-                        format!("line {} (part {} of {n})", first.0, i + 1)
-                    } else {
-                        format!("line {}", first.0)
-                    },
-                    date,
-                    title: title.clone(),
-                    search: format!("{title}\n{text}"),
-                    text,
-                    entry: None,
-                    pinned: false,
-                    piece: (n > 1).then_some((i + 1, n)),
-                });
+                    &src.path,
+                    Cow::Owned(item),
+                    Cow::Owned(title.clone()),
+                    Text::Owned(text),
+                );
+                u.date = date;
+                u.piece = (n > 1).then_some((i + 1, n));
+                u.search = Search::Chunk;
+                out.push(u);
             }
         }
         chunk.clear();
     };
-    let mut ids = HashSet::new();
+    let mut ids: HashSet<&MemoryId, foldhash::fast::FixedState> = HashSet::default();
     for item in &src.doc.items {
         match item {
             Item::Line(l) => {
@@ -559,10 +931,10 @@ pub(crate) fn ranked_units<'a>(
                 flush(&mut chunk, &mut out);
                 if e.is_superseded() {
                     left.push(entry_unit(tier, src, e).left(None, Reason::Superseded));
-                } else if !ids.insert(e.id.clone()) {
+                } else if !ids.insert(&e.id) {
                     left.push(entry_unit(tier, src, e).left(None, Reason::Duplicate));
                 } else {
-                    out.extend(entry_units(tier, src, e));
+                    entry_units(tier, src, e, &mut out);
                 }
             }
         }
@@ -610,7 +982,9 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
         hot_notice(&mut notices, &left[before..], budget.hot);
         prompt.push_str(&text);
         hot_report.bytes = text.len();
-        hot_report.files.push(file_report(src));
+        if !text.is_empty() {
+            hot_report.files.push(file_report(&src.path, &[&text]));
+        }
     } else {
         prompt.push_str("(no hot memory)\n");
     }
@@ -625,11 +999,7 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
         for (tier, src) in [(Tier::Cold, &inputs.cold), (Tier::Archive, &inputs.archive)] {
             if let Some(src) = src {
                 pool.extend(ranked_units(tier, src, &mut left));
-                reports
-                    .entry(tier)
-                    .or_default()
-                    .files
-                    .push(file_report(src));
+                reports.entry(tier).or_default();
             }
         }
         reports.entry(Tier::Cold).or_default();
@@ -685,12 +1055,42 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
             .unwrap_or(0.0);
         let cutoff = best * f64::from(budget.cutoff_percent) / 100.0;
         let mut seen_content: HashSet<((String, String), usize)> = HashSet::new();
+        // Parts of one section that match nothing come one after the other (same score, same
+        // date, file order) and are listed as one item: (entry, parts so far, its index).
+        let mut run: Option<(&Entry, (usize, usize, usize), usize)> = None;
+        let name_run =
+            |left: &mut Vec<LeftOut>, run: Option<(&Entry, (usize, usize, usize), usize)>| {
+                if let Some((e, (first, last, n), at)) = run
+                    && last > first
+                    && let Some(l) = left.get_mut(at)
+                {
+                    l.item = parts_item(e, first, last, n);
+                }
+            };
         for i in order {
             let u = &pool[i];
             let score = scores.as_ref().map(|s| s[i]);
             if let Some(s) = score
                 && (s <= 0.0 || s < cutoff)
             {
+                if s <= 0.0
+                    && let (Some(e), Some((k, n))) = (u.entry, u.piece)
+                {
+                    match &mut run {
+                        Some((r, (_, last, _), at))
+                            if std::ptr::eq(*r, e) && *last + 1 == k && *at + 1 == left.len() =>
+                        {
+                            *last = k;
+                            left[*at].bytes += u.bytes;
+                        }
+                        _ => {
+                            name_run(&mut left, run.take());
+                            run = Some((e, (k, k, n), left.len()));
+                            left.push(u.left(score, Reason::NotRelevant));
+                        }
+                    }
+                    continue;
+                }
                 left.push(u.left(score, Reason::NotRelevant));
                 continue;
             }
@@ -709,13 +1109,17 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
             } else {
                 &mut cold_left
             };
-            if u.text.len() > *room {
+            if u.bytes > *room {
+                // The budget caps: once a section does not fit, none ranked after it loads
+                // in its place (the room left is not filled with lesser ones).
+                *room = 0;
                 left.push(u.left(score, Reason::Budget));
                 continue;
             }
-            *room -= u.text.len();
+            *room -= u.bytes;
             chosen.push((i, score));
         }
+        name_run(&mut left, run.take());
     }
     let why = if plan.task.is_some() {
         LoadReason::Relevant
@@ -727,21 +1131,37 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
     if tiers.cold {
         prompt.push_str("### Cold (summarized history)\n");
         let mut any = false;
+        let mut hashes: Vec<(Tier, &str, Sha256)> = Vec::new();
         for &(i, score) in &chosen {
             let u = &pool[i];
             if u.tier == Tier::Wiki {
                 continue;
             }
             any = true;
-            prompt.push_str(&u.text);
+            let at = prompt.len();
+            u.text.write(&mut prompt);
+            let k = match hashes.iter().position(|(_, f, _)| *f == u.file) {
+                Some(k) => k,
+                None => {
+                    hashes.push((u.tier, u.file, Sha256::new()));
+                    hashes.len() - 1
+                }
+            };
+            hashes[k].2.update(&prompt.as_bytes()[at..]);
             loaded.push(u.loaded(score, why));
             let r = reports.entry(u.tier).or_default();
-            r.bytes += u.text.len();
+            r.bytes += u.bytes;
             if let Some(e) = u.entry
                 && !r.entries.contains(&e.id)
             {
                 r.entries.push(e.id.clone());
             }
+        }
+        for (tier, file, h) in hashes {
+            reports.entry(tier).or_default().files.push(FileReport {
+                path: file.to_owned(),
+                sha256: hex::encode(h.finalize()),
+            });
         }
         if !any {
             prompt.push_str(if inputs.cold.is_some() || inputs.archive.is_some() {
@@ -760,7 +1180,9 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
             prompt.push_str(&format!("### Wiki (durable reference: {topic})\n"));
             prompt.push_str(&text);
             report.bytes += text.len();
-            report.files.push(file_report(src));
+            if !text.is_empty() {
+                report.files.push(file_report(&src.path, &[&text]));
+            }
         }
         if rank_wiki {
             for (topic, src) in &inputs.wiki {
@@ -772,11 +1194,13 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
                     continue;
                 }
                 prompt.push_str(&format!("### Wiki (durable reference: {topic})\n"));
-                report.files.push(file_report(src));
+                let mut h = Sha256::new();
                 for &&(i, score) in &mine {
                     let u = &pool[i];
-                    prompt.push_str(&u.text);
-                    report.bytes += u.text.len();
+                    let at = prompt.len();
+                    u.text.write(&mut prompt);
+                    h.update(&prompt.as_bytes()[at..]);
+                    report.bytes += u.bytes;
                     loaded.push(u.loaded(score, why));
                     if let Some(e) = u.entry
                         && !report.entries.contains(&e.id)
@@ -784,6 +1208,10 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
                         report.entries.push(e.id.clone());
                     }
                 }
+                report.files.push(FileReport {
+                    path: src.path.clone(),
+                    sha256: hex::encode(h.finalize()),
+                });
             }
         }
         reports.insert(Tier::Wiki, report);
@@ -813,30 +1241,49 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
     })
 }
 
-fn file_report(src: &Source) -> FileReport {
+/// The report of a file the prompt took `texts` from.
+fn file_report(path: &str, texts: &[&str]) -> FileReport {
+    let mut h = Sha256::new();
+    for t in texts {
+        h.update(t.as_bytes());
+    }
     FileReport {
-        path: src.path.clone(),
-        sha256: src.sha256.clone(),
+        path: path.to_owned(),
+        sha256: hex::encode(h.finalize()),
     }
 }
 
 /// The pool's indexes best first, and the scores when there is a task. With a task: score,
-/// then newest. Without: newest first, undated after dated, later in the file first.
+/// then newest (sections matching nothing after, in file order). Without: newest first,
+/// undated after dated, later in the file first.
 fn select_order(pool: &[Unit<'_>], task: Option<&str>) -> (Vec<usize>, Option<Vec<f64>>) {
+    // Undated sorts before every date (as `None < Some(_)`).
+    let dates: Vec<i64> = pool
+        .iter()
+        .map(|u| u.date.map_or(i64::MIN, |d| d.unix_millis()))
+        .collect();
     let mut order: Vec<usize> = (0..pool.len()).collect();
     match task {
         Some(task) => {
-            let scores = Bm25::new(pool.iter().map(Unit::search_text)).scores(task);
-            order.sort_by(|&a, &b| {
+            let mut scorer = Scorer::new(task);
+            for u in pool {
+                scorer.start();
+                u.feed(&mut scorer);
+            }
+            let scores = scorer.scores();
+            // Sections that match nothing follow in file order (they are all left out).
+            order.sort_by_key(|&i| scores[i] <= 0.0);
+            let matched = order.iter().take_while(|&&i| scores[i] > 0.0).count();
+            order[..matched].sort_unstable_by(|&a, &b| {
                 scores[b]
                     .total_cmp(&scores[a])
-                    .then(pool[b].date.cmp(&pool[a].date))
+                    .then(dates[b].cmp(&dates[a]))
                     .then(a.cmp(&b))
             });
             (order, Some(scores))
         }
         None => {
-            order.sort_by(|&a, &b| pool[b].date.cmp(&pool[a].date).then(b.cmp(&a)));
+            order.sort_unstable_by(|&a, &b| dates[b].cmp(&dates[a]).then(b.cmp(&a)));
             (order, None)
         }
     }
@@ -881,19 +1328,19 @@ fn drop_order(units: &[Unit<'_>]) -> Vec<usize> {
 /// when what is left still exceeds the budget.
 fn fit_in_order(units: &[Unit<'_>], budget: usize, left: &mut Vec<LeftOut>) -> (String, Vec<bool>) {
     let mut keep = vec![true; units.len()];
-    let mut total: usize = units.iter().map(|u| u.text.len()).sum();
+    let mut total: usize = units.iter().map(|u| u.bytes).sum();
     for i in drop_order(units) {
         if total <= budget {
             break;
         }
         keep[i] = false;
-        total -= units[i].text.len();
+        total -= units[i].bytes;
         left.push(units[i].left(None, Reason::Budget));
     }
     let mut text = String::new();
     for (u, k) in units.iter().zip(&keep) {
         if *k {
-            text.push_str(&u.text);
+            u.text.write(&mut text);
         }
     }
     if text.len() > budget {
@@ -948,18 +1395,9 @@ fn render_named(
     let mut ids = HashSet::new();
     for item in &src.doc.items {
         match item {
-            Item::Line(l) if !l.text.trim().is_empty() => units.push(Unit {
-                tier: Tier::Wiki,
-                file: &src.path,
-                item: format!("line {}", l.line),
-                title: first_line(&l.text),
-                text: format!("{}\n", l.text.trim_end()),
-                date: None,
-                entry: None,
-                pinned: false,
-                piece: None,
-                search: l.text.clone(),
-            }),
+            Item::Line(l) if !l.text.trim().is_empty() => {
+                units.push(line_unit(Tier::Wiki, src, l.line, &l.text));
+            }
             Item::Line(_) => {}
             Item::Entry(e) => {
                 let u = entry_unit(Tier::Wiki, src, e);
@@ -1042,4 +1480,84 @@ fn selection_notice(
         irrelevant + rank + over,
         parts.join(", ")
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The parts as slices write the same text as the parts as joined lines.
+    fn same_parts(body: &str) {
+        let lines: Vec<&str> = body.lines().collect();
+        let want: Vec<String> = pack(blocks(&lines)).iter().map(|p| p.join("\n")).collect();
+        let got: Vec<String> = pieces(body)
+            .iter()
+            .map(|p| {
+                let mut s = String::new();
+                p.write(&mut s);
+                assert_eq!(s.len() + 1, p.bytes, "{s:?}");
+                s
+            })
+            .collect();
+        assert_eq!(got, want, "{body:?}");
+    }
+
+    #[test]
+    fn parts_as_slices_match_parts_as_lines() {
+        let long = "word ".repeat(60);
+        same_parts("");
+        same_parts("one line");
+        same_parts(&format!(
+            "**Context:** {long}\n\n- {long}\n- {long}\n\n```sh\nx\n\n\ny\n```\n#### Next\n{long}\n**Fix:** done"
+        ));
+        let big: String = (0..60).map(|i| format!("- line {i} {long}\n")).collect();
+        same_parts(&big);
+        same_parts(&format!("intro\n```\n{big}\n\n{big}```\nafter\n\n{big}"));
+        same_parts(&format!("a\r\n\r\n{big}\r\nb\r\r\n~~~\n\n~~~\n"));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        #[test]
+        fn parts_as_slices_match_parts_as_lines_on_any_body(
+            lines in proptest::collection::vec(
+                prop_oneof![
+                    Just(String::new()),
+                    Just("```".to_owned()),
+                    Just("~~~~".to_owned()),
+                    Just("  ```rust".to_owned()),
+                    Just("#### Heading".to_owned()),
+                    Just("**Fix:** x".to_owned()),
+                    Just("   ".to_owned()),
+                    Just("x\r".to_owned()),
+                    "[a-z é]{0,12}",
+                    "[a-z ]{200,400}",
+                ],
+                0..40,
+            ),
+            crlf in any::<bool>(),
+        ) {
+            let body = lines.join(if crlf { "\r\n" } else { "\n" });
+            same_parts(&body);
+        }
+    }
+
+    #[test]
+    fn part_labels() {
+        for (i, n) in [(1, 2), (9, 10), (10, 10), (123, 4567), (0, usize::MAX)] {
+            assert_eq!(part_label(i, n), format!(" (part {i} of {n})"));
+            assert_eq!(part_label_len(i, n), part_label(i, n).len());
+        }
+    }
+
+    #[test]
+    fn an_entry_text_is_its_heading_and_body() {
+        let e = Entry::from_heading("2026-01-01: note: x").with_body("a\n\nb");
+        let t = Text::Entry(&e);
+        assert_eq!(t.rendered(), e.prompt_text());
+        assert_eq!(t.len(), e.prompt_text().len());
+    }
 }

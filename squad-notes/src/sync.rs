@@ -264,6 +264,7 @@ where
     B: NotesBackend + ?Sized,
     T: Transport + ?Sized,
 {
+    let _span = tracing::info_span!("notes.sync", remote).entered();
     let tracking_prefix = format!("refs/notes/remotes/{remote}/squad/");
     let state_refs = state.map(|s| state_refspec(s, remote)).transpose()?;
     let mut refspecs = vec![FetchRefspec::notes(remote)];
@@ -441,6 +442,14 @@ where
             if let (Some(state), Some(report)) = (state, state_report.as_mut()) {
                 report.tip = state.tip()?;
             }
+            tracing::info!(
+                fetched = brought.len(),
+                merged = merged.len(),
+                pushed = pushed.len(),
+                rounds = round + 1,
+                conflicts = conflicts.len(),
+                "notes synced"
+            );
             return Ok(SyncReport {
                 fetched: brought.len(),
                 merged: merged.len(),
@@ -452,6 +461,7 @@ where
                 state: state_report,
             });
         }
+        tracing::debug!(round, "the remote moved during the sync; another round");
         backoff(&options.retry, round);
     }
     Err(Error::new(

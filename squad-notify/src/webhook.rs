@@ -276,6 +276,14 @@ impl ApprovalChannel for WebhookChannel {
                 Err(e) if e.is_builder() => Attempt::Fatal(classify(&e)),
                 Err(e) => Attempt::Retry(classify(&e)),
             };
+            match &outcome {
+                Attempt::Done => {
+                    tracing::info!(gate = %gate.id, delivery_id, attempt, "webhook delivered")
+                }
+                Attempt::Fatal(m) | Attempt::Retry(m) => {
+                    tracing::warn!(gate = %gate.id, delivery_id, attempt, outcome = %m, "webhook delivery failed")
+                }
+            }
             match outcome {
                 Attempt::Done => {
                     return Ok(Delivery {

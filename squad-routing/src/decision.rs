@@ -100,6 +100,204 @@ pub enum NoopReason {
     IssueNotFound,
 }
 
+/// The rule of the routing reference that made a decision: the machine-readable reason every
+/// decision about whom to wake carries (enqueue, coalesce, cancel, no-op, mention outcome).
+///
+/// It is one byte: the engine records which rule it was evaluating and nothing else, and the
+/// human text ([`summary`](Self::summary), [`section`](Self::section)) is looked up only when
+/// something prints it. Together with the decision's own fields (the agent, the [`NoopReason`],
+/// the [`TriggerSource`], the mention outcome) it tells the story of an event: which rule was
+/// tried, which candidates it considered, and why each was or was not woken.
+///
+/// Serialised in snake case: `"rule": "comment_agent_author"`.
+///
+/// ```
+/// use squad_routing::Rule;
+///
+/// assert_eq!(Rule::CommentAgentAuthor.id(), "comment_agent_author");
+/// assert_eq!(Rule::CommentAgentAuthor.section(), "§4.2 row 4, §4.3");
+/// assert!(Rule::LeaderBarrier.summary().contains("window"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Rule {
+    /// Squad management and leader evaluations (§2).
+    Squads,
+    /// The run decision on creation or an assignee change (§3.2, §3.3).
+    Assign,
+    /// The run decision when an issue leaves `backlog` (§3.2, §3.3).
+    Promote,
+    /// An assignee change cancels the issue's active tasks (§3.4, decision (a)).
+    ReassignCancels,
+    /// An issue set to `cancelled` cancels its tasks (`cancel_tasks_on_issue_cancelled`).
+    IssueCancelledCancels,
+    /// Deleting an issue cancels its tasks.
+    DeleteCancels,
+    /// A `/note` comment triggers nothing (§4.1).
+    CommentNote,
+    /// Explicit agent and squad mentions (§4.2 row 1, §4.5).
+    CommentMention,
+    /// `@all` wakes nobody (§4.2 row 2).
+    CommentAll,
+    /// Member mentions wake nobody (§4.2 row 3).
+    CommentMemberMention,
+    /// An agent's or the system's plain comment: the assigned-leader fallback (§4.2 row 4, §4.3).
+    CommentAgentAuthor,
+    /// A member's reply to an agent's comment wakes that agent (§4.2 row 5).
+    CommentThreadParent,
+    /// The delayed escalation to the assignee after a reply to an agent (§4.2 row 5).
+    CommentEscalation,
+    /// A member's reply in a member's thread goes to the thread's owner (§4.2 row 6).
+    CommentThreadRoot,
+    /// A member's top-level comment goes to the assignee (§4.2 row 7, §4.3).
+    CommentAssignee,
+    /// A member's reply to a member's comment, with the assignee fallback switched off
+    /// (`RoutingPolicy::reply_falls_back_to_assignee`).
+    CommentReplyNoFallback,
+    /// Members' reports on one parent held for a window and delivered to the leader in one wake
+    /// (`RoutingPolicy::leader_barrier_seconds`).
+    LeaderBarrier,
+    /// A stage barrier closed: the parent's assignee is woken (§7).
+    ChildDone,
+    /// Autopilot saves and dispatch (§6).
+    Autopilot,
+    /// A task changes status.
+    TaskStatus,
+    /// A failed task with attempts left is retried (§1, `max_attempts`).
+    Retry,
+    /// A deferred task comes due.
+    DeferredDue,
+    /// The claim: whether the leader briefing is injected (§5).
+    Claim,
+    /// Quick-create: a task without an issue (§5).
+    QuickCreate,
+    /// Agent runtime and archive changes.
+    Agents,
+}
+
+impl Rule {
+    /// The id, as serialised (`comment_agent_author`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Squads => "squads",
+            Self::Assign => "assign",
+            Self::Promote => "promote",
+            Self::ReassignCancels => "reassign_cancels",
+            Self::IssueCancelledCancels => "issue_cancelled_cancels",
+            Self::DeleteCancels => "delete_cancels",
+            Self::CommentNote => "comment_note",
+            Self::CommentMention => "comment_mention",
+            Self::CommentAll => "comment_all",
+            Self::CommentMemberMention => "comment_member_mention",
+            Self::CommentAgentAuthor => "comment_agent_author",
+            Self::CommentThreadParent => "comment_thread_parent",
+            Self::CommentEscalation => "comment_escalation",
+            Self::CommentThreadRoot => "comment_thread_root",
+            Self::CommentAssignee => "comment_assignee",
+            Self::CommentReplyNoFallback => "comment_reply_no_fallback",
+            Self::LeaderBarrier => "leader_barrier",
+            Self::ChildDone => "child_done",
+            Self::Autopilot => "autopilot",
+            Self::TaskStatus => "task_status",
+            Self::Retry => "retry",
+            Self::DeferredDue => "deferred_due",
+            Self::Claim => "claim",
+            Self::QuickCreate => "quick_create",
+            Self::Agents => "agents",
+        }
+    }
+
+    /// Where the rule is in the routing reference (`§4.3`), or the policy option behind it.
+    pub fn section(self) -> &'static str {
+        match self {
+            Self::Squads => "§2",
+            Self::Assign | Self::Promote => "§3.2, §3.3",
+            Self::ReassignCancels => "§3.4, decision (a)",
+            Self::IssueCancelledCancels => "open point, cancel_tasks_on_issue_cancelled",
+            Self::DeleteCancels => "open point (every era)",
+            Self::CommentNote => "§4.1",
+            Self::CommentMention => "§4.2 row 1, §4.5",
+            Self::CommentAll => "§4.2 row 2",
+            Self::CommentMemberMention => "§4.2 row 3",
+            Self::CommentAgentAuthor => "§4.2 row 4, §4.3",
+            Self::CommentThreadParent | Self::CommentEscalation => "§4.2 row 5",
+            Self::CommentThreadRoot => "§4.2 row 6",
+            Self::CommentAssignee => "§4.2 row 7, §4.3",
+            Self::CommentReplyNoFallback => "reply_falls_back_to_assignee",
+            Self::LeaderBarrier => "leader_barrier_seconds",
+            Self::ChildDone => "§7",
+            Self::Autopilot => "§6",
+            Self::TaskStatus => "§1",
+            Self::Retry => "§1, max_attempts",
+            Self::DeferredDue => "§4.2 row 5",
+            Self::Claim | Self::QuickCreate => "§5",
+            Self::Agents => "§10",
+        }
+    }
+
+    /// One sentence saying what the rule does.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Self::Squads => "squad management and leader evaluations",
+            Self::Assign => {
+                "an issue created with, or given, an agent or squad assignee outside backlog wakes the agent or the squad's leader"
+            }
+            Self::Promote => "an issue leaving backlog wakes its agent or its squad's leader",
+            Self::ReassignCancels => {
+                "an assignee change cancels every active task on the issue first"
+            }
+            Self::IssueCancelledCancels => "an issue set to cancelled cancels its tasks",
+            Self::DeleteCancels => "deleting an issue cancels every task on it",
+            Self::CommentNote => "a comment starting with /note triggers nothing",
+            Self::CommentMention => {
+                "explicit agent and squad mentions wake those agents and leaders, and nobody else"
+            }
+            Self::CommentAll => "@all without an agent or squad mention wakes nobody",
+            Self::CommentMemberMention => "member mentions wake nobody",
+            Self::CommentAgentAuthor => {
+                "an agent's plain comment on a squad-assigned issue wakes the squad's leader"
+            }
+            Self::CommentThreadParent => "a member's reply to an agent's comment wakes that agent",
+            Self::CommentEscalation => {
+                "a member's reply to an agent also escalates to the assignee after a delay"
+            }
+            Self::CommentThreadRoot => {
+                "a member's reply in a member's thread goes to the agent or squad that owns the thread"
+            }
+            Self::CommentAssignee => {
+                "a member's top-level comment goes to the issue's agent or squad leader"
+            }
+            Self::CommentReplyNoFallback => {
+                "a member's reply to a member's comment does not fall back to the assignee"
+            }
+            Self::LeaderBarrier => {
+                "members' reports on one parent within the window reach the leader in one wake"
+            }
+            Self::ChildDone => {
+                "a closed stage barrier posts a system comment and wakes the parent's assignee"
+            }
+            Self::Autopilot => "autopilot dispatch wakes the assignee agent or squad leader",
+            Self::TaskStatus => "tasks only move forward",
+            Self::Retry => "a failed task with attempts left is retried",
+            Self::DeferredDue => {
+                "a deferred task that comes due while its agent has a pending task is absorbed by it"
+            }
+            Self::Claim => {
+                "a claimed leader task is briefed when it still names its squad's leader"
+            }
+            Self::QuickCreate => "quick-create gives the agent or leader a task without an issue",
+            Self::Agents => "agent runtime and archive changes",
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
 /// The outcome of one explicit agent or squad mention (§4.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -135,6 +333,8 @@ pub enum Decision {
         /// The agent concerned, if any.
         #[serde(skip_serializing_if = "Option::is_none")]
         agent_id: Option<AgentId>,
+        /// The rule that decided.
+        rule: Rule,
     },
     /// A task is enqueued.
     Enqueue {
@@ -142,9 +342,11 @@ pub enum Decision {
         task: Box<Task>,
         /// Why.
         source: TriggerSource,
-        /// For a deferred escalation: seconds before it runs.
+        /// For a deferred task (an escalation, a leader barrier): seconds before it runs.
         #[serde(skip_serializing_if = "Option::is_none")]
         delay_seconds: Option<u32>,
+        /// The rule that decided.
+        rule: Rule,
     },
     /// A comment is merged into a task that is already pending.
     Coalesce {
@@ -154,6 +356,8 @@ pub enum Decision {
         agent_id: AgentId,
         /// The comment.
         comment_id: CommentId,
+        /// The rule that decided.
+        rule: Rule,
     },
     /// A task is cancelled.
     Cancel {
@@ -162,6 +366,8 @@ pub enum Decision {
         /// `reassigned`, `issue_deleted`, `issue_cancelled`, or `coalesced` (a deferred escalation
         /// came due while the agent had a pending task).
         reason: &'static str,
+        /// The rule that decided.
+        rule: Rule,
     },
     /// Per-mention trigger outcome (§4.5).
     Mention {
@@ -176,6 +382,8 @@ pub enum Decision {
         /// `pending_task`, `same_agent`).
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<&'static str>,
+        /// The rule that decided.
+        rule: Rule,
     },
     /// A comment is saved (the request's own comment, or a system comment).
     PostComment {
@@ -360,19 +568,34 @@ impl Decision {
         }
     }
 
-    /// A no-op without an agent.
-    pub fn noop(reason: NoopReason) -> Self {
+    /// A no-op without an agent, decided by `rule`.
+    pub fn noop(rule: Rule, reason: NoopReason) -> Self {
         Self::Noop {
             reason,
             agent_id: None,
+            rule,
         }
     }
 
-    /// A no-op about an agent.
-    pub fn noop_for(reason: NoopReason, agent: &AgentId) -> Self {
+    /// A no-op about an agent, decided by `rule`.
+    pub fn noop_for(rule: Rule, reason: NoopReason, agent: &AgentId) -> Self {
         Self::Noop {
             reason,
             agent_id: Some(agent.clone()),
+            rule,
+        }
+    }
+
+    /// The rule behind a decision about whom to wake (enqueue, coalesce, cancel, no-op, mention
+    /// outcome); `None` for record writes, rejections (their message is the reason) and claims.
+    pub fn rule(&self) -> Option<Rule> {
+        match self {
+            Self::Noop { rule, .. }
+            | Self::Enqueue { rule, .. }
+            | Self::Coalesce { rule, .. }
+            | Self::Cancel { rule, .. }
+            | Self::Mention { rule, .. } => Some(*rule),
+            _ => None,
         }
     }
 

@@ -17,13 +17,14 @@ pub mod mention;
 mod policy;
 mod records;
 mod simple;
+pub mod simulate;
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub mod sqlite;
 pub mod trace;
 
 pub use apply::{apply, apply_drain, apply_owned};
-pub use decision::{Decision, MentionOutcome, NoopReason, TriggerSource};
+pub use decision::{Decision, MentionOutcome, NoopReason, Rule, TriggerSource};
 pub use directory::{Directory, InMemoryDirectory};
 pub use engine::{Decisions, Engine};
 pub use error::{Error, ErrorKind, Result};

@@ -15,6 +15,33 @@ use crate::error::{Error, ErrorKind, Result};
 /// | `escalation_seconds` | `300` | delay of the escalation fallback when a member answers an agent's comment; `0` disables the escalation (as multica does for a delay of 0 or less) |
 /// | `autopilot_dedup_seconds` | `60` | decision (g): window in which `create_issue` skips a same-titled open issue |
 /// | `max_attempts` | `3` | a failed task is retried until it has run this many attempts; `0` leaves retries to the host (no retry is decided) |
+/// | `leader_barrier_seconds` | `0` (off) | the leader barrier: see below |
+/// | `reply_falls_back_to_assignee` | `true` | a member's reply to a member's comment that no thread rule routes goes to the assignee (cascade row 7); `false` is multica's later rule (MUL-5958): such a reply wakes nobody |
+///
+/// # Policy variants
+///
+/// Two options are variants worth comparing with `squad route simulate` (multica's users asked
+/// for both); their defaults keep the reference's behaviour.
+///
+/// **Leader barrier** (`leader_barrier_seconds: n`, `n > 0`). Without it, every report a member
+/// agent posts on a squad-assigned parent (an agent's plain comment, cascade row 4) wakes the
+/// leader at once, unless a queued or dispatched leader task absorbs it: when N members report
+/// one after the other while the leader works, the leader is woken up to N times. With it, the
+/// first report creates a *deferred* leader task due `n` seconds later (the decision carries
+/// `delay_seconds: n` and rule `leader_barrier`), and every further report on that parent within
+/// those `n` seconds is merged into it (a `coalesce` with rule `leader_barrier`): the leader
+/// wakes once, when the host's scheduler makes the task due, with all the reports. A queued or
+/// dispatched leader task still absorbs a report at once, as without the barrier; the leader's
+/// own comments, humans' comments, mentions, escalations and child-done wakes are not held. The
+/// cost is latency: the first report waits up to `n` seconds.
+///
+/// **No assignee fallback for replies to members** (`reply_falls_back_to_assignee: false`).
+/// By default (Era C), a member's reply whose direct parent is a member's comment, in a thread
+/// whose root is an agent's or the system's (so that rows 5 and 6 do not route it), falls
+/// through to row 7 and wakes the issue's agent or squad leader. With `false`, it wakes nobody
+/// (a no-op `no_trigger` with rule `comment_reply_no_fallback`): people talking to each other in
+/// a thread do not wake the assignee. Explicit mentions, replies to agents (row 5), member
+/// threads (row 6) and top-level comments (row 7) are unchanged.
 ///
 /// In a policy file (JSON), absent fields keep their defaults and unknown fields are refused, so
 /// that a misspelt option is an error rather than a silent default:
@@ -49,6 +76,12 @@ pub struct RoutingPolicy {
     pub autopilot_dedup_seconds: u32,
     /// Attempts a task gets before a failure is final (retries, §1); `0`: the host retries.
     pub max_attempts: u32,
+    /// The leader barrier's window in seconds: members' reports on one parent within it wake
+    /// the leader once (see "Policy variants"); `0` turns the barrier off.
+    pub leader_barrier_seconds: u32,
+    /// Whether a member's reply to a member's comment that no thread rule routes falls back to
+    /// the assignee (cascade row 7); see "Policy variants".
+    pub reply_falls_back_to_assignee: bool,
 }
 
 impl RoutingPolicy {
@@ -98,6 +131,8 @@ impl Default for RoutingPolicy {
             escalation_seconds: 300,
             autopilot_dedup_seconds: 60,
             max_attempts: 3,
+            leader_barrier_seconds: 0,
+            reply_falls_back_to_assignee: true,
         }
     }
 }

@@ -45,6 +45,8 @@ impl Fixture {
         env.insert("SQUAD_WEBHOOK_RETRIES".into(), "1".into());
         env.insert("SQUAD_WEBHOOK_TIMEOUT_MS".into(), "2000".into());
         env.insert("HOME".into(), tmp.path().display().to_string());
+        // Every command logs at the most verbose level: no secret may reach a log line either.
+        env.insert("RUST_LOG".into(), "trace".into());
         Self {
             tmp,
             env,

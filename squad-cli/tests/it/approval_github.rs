@@ -56,6 +56,8 @@ impl Fixture {
             .env("GITHUB_TOKEN", TOKEN)
             .env("GITHUB_API_URL", self.em.server.uri())
             .env("HOME", self.tmp.path())
+            // The most verbose logs: the token must not reach them either.
+            .env("RUST_LOG", "trace")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -307,4 +309,27 @@ async fn a_refused_token_degrades_to_in_chat_without_showing_it() {
     assert!(f.em.s().issues.is_empty());
     assert!(f.log().contains("* Channel: in-chat"));
     assert!(!f.log().contains(wrong));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn verbose_logs_show_requests_and_rate_limits_but_no_secret() {
+    let f = Fixture::new().await;
+    // `Fixture::squad` runs every command with RUST_LOG=trace and asserts the token never
+    // shows; here the logs must also say something, so the check is not vacuous.
+    let o = f.request(&[]);
+    assert!(o.stderr.contains("github request"), "{}", o.stderr);
+    assert!(o.stderr.contains("ratelimit_remaining"), "{}", o.stderr);
+    assert!(
+        !o.stdout.contains("github request"),
+        "logs go to stderr only"
+    );
+    // Without -v or RUST_LOG, nothing is logged.
+    let quiet = Command::new(env!("CARGO_BIN_EXE_squad"))
+        .arg("-C")
+        .arg(f.tmp.path())
+        .args(["--state-dir", "state", "approval", "status"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("TRACE"));
 }

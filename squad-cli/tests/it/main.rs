@@ -21,4 +21,5 @@ mod notes_sign;
 mod notes_sync;
 mod output;
 mod route;
+mod route_simulate;
 mod schema;

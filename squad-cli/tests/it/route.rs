@@ -60,7 +60,7 @@ fn replay_prints_one_json_document_per_event() {
     assert_eq!(docs[1]["decisions"][0]["type"], "add_member");
     assert_eq!(
         docs[2]["decisions"][1],
-        serde_json::json!({"type": "noop", "reason": "backlog"})
+        serde_json::json!({"type": "noop", "reason": "backlog", "rule": "assign"})
     );
     let enqueue = &docs[3]["decisions"][1];
     assert_eq!(enqueue["type"], "enqueue");

@@ -312,3 +312,156 @@ GitHub masked the token in the log, but the artifact upload kept an unmasked cop
         question: "What's the size limit for an agent's always-loaded memory?",
     },
 ];
+
+/// A question held out from tuning: asked about the sections of [`FACTS`], answered by one
+/// line of one of them (not always the line [`FACTS`] asks about), phrased the way a user
+/// would ask it (paraphrases, other words, other word forms).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HeldOut {
+    /// The agent spawned to answer it.
+    pub(crate) agent: &'static str,
+    /// The question.
+    pub(crate) question: &'static str,
+    /// The line that answers it.
+    pub(crate) evidence: &'static str,
+}
+
+/// Written before the retrieval was tuned, and not used to tune it: recall on these tells how
+/// the ranking does on questions it was not shaped by.
+pub(crate) const HELD_OUT: &[HeldOut] = &[
+    HeldOut {
+        agent: "data",
+        question: "What safeguard stops us from publishing an npm release that has no built output?",
+        evidence: "**Fix:** `prepublishOnly` now runs the build, and CI checks `npm pack --dry-run` lists `dist/cli.js`.",
+    },
+    HeldOut {
+        agent: "data",
+        question: "What does the tool do if I launch it somewhere that isn't inside a git checkout?",
+        evidence: "- Outside a repository it stops at the filesystem root and prints a hint.",
+    },
+    HeldOut {
+        agent: "data",
+        question: "How much extra CI time did covering Windows cost us?",
+        evidence: "- Added a `windows-latest` job to the test matrix — it adds ~4 minutes.",
+    },
+    HeldOut {
+        agent: "data",
+        question: "How much memory do we let the TypeScript compiler use on the build runners?",
+        evidence: "- Raised the heap: `NODE_OPTIONS=--max-old-space-size=6144` in the build job only.",
+    },
+    HeldOut {
+        agent: "data",
+        question: "After bumping versions, what do I run so the package lock gets updated?",
+        evidence: "2. Run `npm install` so the lockfile picks up the new workspace versions.",
+    },
+    HeldOut {
+        agent: "data",
+        question: "What function must every subcommand file expose?",
+        evidence: "- Each command module exports `run(args, ctx)`; nothing runs at import time.",
+    },
+    HeldOut {
+        agent: "data",
+        question: "Can I preview what an upgrade would change without touching my files?",
+        evidence: "- A dry run (`--dry-run`) prints the plan and writes nothing.",
+    },
+    HeldOut {
+        agent: "data",
+        question: "Does compacting a history still throw away entries that carry no date?",
+        evidence: "- Undated entries are kept in place — they used to be dropped (#626).",
+    },
+    HeldOut {
+        agent: "data",
+        question: "How did we repair the mac init test that compared temporary directory paths?",
+        evidence: "- **Fix:** compare `fs.realpathSync()` of both sides.",
+    },
+    HeldOut {
+        agent: "data",
+        question: "Why couldn't we simply re-release 0.8.24 after the bad tag?",
+        evidence: "- The registry never lets a version be republished, so 0.8.25 was cut to ship the fix.",
+    },
+    HeldOut {
+        agent: "worf",
+        question: "How often is the bot's access token rotated?",
+        evidence: "- The token lives in the `SQUAD_BOT_TOKEN` secret; rotation every 90 days.",
+    },
+    HeldOut {
+        agent: "worf",
+        question: "How are incoming webhook HMACs compared so timing attacks don't work?",
+        evidence: "- `crypto.timingSafeEqual` on equal-length buffers; a length mismatch is rejected before comparing.",
+    },
+    HeldOut {
+        agent: "worf",
+        question: "Will a pull request that brings in a library with a serious vulnerability be blocked?",
+        evidence: "- It fails on new dependencies with a known high or critical advisory.",
+    },
+    HeldOut {
+        agent: "worf",
+        question: "Can builds running for forked repositories write into our CI caches?",
+        evidence: "- Nothing from a fork's job is ever saved to the shared cache.",
+    },
+    HeldOut {
+        agent: "worf",
+        question: "Is it fine for debugging output to dump the environment variables?",
+        evidence: "- Debug logging never prints `process.env`; it prints the names of the variables only.",
+    },
+    HeldOut {
+        agent: "worf",
+        question: "Does the release bot have to sign its commits?",
+        evidence: "- Bot commits are identified by the `squad-release[bot]` author and exempt.",
+    },
+    HeldOut {
+        agent: "worf",
+        question: "What does the poller do when GitHub answers 403 and says to retry later?",
+        evidence: "- Polling interval is 30 s with jitter; on a 403 with `retry-after` we wait exactly that long.",
+    },
+    HeldOut {
+        agent: "troi",
+        question: "Do the old documentation links still work after the site migration?",
+        evidence: "- Old URLs redirect through `public/_redirects`; 140 rules, generated once.",
+    },
+    HeldOut {
+        agent: "troi",
+        question: "How do we make sure the contributing instructions don't go stale?",
+        evidence: "- The guide is tested: CI follows it in a fresh container every week.",
+    },
+    HeldOut {
+        agent: "troi",
+        question: "How should an agent structure its reply when it answers someone in an issue?",
+        evidence: "- Lead with the answer, then the reasoning; no \"Great question!\".",
+    },
+    HeldOut {
+        agent: "troi",
+        question: "What contrast ratio do the callout boxes in the docs meet?",
+        evidence: "- Colour contrast of the callouts raised to 4.5:1.",
+    },
+    HeldOut {
+        agent: "troi",
+        question: "Where is the schedule that says who handles the discussion threads each day?",
+        evidence: "- Each weekday one agent owns triage; the rota is in `.squad/routing.md`.",
+    },
+    HeldOut {
+        agent: "ralph",
+        question: "How long does an inactive issue stay open before it gets closed?",
+        evidence: "- Issues with no activity for 30 days get the `stale` label and a comment; closed after 14 more days.",
+    },
+    HeldOut {
+        agent: "data",
+        question: "Why did we stop supporting Node 18?",
+        evidence: "**Why:** Node 18 left maintenance in April 2025 and `fetch` streaming differs.",
+    },
+    HeldOut {
+        agent: "troi",
+        question: "How do I turn on sending usage data?",
+        evidence: "**What:** no usage data leaves a machine unless `SQUAD_TELEMETRY=1` is set.",
+    },
+    HeldOut {
+        agent: "worf",
+        question: "Why are merge commits turned off for our pull requests?",
+        evidence: "**Why:** one commit per PR keeps `git bisect` and the changelog simple.",
+    },
+    HeldOut {
+        agent: "data",
+        question: "What are the changelog entries generated from?",
+        evidence: "**Why:** the changelog is generated from them.",
+    },
+];

@@ -24,7 +24,7 @@ use std::path::Path;
 
 use squad_model::{AgentName, Timestamp};
 
-use super::facts::FACTS;
+use super::facts::{FACTS, HELD_OUT};
 use crate::entry::normalize;
 use crate::error::{Error, ErrorKind, Result};
 use crate::import::{ImportOptions, ImportSource, ImportTarget, import};
@@ -162,6 +162,29 @@ impl Corpus {
             decisions,
             questions,
         })
+    }
+
+    /// The generated fixture with the held-out questions instead of its own: 27 questions
+    /// about the same sections, written before the retrieval was tuned and never used to tune
+    /// it (some ask about another line of a section than [`Corpus::generated`] does).
+    ///
+    /// # Errors
+    ///
+    /// Never in practice (names are valid).
+    pub fn generated_held_out() -> Result<Self> {
+        let mut corpus = Self::generated()?;
+        corpus.questions = HELD_OUT
+            .iter()
+            .map(|h| {
+                Ok(Question {
+                    agent: AgentName::new(h.agent)?,
+                    question: h.question.to_owned(),
+                    evidence: h.evidence.to_owned(),
+                    situation: Situation::PostIncident,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(corpus)
     }
 
     /// The bytes a spawn of `agent` loads upstream today: its whole `history.md` plus

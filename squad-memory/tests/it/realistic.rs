@@ -62,3 +62,21 @@ fn the_fixture_has_the_real_shapes() {
         assert!(!q.evidence.contains(&q.question) && !q.question.contains(q.evidence.as_str()));
     }
 }
+
+#[test]
+fn the_held_out_questions_are_answered_by_lines_of_the_fixture() {
+    let c = Corpus::generated_held_out().unwrap();
+    assert!(c.questions.len() >= 20);
+    let all: String = c
+        .agents
+        .iter()
+        .map(|(_, h)| h.as_str())
+        .chain([c.decisions.as_str()])
+        .collect();
+    let own = Corpus::generated().unwrap();
+    for q in &c.questions {
+        assert!(all.contains(&q.evidence), "{:?}", q.evidence);
+        assert!(!q.evidence.contains(&q.question) && !q.question.contains(q.evidence.as_str()));
+        assert!(own.questions.iter().all(|o| o.question != q.question));
+    }
+}

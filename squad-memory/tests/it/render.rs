@@ -293,3 +293,48 @@ fn a_cut_never_falls_inside_a_character() {
         }
     }
 }
+
+#[test]
+fn a_long_section_is_offered_in_parts_and_reported_once_when_it_matches_nothing() {
+    let (store, who) = store_with("Current task: deploys\n");
+    let para = |w: &str| format!("- {}\n", format!("{w} ").repeat(40));
+    let long_irrelevant: String = (0..6).map(|_| para("lunch menu soup") + "\n").collect();
+    let long_relevant: String = (0..3)
+        .map(|_| para("lunch menu soup") + "\n")
+        .collect::<String>()
+        + &para("the staging deploy timed out on the resolver cache")
+        + "\n"
+        + &(0..3)
+            .map(|_| para("lunch menu soup") + "\n")
+            .collect::<String>();
+    store
+        .write(
+            &DocRef::Cold(who.clone()),
+            &format!(
+                "### Cafeteria notes\n**id:** food\n{long_irrelevant}---\n\n### Staging incident\n**id:** stage\n{long_relevant}---\n"
+            ),
+        )
+        .unwrap();
+    let plan = LoadPlan::new(Situation::Debugging).task("why did the staging deploy time out");
+    let out = spawn(&store, &who, &plan, &Budget::default(), Touch::No).unwrap();
+    // The long section loads in parts, each under its heading.
+    assert!(out.prompt.contains("#### Staging incident (part "));
+    assert!(out.prompt.contains("the staging deploy timed out"));
+    assert!(!out.prompt.contains("Cafeteria"));
+    let m = &out.manifest;
+    let food: Vec<_> = m
+        .left_out
+        .iter()
+        .filter(|l| l.title == "Cafeteria notes")
+        .collect();
+    assert_eq!(food.len(), 1, "{food:?}");
+    assert_eq!(food[0].item, "food");
+    assert_eq!(food[0].reason, Reason::NotRelevant);
+    assert!(food[0].bytes > long_irrelevant.len() / 2);
+    // The file the prompt took text from is listed with the hash of that text.
+    let cold = &m.tiers[&Tier::Cold];
+    assert_eq!(cold.files.len(), 1);
+    assert_eq!(cold.files[0].path, format!("cold/{who}.md"));
+    assert_eq!(cold.files[0].sha256.len(), 64);
+    assert!(m.loaded.iter().any(|l| l.item.starts_with("stage (part ")));
+}

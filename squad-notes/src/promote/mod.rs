@@ -413,6 +413,7 @@ impl<S: StateStore> Promoter<S> {
         options: &PromoteOptions,
         check: &dyn Fn(&FoundEntry) -> Option<String>,
     ) -> Result<PromoteReport> {
+        let _span = tracing::info_span!("notes.promote").entered();
         self.start_run();
         let branch = self.branch_ref(options.branch.as_deref())?;
         let repo = self.repo.to_thread_local();
@@ -527,6 +528,13 @@ impl<S: StateStore> Promoter<S> {
             report.promoted = fresh;
             report.refused = refused;
             report.already_promoted = already;
+            tracing::info!(
+                promoted = report.promoted.len(),
+                refused = report.refused.len(),
+                already_promoted = already,
+                dry_run = options.dry_run,
+                "promotion planned"
+            );
             if options.dry_run {
                 return Ok(report);
             }
@@ -588,6 +596,7 @@ impl<S: StateStore> Promoter<S> {
     ///
     /// As [`Promoter::promote`].
     pub fn archive(&self, options: &ArchiveOptions) -> Result<ArchiveReport> {
+        let _span = tracing::info_span!("notes.archive").entered();
         self.start_run();
         let branch = self.branch_ref(options.branch.as_deref())?;
         let repo = self.repo.to_thread_local();

@@ -412,6 +412,7 @@ impl OrphanBranchStore {
     }
 
     fn commit_batch(&self, edits: &[StateEdit], message: &str) -> Result<()> {
+        let _span = tracing::debug_span!("notes.state_commit", edits = edits.len()).entered();
         for edit in edits {
             validate_key(edit.key())?;
         }

@@ -476,6 +476,7 @@ impl Transport for GitCliTransport {
         .map(str::to_owned)
         .into();
         args.extend(refspecs.iter().map(ToString::to_string));
+        tracing::debug!(remote, refspecs = refspecs.len(), "git fetch");
         self.git_ok("transport.fetch", &args)?;
         let mut out = Vec::new();
         for spec in refspecs {
@@ -563,6 +564,7 @@ impl Transport for GitCliTransport {
         for u in updates {
             args.push(format!("{}:{}", u.local, u.remote));
         }
+        tracing::debug!(remote, refs = updates.len(), "git push with a lease");
         let out = self.run("transport.push", &args)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let parsed = parse_porcelain(&stdout);

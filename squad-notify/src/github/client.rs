@@ -263,9 +263,23 @@ impl GithubClient {
         if write {
             self.wrote();
         }
-        let response = response.map_err(|e| transport(op, e))?;
+        let response = response.map_err(|e| {
+            tracing::debug!(op, "github request failed before an answer");
+            transport(op, e)
+        })?;
         let status = response.status();
         let headers = response.headers().clone();
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        // The path and the rate-limit headers only: never a token, a body or a full URL.
+        tracing::debug!(
+            op,
+            path = path.split('?').next().unwrap_or_default(),
+            status = status.as_u16(),
+            ratelimit_remaining = header("x-ratelimit-remaining"),
+            ratelimit_reset = header("x-ratelimit-reset"),
+            retry_after = header("retry-after"),
+            "github request"
+        );
         let body = self
             .gh
             .body_to_string(response)

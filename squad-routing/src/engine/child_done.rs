@@ -4,7 +4,7 @@
 use squad_model::{AgentId, Assignee, Issue, IssueId, IssueStatus, SquadId, UserId};
 
 use super::{Cx, IdKind, IssueView, NewTask, bound};
-use crate::decision::{Decision, NoopReason, TriggerSource};
+use crate::decision::{Decision, NoopReason, Rule, TriggerSource};
 use crate::mention::MentionKind;
 use crate::records::{Comment, Principal};
 
@@ -95,6 +95,7 @@ fn push_decimal(out: &mut String, mut n: u64) {
 
 /// Child-done (§7) for the children of one parent that this event completed (in order).
 pub(super) fn wake_parent(cx: &mut Cx<'_>, completed: &[&IssueId]) {
+    cx.rule = Rule::ChildDone;
     let (parent, content, originator, then) = match plan_wake(cx, completed) {
         Wake::Nothing => return,
         Wake::Noop(reason) => return cx.noop(reason),

@@ -1,10 +1,12 @@
 //! Comment triggers (§4, Era C): pre-filters, the cascade, the assigned-leader fallback, the
 //! tightened self-trigger guard and explicit mentions.
 
-use squad_model::{AgentId, Assignee, CommentId, Issue, IssueId, SquadId, TaskId, UserId};
+use squad_model::{
+    AgentId, Assignee, CommentId, Issue, IssueId, SquadId, TaskId, TaskStatus, UserId,
+};
 
 use super::{Cx, NewTask, bound};
-use crate::decision::{Decision, MentionOutcome, NoopReason, TriggerSource};
+use crate::decision::{Decision, MentionOutcome, NoopReason, Rule, TriggerSource};
 use crate::event::PostComment;
 use crate::invoke::can_invoke_agent;
 use crate::mention::{Mention, MentionKind, is_note_comment, is_uuid, parse_mentions};
@@ -16,6 +18,9 @@ struct Req<'e> {
     author: &'e Principal,
     originator: Option<&'e UserId>,
     suppress: &'e [AgentId],
+    /// The leader barrier's window in seconds for this comment (0: the comment is not a member's
+    /// report, or the barrier is off).
+    barrier: u32,
 }
 
 /// A comment (§4): saved, then routed by the Era C cascade.
@@ -67,30 +72,40 @@ pub(super) fn post_comment(cx: &mut Cx<'_>, e: &PostComment) {
         system: false,
     });
     if is_note_comment(content) {
+        cx.rule = Rule::CommentNote;
         return cx.noop(NoopReason::NoteComment);
     }
     let originator = cx.task_originator_ref(author, task, Some(issue));
-    let req = Req {
+    let mut req = Req {
         issue,
         comment_id,
         author,
         originator,
         suppress: suppress_agent_ids,
+        barrier: 0,
     };
     let mentions = parse_mentions(content);
     if mentions
         .iter()
         .any(|m| matches!(m.kind, MentionKind::Agent | MentionKind::Squad))
     {
+        cx.rule = Rule::CommentMention;
         return explicit(cx, &req, &mentions);
     }
     if mentions.iter().any(|m| m.kind == MentionKind::All) {
+        cx.rule = Rule::CommentAll;
         return cx.noop(NoopReason::AllMention);
     }
     if mentions.iter().any(|m| m.kind == MentionKind::Member) {
+        cx.rule = Rule::CommentMemberMention;
         return cx.noop(NoopReason::MemberMention);
     }
     if !matches!(author, Principal::Member(_)) {
+        cx.rule = Rule::CommentAgentAuthor;
+        // An agent's report is what the leader barrier holds (the system's comments are not).
+        if matches!(author, Principal::Agent(_)) {
+            req.barrier = cx.policy.leader_barrier_seconds;
+        }
         return match req.issue.assignee.clone() {
             Some(Assignee::Squad(s)) => assigned_leader(cx, &req, &s, None),
             _ => cx.noop(NoopReason::NoTrigger),
@@ -104,9 +119,16 @@ pub(super) fn post_comment(cx: &mut Cx<'_>, e: &PostComment) {
         }
         let root = thread_root(cx, parent);
         if matches!(root.author, Principal::Member(_)) {
+            cx.rule = Rule::CommentThreadRoot;
             return thread_root_owner(cx, &req, root);
         }
+        if !cx.policy.reply_falls_back_to_assignee && matches!(parent.author, Principal::Member(_))
+        {
+            cx.rule = Rule::CommentReplyNoFallback;
+            return cx.noop(NoopReason::NoTrigger);
+        }
     }
+    cx.rule = Rule::CommentAssignee;
     assignee_fallback(cx, &req);
 }
 
@@ -133,6 +155,7 @@ fn thread_root<'a>(cx: &Cx<'a>, start: &'a Comment) -> &'a Comment {
 
 /// Row 5: a member answers an agent: wake that agent; escalate to the assignee later.
 fn thread_parent(cx: &mut Cx<'_>, req: &Req<'_>, author_agent: &AgentId) {
+    cx.rule = Rule::CommentThreadParent;
     plain(cx, req, author_agent, TriggerSource::ThreadParent, None);
     // A delay of 0 disables the escalation, as multica treats a delay of 0 or less.
     let delay = match cx.policy.escalation_seconds {
@@ -142,6 +165,7 @@ fn thread_parent(cx: &mut Cx<'_>, req: &Req<'_>, author_agent: &AgentId) {
     let Some(assignee) = req.issue.assignee.clone() else {
         return;
     };
+    cx.rule = Rule::CommentEscalation;
     let dir = cx.dir;
     match &assignee {
         Assignee::Agent(a) if a != author_agent => {
@@ -282,11 +306,28 @@ fn finish(
     if delay.is_none()
         && let Some(task_id) = cx.pending(&req.issue.id, agent)
     {
-        return cx.push(Decision::Coalesce {
-            task_id,
-            agent_id: agent.clone(),
-            comment_id: req.comment_id.clone(),
+        return cx.coalesce(task_id, agent.clone(), req.comment_id.clone());
+    }
+    if let Some(squad) = leader_of
+        && req.barrier > 0
+        && delay.is_none()
+        && !is_agent(req.author, agent)
+    {
+        // The leader barrier: a member's report waits for the others, in one deferred task.
+        cx.rule = Rule::LeaderBarrier;
+        if let Some(task_id) = barrier_task(cx, &req.issue.id, agent, squad, req.barrier) {
+            return cx.coalesce(task_id, agent.clone(), req.comment_id.clone());
+        }
+        cx.enqueue(NewTask {
+            agent,
+            issue: Some(&req.issue.id),
+            leader_of,
+            trigger: Some(req.comment_id),
+            originator: req.originator.cloned(),
+            source,
+            delay_seconds: Some(req.barrier),
         });
+        return;
     }
     cx.enqueue(NewTask {
         agent,
@@ -297,6 +338,29 @@ fn finish(
         source,
         delay_seconds: delay,
     });
+}
+
+/// The leader's barrier task on the issue that is still collecting reports: its newest task,
+/// when that is a deferred leader task of this squad, opened by an agent's report less than
+/// `window` seconds ago. (An escalation is also a deferred leader task, but its trigger is a
+/// member's reply.)
+fn barrier_task(
+    cx: &Cx<'_>,
+    issue: &IssueId,
+    leader: &AgentId,
+    squad: &SquadId,
+    window: u32,
+) -> Option<TaskId> {
+    let t = cx.dir.latest_task(issue, leader)?;
+    let open = t.status == TaskStatus::Deferred
+        && t.is_leader_task
+        && t.squad_id.as_ref() == Some(squad)
+        && cx.at < t.created_at.plus_seconds(i64::from(window))
+        && t.trigger_comment_id
+            .as_ref()
+            .and_then(|c| cx.dir.comment(c))
+            .is_some_and(|c| matches!(c.author, Principal::Agent(_)));
+    open.then(|| t.id.clone())
 }
 
 /// The tightened self-trigger guard (§4.4): does the leader's latest task on the issue suppress
@@ -481,15 +545,12 @@ fn explicit(cx: &mut Cx<'_>, req: &Req<'_>, mentions: &[Mention<'_>]) {
             mention_id: o.id.to_owned(),
             outcome: o.outcome,
             reason: o.reason,
+            rule: cx.rule,
         });
     }
     for t in triggers {
         if let Some(task_id) = t.pending {
-            cx.push(Decision::Coalesce {
-                task_id,
-                agent_id: t.agent,
-                comment_id: req.comment_id.clone(),
-            });
+            cx.coalesce(task_id, t.agent, req.comment_id.clone());
             continue;
         }
         let source = if t.leader_of.is_some() {

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use super::child_done::wake_parent;
 use super::{Cx, NewTask, bound, online};
-use crate::decision::{Decision, NoopReason, TriggerSource};
+use crate::decision::{Decision, NoopReason, Rule, TriggerSource};
 use crate::event::{BatchUpdate, CreateIssue, DeleteIssue, UpdateIssue};
 use crate::invoke::can_invoke_agent;
 use crate::records::Principal;
@@ -179,6 +179,7 @@ pub(super) fn batch_update(cx: &mut Cx<'_>, e: &BatchUpdate) {
 
 /// Deletes an issue: every task on it is cancelled, in every era.
 pub(super) fn delete_issue(cx: &mut Cx<'_>, e: &DeleteIssue) {
+    cx.rule = Rule::DeleteCancels;
     cx.cancel_active(&e.issue_id, "issue_deleted");
     cx.push(Decision::DeleteIssue {
         issue_id: e.issue_id.clone(),
@@ -326,12 +327,14 @@ fn update_one<'a>(
         assignee: requested,
     });
     if assignee_changed && cx.policy.cancel_tasks_on_reassign {
+        cx.rule = Rule::ReassignCancels;
         cx.cancel_active(&issue.id, "reassigned");
     }
     if new_status == IssueStatus::Cancelled
         && old_status != IssueStatus::Cancelled
         && cx.policy.cancel_tasks_on_issue_cancelled
     {
+        cx.rule = Rule::IssueCancelledCancels;
         cx.cancel_active(&issue.id, "issue_cancelled");
     }
     if let Some(a) = &*next_assignee {
@@ -359,6 +362,7 @@ fn update_one<'a>(
                     .and_then(|t| cx.dir.task(t))
                     .is_some_and(|t| t.issue_id.as_ref() == Some(&issue.id));
             if self_loop {
+                cx.rule = Rule::Promote;
                 cx.noop(NoopReason::SelfLoop);
             } else {
                 run(
@@ -416,6 +420,11 @@ fn run(cx: &mut Cx<'_>, r: &Run<'_>) {
         suppress_run,
         ref gate,
     } = *r;
+    cx.rule = if source == TriggerSource::Status {
+        Rule::Promote
+    } else {
+        Rule::Assign
+    };
     if matches!(assignee, Assignee::Member(_)) {
         return;
     }

@@ -14,7 +14,7 @@ use squad_model::{
     TaskStatus, Timestamp, UserId, WorkspaceId,
 };
 
-use crate::decision::{Decision, NoopReason, TriggerSource};
+use crate::decision::{Decision, NoopReason, Rule, TriggerSource};
 use crate::directory::Directory;
 use crate::event::Event;
 use crate::policy::RoutingPolicy;
@@ -114,6 +114,25 @@ impl Engine {
         out: &mut Decisions,
     ) {
         let mut cx = Cx::new(&self.policy, dir, at);
+        cx.rule = match event {
+            Event::CreateSquad(_)
+            | Event::UpdateSquad(_)
+            | Event::ArchiveSquad(_)
+            | Event::AddMember(_)
+            | Event::RemoveMember(_)
+            | Event::SetMemberRole(_)
+            | Event::RecordEvaluation(_) => Rule::Squads,
+            Event::CreateIssue(_)
+            | Event::UpdateIssue(_)
+            | Event::BatchUpdate(_)
+            | Event::DeleteIssue(_) => Rule::Assign,
+            Event::Comment(_) => Rule::CommentMention,
+            Event::SaveAutopilot(_) | Event::TriggerAutopilot(_) => Rule::Autopilot,
+            Event::TaskStatus(_) => Rule::TaskStatus,
+            Event::Claim(_) => Rule::Claim,
+            Event::QuickCreate(_) => Rule::QuickCreate,
+            Event::SetRuntime(_) | Event::ArchiveAgent(_) => Rule::Agents,
+        };
         out.decisions.clear();
         cx.out = std::mem::take(&mut out.decisions);
         let c = &mut cx;
@@ -164,6 +183,8 @@ pub(crate) struct Cx<'a> {
     issues: Overlays<'a>,
     /// Record every updated issue in `issues` (batch updates), not only completed ones.
     pub(crate) overlay_all: bool,
+    /// The rule being evaluated: the reason the next routing decision carries.
+    pub(crate) rule: Rule,
 }
 
 /// An issue as the current event sees it: a record (stored, or created by this event) with this
@@ -283,6 +304,7 @@ impl<'a> Cx<'a> {
             cancelled: Vec::new(),
             issues: Overlays::default(),
             overlay_all: false,
+            rule: Rule::Squads,
         }
     }
 
@@ -295,11 +317,21 @@ impl<'a> Cx<'a> {
     }
 
     pub(crate) fn noop(&mut self, reason: NoopReason) {
-        self.out.push(Decision::noop(reason));
+        self.out.push(Decision::noop(self.rule, reason));
     }
 
     pub(crate) fn noop_for(&mut self, reason: NoopReason, agent: &AgentId) {
-        self.out.push(Decision::noop_for(reason, agent));
+        self.out.push(Decision::noop_for(self.rule, reason, agent));
+    }
+
+    /// A comment merged into the agent's pending task.
+    pub(crate) fn coalesce(&mut self, task_id: TaskId, agent_id: AgentId, comment_id: CommentId) {
+        self.out.push(Decision::Coalesce {
+            task_id,
+            agent_id,
+            comment_id,
+            rule: self.rule,
+        });
     }
 
     /// Mints a UUID-shaped id.
@@ -417,6 +449,7 @@ impl<'a> Cx<'a> {
             self.out.push(Decision::Cancel {
                 task_id: id,
                 reason,
+                rule: self.rule,
             });
         }
     }
@@ -452,6 +485,7 @@ impl<'a> Cx<'a> {
             task: Box::new(task),
             source: t.source,
             delay_seconds: t.delay_seconds,
+            rule: self.rule,
         });
         id
     }

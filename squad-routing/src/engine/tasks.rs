@@ -3,7 +3,7 @@
 use squad_model::{Agent, Assignee, Squad, Task, TaskContext, TaskStatus};
 
 use super::{Cx, bound};
-use crate::decision::{Decision, NoopReason, TriggerSource};
+use crate::decision::{Decision, NoopReason, Rule, TriggerSource};
 use crate::event::{ClaimTask, QuickCreate, SetTaskStatus};
 use crate::invoke::can_invoke_agent;
 use crate::records::Principal;
@@ -28,6 +28,7 @@ pub(super) fn set_task_status(cx: &mut Cx<'_>, e: &SetTaskStatus) {
                 return cx.push(Decision::Cancel {
                     task_id: task_id.clone(),
                     reason: "coalesced",
+                    rule: Rule::DeferredDue,
                 });
             }
         } else if status.is_pending() && !old.status.is_pending() {
@@ -51,6 +52,7 @@ pub(super) fn set_task_status(cx: &mut Cx<'_>, e: &SetTaskStatus) {
 /// and `originator_user_id` (and the context). With `max_attempts` 0 the host retries itself and
 /// nothing is decided here.
 fn retry(cx: &mut Cx<'_>, failed: &Task) {
+    cx.rule = Rule::Retry;
     let max = cx.policy.max_attempts;
     if max == 0 {
         return;
@@ -85,6 +87,7 @@ fn retry(cx: &mut Cx<'_>, failed: &Task) {
         task: Box::new(task),
         source: TriggerSource::Retry,
         delay_seconds: None,
+        rule: Rule::Retry,
     });
 }
 
@@ -229,5 +232,6 @@ pub(super) fn quick_create(cx: &mut Cx<'_>, e: &QuickCreate) {
         task: Box::new(task),
         source: TriggerSource::QuickCreate,
         delay_seconds: None,
+        rule: Rule::QuickCreate,
     });
 }

@@ -18,6 +18,7 @@ mod hosts;
 mod invoke;
 mod props;
 mod replay;
+mod simulate;
 mod squads;
 
 /// Public types can cross threads (hosts run the engine on worker threads).

@@ -19,8 +19,11 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::event::{
     BatchUpdate, ClaimTask, CreateIssue, Event, PostComment, SetTaskStatus, UpdateIssue,
 };
+
+mod workloads;
 use crate::records::{Membership, Principal, User, Workspace, WorkspaceRole};
 use crate::trace::{IssueRecord, TraceLine};
+pub use workloads::{Workload, WorkloadConfig};
 
 /// What to generate. Each size has an upper bound (the `MAX_*` constants), so that a trace fits
 /// in memory: [`generate`] refuses a larger one.
@@ -147,7 +150,7 @@ impl Generated {
 
 /// SplitMix64: small, fast and good enough for picking squads.
 #[derive(Debug, Clone)]
-struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -157,9 +160,13 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         // n is small; the modulo bias is irrelevant here.
         usize::try_from(self.next() % (n.max(1) as u64)).unwrap_or(0)
+    }
+    /// `true` with probability `percent` / 100.
+    pub(crate) fn chance(&mut self, percent: u32) -> bool {
+        self.next() % 100 < u64::from(percent)
     }
 }
 
@@ -167,77 +174,198 @@ fn id(kind: u32, n: usize) -> String {
     format!("{kind:08x}-0000-4000-8000-{n:012x}")
 }
 
-struct Team {
-    squad: SquadId,
-    leader: AgentId,
-    workers: [AgentId; 2],
-    human: UserId,
+/// A squad: its leader, its worker agents (two, or more for a review storm), its human.
+pub(crate) struct Team {
+    pub(crate) squad: SquadId,
+    pub(crate) leader: AgentId,
+    pub(crate) workers: Vec<AgentId>,
+    pub(crate) human: UserId,
 }
 
 /// What a generated issue is created with.
-struct NewIssue<'a> {
-    actor: Principal,
-    task: Option<TaskId>,
-    status: IssueStatus,
-    assignee: (&'a str, String),
-    parent: Option<&'a IssueId>,
-    stage: Option<u32>,
+pub(crate) struct NewIssue<'a> {
+    pub(crate) actor: Principal,
+    pub(crate) task: Option<TaskId>,
+    pub(crate) status: IssueStatus,
+    pub(crate) assignee: Option<(&'a str, String)>,
+    pub(crate) parent: Option<&'a IssueId>,
+    pub(crate) stage: Option<u32>,
 }
 
-struct Sim {
+/// The generator's own replay: it runs the engine (default policy) on every event it writes,
+/// so that later events name the tasks a replay will mint; it also plays the host's scheduler,
+/// making deferred tasks (escalations) due at their due time.
+pub(crate) struct Sim {
     engine: Engine,
-    dir: InMemoryDirectory,
-    at: Timestamp,
-    events: Vec<(Timestamp, Event)>,
+    pub(crate) dir: InMemoryDirectory,
+    pub(crate) at: Timestamp,
+    /// When the trace starts.
+    pub(crate) origin: Timestamp,
+    pub(crate) events: Vec<(Timestamp, Event)>,
     limit: usize,
     next: usize,
+    /// Extra seconds before the next event (each event is at least one second after the last).
+    gap: i64,
+    /// Deferred tasks and their due times.
+    deferred: Vec<(Timestamp, TaskId)>,
+    /// Escalations that came due, for their agents to work.
+    pending_work: Vec<TaskId>,
 }
 
 impl Sim {
-    fn full(&self) -> bool {
+    pub(crate) fn full(&self) -> bool {
         self.events.len() >= self.limit
     }
-    fn fresh(&mut self, kind: u32) -> String {
+    pub(crate) fn fresh(&mut self, kind: u32) -> String {
         self.next += 1;
         id(kind, self.next)
     }
-    /// Runs one event; returns the tasks it enqueued.
-    fn run(&mut self, e: Event) -> Vec<TaskId> {
-        if self.full() {
-            return Vec::new();
+    /// The next event comes `secs` seconds later than it would.
+    pub(crate) fn wait(&mut self, secs: i64) {
+        self.gap += secs.max(0);
+    }
+    /// The next event comes no earlier than `t`.
+    pub(crate) fn wait_until(&mut self, t: Timestamp) {
+        let next = self.at.plus_seconds(1 + self.gap);
+        if t > next {
+            self.gap += t.seconds_since(&next);
         }
-        self.at = self.at.plus_seconds(1);
+    }
+    /// Writes one event at `at` and applies its decisions; returns the tasks it enqueued.
+    fn emit(&mut self, at: Timestamp, e: Event) -> Vec<TaskId> {
+        self.at = at;
         let d = self.engine.decide(&self.dir, self.at, &e);
         apply(&mut self.dir, &d);
         self.events.push((self.at, e));
-        d.enqueued().map(|t| t.id.clone()).collect()
+        for dec in &d.decisions {
+            if let crate::decision::Decision::Enqueue {
+                task,
+                delay_seconds: Some(s),
+                ..
+            } = dec
+            {
+                self.deferred
+                    .push((at.plus_seconds(i64::from(*s)), task.id.clone()));
+            }
+        }
+        d.enqueued()
+            .filter(|t| t.status != TaskStatus::Deferred)
+            .map(|t| t.id.clone())
+            .collect()
     }
-    fn status(&mut self, task: &TaskId, status: TaskStatus) {
+    /// Runs one event; returns the tasks it enqueued (deferred ones aside). Deferred tasks due
+    /// by then are made due first, as the host's scheduler would.
+    pub(crate) fn run(&mut self, e: Event) -> Vec<TaskId> {
+        if self.full() {
+            return Vec::new();
+        }
+        let next = self.at.plus_seconds(1 + self.gap);
+        self.gap = 0;
+        while !self.deferred.is_empty() {
+            let (k, due) = self
+                .deferred
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, (due, _))| *due)
+                .map(|(k, (due, _))| (k, *due))
+                .unwrap_or((0, next));
+            if due > next {
+                break;
+            }
+            let (_, task) = self.deferred.swap_remove(k);
+            let waiting = self
+                .dir
+                .task(&task)
+                .is_some_and(|t| t.status == TaskStatus::Deferred);
+            if !waiting || self.full() {
+                continue;
+            }
+            let at = if due > self.at {
+                due
+            } else {
+                self.at.plus_seconds(1)
+            };
+            self.emit(
+                at,
+                Event::TaskStatus(SetTaskStatus {
+                    task_id: task.clone(),
+                    status: TaskStatus::Queued,
+                }),
+            );
+            // Unless a pending task absorbed it, the agent's runtime takes it (`work_escalations`).
+            if self
+                .dir
+                .task(&task)
+                .is_some_and(|t| t.status == TaskStatus::Queued)
+            {
+                self.pending_work.push(task);
+            }
+        }
+        if self.full() {
+            return Vec::new();
+        }
+        let at = if next > self.at {
+            next
+        } else {
+            self.at.plus_seconds(1)
+        };
+        self.emit(at, e)
+    }
+    pub(crate) fn status(&mut self, task: &TaskId, status: TaskStatus) {
         self.run(Event::TaskStatus(SetTaskStatus {
             task_id: task.clone(),
             status,
         }));
     }
-    fn comment(
+    /// Claims, starts and completes a task (the agent's runtime at work).
+    pub(crate) fn work(&mut self, task: &TaskId) {
+        self.run(Event::Claim(ClaimTask {
+            task_id: task.clone(),
+        }));
+        self.status(task, TaskStatus::Running);
+        self.status(task, TaskStatus::Completed);
+    }
+    /// Works the escalations that came due (their agents' runtimes take them).
+    pub(crate) fn work_escalations(&mut self) {
+        while let Some(t) = self.pending_work.pop() {
+            if self.full() {
+                return;
+            }
+            self.work(&t);
+        }
+    }
+    pub(crate) fn comment(
         &mut self,
         issue: &IssueId,
         author: Principal,
         task: Option<TaskId>,
         text: String,
     ) -> Vec<TaskId> {
+        self.reply(issue, author, task, None, text).1
+    }
+    /// A comment (a reply when `parent` is given); returns its id and the tasks it enqueued.
+    pub(crate) fn reply(
+        &mut self,
+        issue: &IssueId,
+        author: Principal,
+        task: Option<TaskId>,
+        parent: Option<CommentId>,
+        text: String,
+    ) -> (CommentId, Vec<TaskId>) {
         let comment_id = CommentId::new(self.fresh(0xc0)).expect("generated ids are valid");
-        self.run(Event::Comment(PostComment {
-            comment_id,
+        let tasks = self.run(Event::Comment(PostComment {
+            comment_id: comment_id.clone(),
             issue_id: issue.clone(),
             author,
             task_id: task,
-            parent_id: None,
+            parent_id: parent,
             content: text,
             suppress_agent_ids: Vec::new(),
-        }))
+        }));
+        (comment_id, tasks)
     }
     /// Creates an issue; returns its id and the tasks it enqueued.
-    fn create(&mut self, ws: &WorkspaceId, c: NewIssue<'_>) -> (IssueId, Vec<TaskId>) {
+    pub(crate) fn create(&mut self, ws: &WorkspaceId, c: NewIssue<'_>) -> (IssueId, Vec<TaskId>) {
         let NewIssue {
             actor,
             task,
@@ -247,6 +375,10 @@ impl Sim {
             stage,
         } = c;
         let issue_id = IssueId::new(self.fresh(0x15)).expect("generated ids are valid");
+        let (assignee_type, assignee_id) = match assignee {
+            Some((ty, id)) => (Some(ty.to_owned()), Some(id)),
+            None => (None, None),
+        };
         let tasks = self.run(Event::CreateIssue(CreateIssue {
             actor,
             task_id: task,
@@ -255,15 +387,15 @@ impl Sim {
             number: None,
             title: format!("Generated {issue_id}"),
             status: Some(status),
-            assignee_type: Some(assignee.0.to_owned()),
-            assignee_id: Some(assignee.1),
+            assignee_type,
+            assignee_id,
             parent_issue_id: parent.cloned(),
             stage,
             suppress_run: false,
         }));
         (issue_id, tasks)
     }
-    fn update(
+    pub(crate) fn update(
         &mut self,
         actor: Principal,
         task: Option<TaskId>,
@@ -283,7 +415,7 @@ impl Sim {
     }
 }
 
-/// Generates a trace.
+/// Generates a trace of the default workload ([`Workload::Episodes`]).
 ///
 /// # Errors
 ///
@@ -297,7 +429,29 @@ impl Sim {
 /// assert!(g.to_jsonl().lines().count() > 40);
 /// ```
 pub fn generate(cfg: &GenConfig) -> Result<Generated> {
+    generate_workload(&WorkloadConfig::new(Workload::Episodes, cfg.clone()))
+}
+
+/// Generates a trace of a workload.
+///
+/// # Errors
+///
+/// [`ErrorKind::OutOfRange`] when a size or a knob is over its bound
+/// ([`WorkloadConfig::check`]).
+///
+/// ```
+/// use squad_routing::generate::{generate_workload, GenConfig, Workload, WorkloadConfig};
+///
+/// let cfg = WorkloadConfig {
+///     reporters: 4,
+///     ..WorkloadConfig::new(Workload::ReviewStorm, GenConfig { squads: 2, events: 100, ..GenConfig::default() })
+/// };
+/// let a = generate_workload(&cfg).unwrap().to_jsonl();
+/// assert_eq!(a, generate_workload(&cfg).unwrap().to_jsonl(), "same seed, same bytes");
+/// ```
+pub fn generate_workload(cfg: &WorkloadConfig) -> Result<Generated> {
     cfg.check()?;
+    let size = &cfg.size;
     let t0 = Timestamp::from_unix_seconds(1_796_032_800).unwrap_or_else(|_| Timestamp::now());
     let ws = WorkspaceId::new("00000000-0000-4000-8000-000000000001").expect("valid id");
     let mut entities = vec![TraceLine::Workspace(Workspace {
@@ -305,13 +459,17 @@ pub fn generate(cfg: &GenConfig) -> Result<Generated> {
         name: "Generated".into(),
         issue_prefix: "GEN".into(),
     })];
-    let mut teams = Vec::with_capacity(cfg.squads);
+    let extra_workers = match cfg.workload {
+        Workload::ReviewStorm => cfg.reporters.saturating_sub(2),
+        _ => 0,
+    };
+    let mut teams = Vec::with_capacity(size.squads);
     let mut n = 0usize;
     let mut next = || {
         n += 1;
         n
     };
-    for s in 0..cfg.squads {
+    for s in 0..size.squads {
         let human = UserId::new(id(0xe0, next())).expect("valid id");
         entities.push(TraceLine::User(User {
             id: human.clone(),
@@ -352,10 +510,13 @@ pub fn generate(cfg: &GenConfig) -> Result<Generated> {
             a
         };
         let leader = agent(format!("Leader {s}"), s % 2 == 0);
-        let workers = [
+        let mut workers = vec![
             agent(format!("Worker {s}a"), true),
             agent(format!("Worker {s}b"), false),
         ];
+        for i in 0..extra_workers {
+            workers.push(agent(format!("Worker {s}-{}", i + 3), true));
+        }
         let squad = SquadId::new(id(0x50, next())).expect("valid id");
         entities.push(TraceLine::Squad(Squad {
             id: squad.clone(),
@@ -371,6 +532,9 @@ pub fn generate(cfg: &GenConfig) -> Result<Generated> {
             created_at: t0,
             updated_at: t0,
         }));
+        let extra = workers[2..]
+            .iter()
+            .map(|w| (MemberRef::Agent(w.clone()), "reviewer"));
         for (i, (m, role)) in [
             (MemberRef::Agent(leader.clone()), "leader"),
             (MemberRef::Agent(workers[0].clone()), "backend"),
@@ -378,6 +542,7 @@ pub fn generate(cfg: &GenConfig) -> Result<Generated> {
             (MemberRef::Member(human.clone()), "reviewer"),
         ]
         .into_iter()
+        .chain(extra)
         .enumerate()
         {
             entities.push(TraceLine::Member(SquadMember {
@@ -388,7 +553,7 @@ pub fn generate(cfg: &GenConfig) -> Result<Generated> {
                 created_at: t0,
             }));
         }
-        for i in 0..cfg.issues_per_squad {
+        for i in 0..size.issues_per_squad {
             let issue_id = IssueId::new(id(0x10, next())).expect("valid id");
             let (status, assignee) = match i % 4 {
                 0 => (IssueStatus::Backlog, Assignee::Squad(squad.clone())),
@@ -423,17 +588,29 @@ pub fn generate(cfg: &GenConfig) -> Result<Generated> {
         engine: Engine::default(),
         dir: InMemoryDirectory::new(),
         at: t0,
-        events: Vec::with_capacity(cfg.events),
-        limit: cfg.events,
+        origin: t0,
+        events: Vec::with_capacity(size.events),
+        limit: size.events,
         next: n,
+        gap: 0,
+        deferred: Vec::new(),
+        pending_work: Vec::new(),
     };
     for e in &entities {
         let _ = crate::trace::load_entity(&mut sim.dir, e.clone());
     }
-    let mut rng = Rng(cfg.seed);
+    let mut rng = Rng(size.seed);
+    let mut k = 0usize;
     while !sim.full() && !teams.is_empty() {
         let team = &teams[rng.below(teams.len())];
-        episode(&mut sim, &mut rng, &ws, team);
+        match cfg.workload {
+            Workload::Episodes => episode(&mut sim, &mut rng, &ws, team),
+            Workload::Steady => workloads::steady(&mut sim, &mut rng, &ws, team, cfg, k),
+            Workload::ReviewStorm => workloads::review_storm(&mut sim, &ws, team, cfg),
+            Workload::Chatter => workloads::chatter(&mut sim, &mut rng, &ws, team, cfg),
+            Workload::Mentions => workloads::mentions(&mut sim, &mut rng, &ws, team, cfg),
+        }
+        k += 1;
     }
     Ok(Generated {
         entities,
@@ -441,12 +618,12 @@ pub fn generate(cfg: &GenConfig) -> Result<Generated> {
     })
 }
 
-fn mention(kind: &str, id: &str, label: &str) -> String {
+pub(crate) fn mention(kind: &str, id: &str, label: &str) -> String {
     format!("[@{label}](mention://{kind}/{id})")
 }
 
 /// One parent issue through the rules.
-fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
+pub(crate) fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
     let human = Principal::Member(t.human.clone());
     let lead = Principal::Agent(t.leader.clone());
     let w0 = Principal::Agent(t.workers[0].clone());
@@ -456,7 +633,7 @@ fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
             actor: human.clone(),
             task: None,
             status: IssueStatus::Todo,
-            assignee: ("squad", t.squad.to_string()),
+            assignee: Some(("squad", t.squad.to_string())),
             parent: None,
             stage: None,
         },
@@ -484,7 +661,7 @@ fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
             actor: lead.clone(),
             task: Some(lt.clone()),
             status: IssueStatus::Todo,
-            assignee: ("agent", t.workers[0].to_string()),
+            assignee: Some(("agent", t.workers[0].to_string())),
             parent: Some(&parent),
             stage: Some(1),
         },
@@ -495,7 +672,7 @@ fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) {
             actor: lead.clone(),
             task: Some(lt.clone()),
             status: IssueStatus::Backlog,
-            assignee: ("agent", t.workers[1].to_string()),
+            assignee: Some(("agent", t.workers[1].to_string())),
             parent: Some(&parent),
             stage: Some(2),
         },
