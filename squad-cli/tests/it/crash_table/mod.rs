@@ -27,9 +27,10 @@
 //! read-only `openat` or at an `fsync` leaves what the change before it left. The table says
 //! how many distinct states were checked.
 //!
-//! The crash table (command, crash points tried, distinct states, recovered, torn, doctor
-//! --fix needed) is written to `<target tmp>/crash-table.md` (one `crash-table.<group>.md` per
-//! test, combined in a fixed order) and printed (`cargo test crash -- --nocapture`).
+//! The crash table (command, crash points tried, distinct states, recovered, torn, and of the
+//! recovered, how many needed `doctor --fix` for a lock blocking the rerun or left beside it)
+//! is written to `<target tmp>/crash-table.md` (one `crash-table.<group>.md` per test,
+//! combined in a fixed order) and printed (`cargo test crash_ -- --nocapture`).
 //!
 //! strace comes from the distribution (`apt-get install -y strace`). Without it (or where
 //! ptrace is not allowed) the tests say so and pass, unless `SQUAD_REQUIRE_STRACE=1` (set by
@@ -327,13 +328,19 @@ struct Row {
     tried: usize,
     distinct: usize,
     recovered: usize,
-    doctor: usize,
+    /// Recovered after `doctor --fix` because a lock file blocked the rerun.
+    blocked: usize,
+    /// Recovered after `doctor --fix` cleared a lock file the rerun did not meet.
+    beside: usize,
 }
 
 /// How one state recovered.
 #[derive(Debug, Clone, Copy)]
 struct Recovery {
-    doctor: bool,
+    /// A lock file blocked the rerun until `doctor --fix`.
+    blocked: bool,
+    /// A lock file the rerun did not meet was left for `doctor --fix`.
+    beside: bool,
 }
 
 fn strace_works() -> bool {
@@ -380,13 +387,14 @@ pub(crate) fn run_group(group: &str, scenarios: Vec<Scenario>) {
         let row = run_scenario(sc, &dir, &mut failures);
         assert!(row.tried > 0, "{}: no crash point was hit", sc.name);
         rows.push_str(&format!(
-            "| `squad {}` | {} | {} | {} | {} | {} |\n",
+            "| `squad {}` | {} | {} | {} | {} | {} | {} |\n",
             sc.name,
             row.tried,
             row.distinct,
             row.recovered,
             row.tried - row.recovered,
-            row.doctor
+            row.blocked,
+            row.beside
         ));
     }
     if only.is_none() {
@@ -453,7 +461,8 @@ fn run_scenario(sc: &Scenario, scratch: &Path, failures: &mut Vec<String>) -> Ro
             match verdict {
                 Ok(r) => {
                     row.recovered += 1;
-                    row.doctor += usize::from(r.doctor);
+                    row.blocked += usize::from(r.blocked);
+                    row.beside += usize::from(r.beside);
                 }
                 Err(e) => failures.push(format!(
                     "{} killed at {syscall} #{n} ({call}): {e}",
@@ -642,7 +651,7 @@ fn recover(sc: &Scenario, env: Env<'_>, waited: &mut HashSet<PathBuf>) -> Result
     let args: Vec<&str> = sc.args.iter().map(String::as_str).collect();
     let started = Instant::now();
     let mut rerun = env.squad(sc.dir, &args, sc.stdin.as_deref());
-    let mut doctor = false;
+    let (mut blocked, mut beside) = (false, false);
     if !(sc.rerun_ok)(rerun.status.code()) {
         let err = String::from_utf8_lossy(&rerun.stderr).into_owned();
         let took = started.elapsed();
@@ -666,7 +675,7 @@ fn recover(sc: &Scenario, env: Env<'_>, waited: &mut HashSet<PathBuf>) -> Result
             ));
         }
         doctor_fix(env, sc.dir)?;
-        doctor = true;
+        blocked = true;
         rerun = env.squad(sc.dir, &args, sc.stdin.as_deref());
         if !(sc.rerun_ok)(rerun.status.code()) {
             return Err(format!(
@@ -687,7 +696,7 @@ fn recover(sc: &Scenario, env: Env<'_>, waited: &mut HashSet<PathBuf>) -> Result
             ));
         }
         doctor_fix(env, sc.dir)?;
-        doctor = true;
+        beside = true;
     }
     let o = env.squad(sc.dir, &["--json", "doctor"], None);
     if o.status.code() != Some(0) {
@@ -698,7 +707,7 @@ fn recover(sc: &Scenario, env: Env<'_>, waited: &mut HashSet<PathBuf>) -> Result
         ));
     }
     (sc.after_recovery)(env, &kept, &rerun).map_err(|e| format!("after the rerun: {e}"))?;
-    Ok(Recovery { doctor })
+    Ok(Recovery { blocked, beside })
 }
 
 fn doctor_fix(env: Env<'_>, dir: &str) -> Check {
@@ -804,8 +813,8 @@ fn write_table(group: &str, rows: &str, took: Duration) {
     )
     .unwrap();
     let mut table = String::from(
-        "| command | crash points tried | distinct states | recovered | torn | recovered after `doctor --fix` |\n\
-         |---|---|---|---|---|---|\n",
+        "| command | crash points tried | distinct states | recovered | torn | of which a lock blocked the rerun until `doctor --fix` | of which `doctor --fix` cleared a lock the rerun did not meet |\n\
+         |---|---|---|---|---|---|---|\n",
     );
     let mut times = Vec::new();
     for g in GROUPS {
