@@ -806,6 +806,11 @@ const GROUPS: [&str; 7] = [
 
 /// Writes this group's rows and rebuilds the combined table from every group's rows.
 fn write_table(group: &str, rows: &str, took: Duration) {
+    // The groups run in parallel in this process: one rebuilds the table at a time.
+    static TABLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = TABLE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     std::fs::write(
         dir.join(format!("crash-table.{group}.md")),
@@ -830,10 +835,7 @@ fn write_table(group: &str, rows: &str, took: Duration) {
         }
     }
     table.push_str(&format!("\nTime per test: {}\n", times.join(", ")));
-    // Tests of other groups may rebuild it at the same moment: write a whole file, then rename.
-    let tmp: PathBuf = dir.join(format!(".crash-table.md.{group}"));
-    std::fs::write(&tmp, &table).unwrap();
-    std::fs::rename(&tmp, dir.join("crash-table.md")).unwrap();
+    std::fs::write(dir.join("crash-table.md"), &table).unwrap();
     println!("{rows}");
 }
 
