@@ -191,7 +191,7 @@ pub(crate) fn lib_err(e: squad_notes::Error) -> CliError {
         let err = CliError::failure(e.to_string());
         match e.path() {
             Some(path) => err.with_hint(format!(
-                "if no git command is running in this repository, remove it: rm '{}'",
+                "if no git command is running in this repository, remove it: rm '{}' (or run `squad doctor --fix`)",
                 path.display()
             )),
             None => err,

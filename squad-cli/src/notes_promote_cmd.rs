@@ -61,11 +61,7 @@ pub(crate) struct ArchiveArgs {
 
 fn lib_err(e: squad_notes::Error) -> CliError {
     let no_branch = e.kind() == squad_notes::ErrorKind::NotFound && e.op() == "promote.branch";
-    let err = if e.is_user_error() {
-        CliError::usage(e.to_string())
-    } else {
-        CliError::failure(crate::ctx::with_sources(&e))
-    };
+    let err = crate::notes_cmd::lib_err(e);
     if no_branch {
         err.with_hint(
             "git config squad.defaultBranch main   (or: git remote set-head origin --auto)",

@@ -6,7 +6,7 @@
 use serde_json::json;
 use squad_notes::transport::{GitCliTransport, SetupOptions};
 
-use crate::ctx::{CliError, CmdResult, Ctx, errln, outln};
+use crate::ctx::{CmdResult, Ctx, errln, outln};
 
 /// Arguments of `squad notes setup`.
 #[derive(Debug, clap::Args)]
@@ -30,12 +30,9 @@ pub(crate) fn run(args: &SetupArgs, ctx: &Ctx) -> CmdResult {
         ..SetupOptions::default()
     };
     let report = transport.setup_with(&args.remote, &options).map_err(|e| {
-        let err = if e.is_user_error() {
-            CliError::usage(e.to_string())
-        } else {
-            CliError::failure(crate::ctx::with_sources(&e))
-        };
-        if e.kind() == squad_notes::ErrorKind::NotFound {
+        let not_found = e.kind() == squad_notes::ErrorKind::NotFound;
+        let err = crate::notes_cmd::lib_err(e);
+        if not_found {
             err.with_hint("add the remote first: git remote add <name> <url>")
         } else {
             err

@@ -392,6 +392,41 @@ impl StateDir {
         Ok(found)
     }
 
+    /// Removes the temporary files below `rel_dir` (`""` for the whole directory) whose writer
+    /// no longer runs (see [`StateDir::leftover_temp_files`]) and returns their paths, relative
+    /// to the root. A writer killed between creating its temporary file and renaming it leaves
+    /// one behind; the next writer of the same files calls this, holding the lock they all
+    /// take, so that nothing a crash leaves lasts beyond the next command.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidPath`] for a bad `rel_dir`; [`ErrorKind::Io`] when a directory
+    /// cannot be read or a file removed.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let state = squad_fs::StateDir::new(dir.path());
+    /// // What a writer killed mid-write (a process id no system hands out) left behind:
+    /// state.write_atomic("memory/hot/.data.md.tmp-999999999-0", b"half")?;
+    /// let removed = state.remove_dead_temp_files("memory")?;
+    /// assert_eq!(removed, [std::path::Path::new("memory/hot/.data.md.tmp-999999999-0")]);
+    /// assert!(state.leftover_temp_files()?.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub fn remove_dead_temp_files(&self, rel_dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
+        let rel_dir = rel_dir.as_ref();
+        if !rel_dir.as_os_str().is_empty() {
+            RelPath::new(rel_dir)?;
+        }
+        let mut removed = Vec::new();
+        for temp in self.leftover_temp_files()? {
+            if !temp.writer_alive && temp.path.starts_with(rel_dir) && self.remove(&temp.path)? {
+                removed.push(temp.path);
+            }
+        }
+        Ok(removed)
+    }
+
     // ---- internals -------------------------------------------------------------------------
 
     fn open_root(&self, create: bool) -> Result<Option<Dir>> {

@@ -6,7 +6,7 @@
 )]
 
 use std::os::unix::fs::symlink;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use squad_fs::{EntryKind, ErrorKind, RelPath, StateDir};
@@ -284,4 +284,34 @@ proptest! {
         let _ = w.state.write_atomic(&text, b"x");
         outside_untouched(&w);
     }
+}
+
+#[test]
+fn dead_writers_temp_files_are_removed_below_a_directory_only() {
+    let w = world();
+    w.state
+        .write_atomic("memory/hot/.data.md.tmp-999999999-0", b"half")
+        .unwrap();
+    w.state
+        .write_atomic(".state.json.tmp-999999999-1", b"half")
+        .unwrap();
+    // A running writer's (ours) stays.
+    let mine = format!("memory/cold/.data.md.tmp-{}-7", std::process::id());
+    w.state.write_atomic(&mine, b"half").unwrap();
+    let removed = w.state.remove_dead_temp_files("memory").unwrap();
+    assert_eq!(removed, [Path::new("memory/hot/.data.md.tmp-999999999-0")]);
+    let left: Vec<PathBuf> = w
+        .state
+        .leftover_temp_files()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.path)
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left.contains(&PathBuf::from(&mine)));
+    assert!(matches!(
+        w.state.remove_dead_temp_files("../x"),
+        Err(e) if e.kind() == ErrorKind::InvalidPath
+    ));
+    assert_eq!(w.state.remove_dead_temp_files("").unwrap().len(), 1);
 }

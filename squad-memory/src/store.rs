@@ -307,8 +307,9 @@ pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// followed (a symlinked `memory`, tier directory or file is an error naming it, never read or
 /// written through), writes are atomic (temporary file, fsync, rename, directory fsync), files
 /// over [`MAX_FILE_BYTES`] are refused before they are read, and the Scribe lock is an advisory
-/// lock on `memory/.scribe.lock`, released when the process exits. The state root itself may be
-/// a symlink the user chose.
+/// lock on `memory/.scribe.lock`, released when the process exits. Taking the lock removes the
+/// temporary files a killed writer left under `memory/` (every writer holds it). The state root
+/// itself may be a symlink the user chose.
 #[derive(Debug, Clone)]
 pub struct FsStore {
     state: StateDir,
@@ -419,14 +420,18 @@ impl MemoryStore for FsStore {
     }
 
     fn lock(&self) -> Result<StoreLock> {
-        match self.state.try_lock(format!("{MEMORY}/.scribe.lock")) {
-            Ok(Some(lock)) => Ok(StoreLock::new(lock)),
+        let lock = match self.state.try_lock(format!("{MEMORY}/.scribe.lock")) {
+            Ok(Some(lock)) => lock,
             Ok(None) => {
                 tracing::debug!("the memory lock is held by another writer");
-                Err(locked_error())
+                return Err(locked_error());
             }
-            Err(e) => Err(fs_error(&self.state, "memory.lock", ".scribe.lock", e)),
-        }
+            Err(e) => return Err(fs_error(&self.state, "memory.lock", ".scribe.lock", e)),
+        };
+        // Every writer holds this lock: what a killed one left half-written is removed by the
+        // next (best effort; `squad doctor --fix` removes what stays).
+        let _ = self.state.remove_dead_temp_files(MEMORY);
+        Ok(StoreLock::new(lock))
     }
 
     fn audit(&self) -> Result<Vec<Problem>> {

@@ -7,7 +7,9 @@
 //! someone removes it. git says so at once (`Unable to create '….lock': File exists`); the
 //! writers of this crate do the same: an update blocked by a lock that no running process holds
 //! fails within a few seconds with [`ErrorKind::Locked`], naming the
-//! file (see [`crate::Error::path`]), instead of retrying as if it had lost a race.
+//! file (see [`crate::Error::path`]), instead of retrying as if it had lost a race. The git
+//! command-line transport turns git's own "File exists" failures into the same error (after
+//! waiting for a lock a running git holds).
 //!
 //! [`stale_locks`] lists such files for a whole repository; `squad doctor` builds on it.
 //!
@@ -124,6 +126,53 @@ pub(crate) fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock
             })
         })
         .collect()
+}
+
+/// What a lock file is at this moment, for a writer that met it.
+#[derive(Debug)]
+pub(crate) enum LockState {
+    /// It is gone: retry.
+    Gone,
+    /// A live writer may hold it (young, or open in a process): wait and look again.
+    Held,
+    /// Left over: no retry will help.
+    Stale(StaleLock),
+}
+
+/// The state of the lock file at `path`.
+pub(crate) fn lock_state(path: &Path) -> LockState {
+    let Some(age) = age_of(path) else {
+        return LockState::Gone;
+    };
+    if HeldFiles::scan().holds(path, age) {
+        LockState::Held
+    } else {
+        LockState::Stale(StaleLock {
+            path: path.to_owned(),
+            age,
+        })
+    }
+}
+
+/// The lock file that a failed git command says blocked it (`Unable to create '<x>.lock':
+/// File exists`, `could not lock config file <x>: File exists`), resolved against `dir` (the
+/// directory git ran in). Lines a remote sent (`remote: ...`) are not about this repository.
+pub(crate) fn lock_in_git_message(stderr: &str, dir: &Path) -> Option<PathBuf> {
+    stderr
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("remote:"))
+        .find_map(|line| {
+            if let Some((_, rest)) = line.split_once("Unable to create '") {
+                let (path, tail) = rest.split_once('\'')?;
+                tail.contains("File exists").then(|| PathBuf::from(path))
+            } else if let Some((_, rest)) = line.split_once("could not lock config file ") {
+                let (path, _) = rest.split_once(": File exists")?;
+                Some(PathBuf::from(format!("{path}.lock")))
+            } else {
+                None
+            }
+        })
+        .map(|p| if p.is_absolute() { p } else { dir.join(p) })
 }
 
 /// The error of an update of `what` blocked by the stale lock `lock`.
@@ -300,5 +349,66 @@ impl HeldFiles {
             }
             None => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_messages_name_their_lock_file() {
+        let dir = Path::new("/repo");
+        let cases = [
+            (
+                "error: could not lock config file .git/config: File exists\n",
+                Some("/repo/.git/config.lock"),
+            ),
+            (
+                "error: cannot lock ref 'refs/notes/remotes/origin/squad/data': Unable to \
+                 create '/r/.git/refs/notes/remotes/origin/squad/data.lock': File exists.\n\n\
+                 Another git process seems to be running in this repository",
+                Some("/r/.git/refs/notes/remotes/origin/squad/data.lock"),
+            ),
+            (
+                "fatal: Unable to create '/r/.git/index.lock': File exists.",
+                Some("/r/.git/index.lock"),
+            ),
+            // The remote's lock is the remote's business; other failures name no lock.
+            (
+                "remote: error: Unable to create '/srv/r.git/refs/heads/x.lock': File exists.",
+                None,
+            ),
+            (
+                "fatal: Unable to create '/r/.git/index.lock': Permission denied",
+                None,
+            ),
+            ("fatal: could not read Username", None),
+        ];
+        for (stderr, want) in cases {
+            assert_eq!(
+                lock_in_git_message(stderr, dir),
+                want.map(PathBuf::from),
+                "{stderr}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_lock_file_is_gone_held_or_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("x.lock");
+        assert!(matches!(lock_state(&lock), LockState::Gone));
+        std::fs::write(&lock, "").unwrap();
+        // Just created: a live writer may hold it.
+        assert!(matches!(lock_state(&lock), LockState::Held));
+        let then = SystemTime::now() - Duration::from_secs(60);
+        std::fs::File::options()
+            .write(true)
+            .open(&lock)
+            .unwrap()
+            .set_modified(then)
+            .unwrap();
+        assert!(matches!(lock_state(&lock), LockState::Stale(s) if s.path == lock));
     }
 }

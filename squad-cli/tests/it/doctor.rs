@@ -175,3 +175,73 @@ fn a_tampered_log_stays_until_acknowledged() {
         "the log is never rewritten"
     );
 }
+
+/// Every command that updates a ref or git's configuration, blocked by a lock file a killed
+/// process left, fails naming the file and saying how to clear it (issue 14: `notes setup`
+/// passed git's bare failure on, `notes promote` and `notes archive` gave no hint); after
+/// `squad doctor --fix`, the same command works.
+#[test]
+fn every_writer_blocked_by_a_left_over_lock_names_it_and_says_how_to_clear_it() {
+    let repo = Repo::new();
+    repo.git(&["config", "squad.defaultBranch", "main"]);
+    repo.git(&["remote", "add", "origin", "/nowhere/remote.git"]);
+    let write = [
+        "notes",
+        "write",
+        "--agent",
+        "data",
+        "--type",
+        "decision",
+        "--fields",
+        r#"{"decision":"d","reasoning":"r","confidence":"high"}"#,
+        "--promote",
+        "--archive",
+    ];
+    assert_eq!(repo.squad(&write).status.code(), Some(0));
+    // A closed branch with an entry to archive.
+    repo.git(&["checkout", "-q", "-b", "spike"]);
+    repo.git(&["commit", "-q", "--allow-empty", "-m", "spike"]);
+    assert_eq!(repo.squad(&write).status.code(), Some(0));
+    repo.git(&["checkout", "-q", "main"]);
+    let cases: [(&str, &[&str]); 3] = [
+        (".git/config.lock", &["notes", "setup"]),
+        (
+            ".git/refs/heads/squad-state.lock",
+            &["notes", "promote", "--offline"],
+        ),
+        (
+            ".git/refs/heads/squad-state.lock",
+            &["notes", "archive", "--closed", "spike"],
+        ),
+    ];
+    for (lock, args) in cases {
+        let lock = repo.path().join(lock);
+        std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+        std::fs::write(&lock, "").unwrap();
+        age(&lock, 60);
+        let o = repo.squad(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        let name = lock.file_name().unwrap().to_string_lossy();
+        let lines: Vec<&str> = err.lines().collect();
+        assert!(
+            lines.len() == 2 && lines[0].starts_with("error: ") && lines[0].contains(&*name),
+            "{args:?}: {err}"
+        );
+        assert!(
+            lines[1].starts_with("hint: ")
+                && lines[1].contains("rm '")
+                && lines[1].contains("squad doctor --fix"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(repo.squad(&["doctor", "--fix"]).status.code(), Some(0));
+        assert!(!lock.exists());
+        let o = repo.squad(args);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

@@ -166,3 +166,26 @@ fn spawn_writes_nothing_and_works_on_a_read_only_state_directory() {
     assert_eq!(snapshot(&mem), before);
     assert!(!mem.join(".scribe.lock").exists(), "no lock taken");
 }
+
+#[test]
+fn the_next_writer_removes_what_a_killed_writer_left() {
+    let (dir, store) = setup();
+    // A writer killed between creating its temporary file and renaming it (a process id no
+    // system hands out), in two tiers.
+    let memory = dir.path().join(".squad/memory");
+    std::fs::write(memory.join("hot/.data.md.tmp-999999999-0"), "half").unwrap();
+    std::fs::create_dir_all(memory.join("cold")).unwrap();
+    std::fs::write(memory.join("cold/.data.md.tmp-999999999-1"), "half").unwrap();
+    // Outside memory/: not the memory writers' to remove.
+    std::fs::write(dir.path().join(".squad/.state.json.tmp-999999999-2"), "x").unwrap();
+    let entry = squad_memory::Entry::new(at("2026-03-01T00:00:00Z"), squad_memory::Kind::Note, "t");
+    squad_memory::add(&store, &agent("data"), entry, &Budget::default()).unwrap();
+    let left: Vec<_> = store
+        .state()
+        .leftover_temp_files()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.path)
+        .collect();
+    assert_eq!(left, [std::path::Path::new(".state.json.tmp-999999999-2")]);
+}

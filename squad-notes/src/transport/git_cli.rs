@@ -3,12 +3,17 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use super::{
     FetchRefspec, PushResult, PushStatus, PushUpdate, TrackingRef, Transport, check_ref_name,
     validate_remote_name,
 };
+use crate::health::LockState;
 use crate::{Error, ErrorKind, Result};
+
+/// How long a git command blocked by a lock file that a running process holds is retried.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// A [`Transport`] that runs the `git` binary (git 2.30 or newer) in a repository.
 ///
@@ -16,6 +21,12 @@ use crate::{Error, ErrorKind, Result};
 /// configuration, exactly as for a manual `git fetch`. Every command runs with
 /// `GIT_TERMINAL_PROMPT=0` (a missing credential fails instead of hanging on a prompt) and with
 /// stdin closed; nothing secret is ever put on a command line.
+///
+/// git fails at once when a lock file (`config.lock`, `<ref>.lock`, …) is in its way. A command
+/// blocked by one that a running git holds is run again once it is gone; one that no running
+/// process holds (a killed git left it) fails within a few seconds with
+/// [`ErrorKind::Locked`] naming the file ([`Error::path`]), as the writers of this crate do
+/// (see [`crate::health`]).
 ///
 /// ```no_run
 /// use squad_notes::transport::{FetchRefspec, GitCliTransport, PushUpdate, Transport};
@@ -297,14 +308,39 @@ impl GitCliTransport {
         S: Into<OsString>,
     {
         let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-        self.command().args(&args).output().map_err(|e| {
-            Error::new(
-                ErrorKind::Backend,
-                op,
-                format!("cannot run {}", self.git.display()),
-            )
-            .with_source(e)
-        })
+        let deadline = Instant::now() + LOCK_WAIT;
+        loop {
+            let out = self.command().args(&args).output().map_err(|e| {
+                Error::new(
+                    ErrorKind::Backend,
+                    op,
+                    format!("cannot run {}", self.git.display()),
+                )
+                .with_source(e)
+            })?;
+            if out.status.success() {
+                return Ok(out);
+            }
+            // git fails at once when a lock file is in its way. One a running git holds goes
+            // away in a moment: wait, then run the command again. One that no process holds (a
+            // killed git left it) never will: say so, naming it, as squad's own writers do.
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let Some(lock) = crate::health::lock_in_git_message(&stderr, &self.repo) else {
+                return Ok(out);
+            };
+            loop {
+                match crate::health::lock_state(&lock) {
+                    LockState::Gone => break,
+                    LockState::Stale(stale) => {
+                        let path = lock.to_string_lossy();
+                        let what = path.strip_suffix(".lock").unwrap_or(&path);
+                        return Err(crate::health::locked_error(op, what, &stale));
+                    }
+                    LockState::Held if Instant::now() >= deadline => return Ok(out),
+                    LockState::Held => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+        }
     }
 
     /// Runs git and requires success; returns stdout.

@@ -538,3 +538,66 @@ fn bad_input_is_refused_and_pushes_nothing() {
     );
     assert!(err.to_string().contains("git failed"), "{err}");
 }
+
+/// A lock file a killed git left behind (no process holds it) makes git itself fail at once
+/// with "File exists"; the transport reports it as `Locked`, naming the file, so that the user
+/// hears how to clear it (issue 14), and leaves the repository as it was. A lock a running git
+/// holds for a moment is waited for, and the command runs again.
+#[test]
+fn a_left_over_git_lock_is_named_and_a_held_one_is_waited_for() {
+    let w = world(1);
+    let clone = &w.clones[0];
+    let transport = transport(clone);
+    let config = std::fs::read(clone.join(".git/config")).unwrap();
+
+    // `git config` (setup): `could not lock config file .git/config: File exists`.
+    let lock = clone.join(".git/config.lock");
+    std::fs::write(&lock, "").unwrap();
+    let err = transport.setup("origin").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Locked, "{err:#}");
+    assert!(!err.is_retryable() && !err.is_user_error());
+    assert_eq!(
+        err.path().map(|p| p.canonicalize().unwrap()),
+        Some(lock.canonicalize().unwrap())
+    );
+    assert!(err.to_string().contains("config.lock"), "{err}");
+    assert_eq!(std::fs::read(clone.join(".git/config")).unwrap(), config);
+    std::fs::remove_file(&lock).unwrap();
+    transport.setup("origin").unwrap();
+
+    // `git fetch`: `cannot lock ref …: Unable to create '….lock': File exists`.
+    let remote_main = rev(&w.remote, "main");
+    git(
+        &w.remote,
+        &["update-ref", "refs/notes/squad/data", &remote_main],
+    );
+    let tracking = clone.join(".git/refs/notes/remotes/origin/squad");
+    std::fs::create_dir_all(&tracking).unwrap();
+    let lock = tracking.join("data.lock");
+    std::fs::write(&lock, "").unwrap();
+    let err = transport
+        .fetch("origin", &[FetchRefspec::notes("origin")])
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Locked, "{err:#}");
+    assert_eq!(
+        err.path().map(|p| p.canonicalize().unwrap()),
+        Some(lock.canonicalize().unwrap())
+    );
+
+    // Held by a running process that finishes in a moment: waited for, then fetched.
+    let mut holder = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("exec 3<\"$0\"; sleep 1; rm \"$0\"")
+        .arg(&lock)
+        .spawn()
+        .unwrap();
+    let fetched = transport.fetch("origin", &[FetchRefspec::notes("origin")]);
+    holder.wait().unwrap();
+    let fetched = fetched.unwrap();
+    assert!(
+        fetched
+            .iter()
+            .any(|r| r.name == "refs/notes/remotes/origin/squad/data"),
+        "{fetched:?}"
+    );
+}
