@@ -19,7 +19,10 @@ fn unknown_schema_is_exit_2_with_a_named_error() {
     let out = squad().args(["schema", "nope", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.starts_with("error: invalid value 'nope' for '<name>'"), "{err}");
+    assert!(
+        err.starts_with("error: invalid value 'nope' for '<name>'"),
+        "{err}"
+    );
     assert!(err.contains("note-entry, notify-state, trace"), "{err}");
     assert!(out.stdout.is_empty());
 }
