@@ -8,7 +8,7 @@ use crate::ctx::{CmdResult, Ctx};
 /// The shipped schemas, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum SchemaName {
-    /// A note entry (one line of a note under refs/notes/squad/<agent>).
+    /// A note entry (one line of a note under `refs/notes/squad/<agent>`).
     NoteEntry,
     /// The `notify` object of `.squad/state.json`.
     NotifyState,
