@@ -316,7 +316,9 @@ pub(crate) fn report_usage_error(e: &clap::Error, root: &clap::Command) -> ExitC
         .iter()
         .filter_map(|l| l.strip_prefix("tip:").map(str::trim))
         .collect();
-    let hint = if tips.is_empty() {
+    let hint = if let Some(similar) = similar_value(e).filter(|_| tips.is_empty()) {
+        format!("a similar value exists: '{similar}'")
+    } else if tips.is_empty() {
         rest.iter()
             .find_map(|l| l.strip_prefix("Usage:"))
             .map(|usage| {
@@ -331,6 +333,28 @@ pub(crate) fn report_usage_error(e: &clap::Error, root: &clap::Command) -> ExitC
         tips.join("; ")
     };
     CliError::usage(message).with_hint(hint).report()
+}
+
+/// For an invalid value of a closed set that clap found no suggestion for (its similarity cut-off
+/// misses short values: `ht` for `hot`, `zh` for `zsh`), the valid value one or two edits away
+/// (one for values of up to four characters), the closest first.
+fn similar_value(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    if e.kind() != clap::error::ErrorKind::InvalidValue {
+        return None;
+    }
+    let Some(ContextValue::String(given)) = e.get(ContextKind::InvalidValue) else {
+        return None;
+    };
+    let Some(ContextValue::Strings(valid)) = e.get(ContextKind::ValidValue) else {
+        return None;
+    };
+    valid
+        .iter()
+        .map(|v| (strsim::damerau_levenshtein(given, v), v))
+        .filter(|(d, v)| *d <= if v.chars().count() <= 4 { 1 } else { 2 })
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, v)| v.clone())
 }
 
 /// The subcommand path the command line names (`squad approval request`), for hints.
