@@ -193,7 +193,7 @@ pub(crate) fn cli_err(e: &squad_notify::Error) -> CliError {
             err("check notifications.md, then run `squad approval acknowledge-tamper`")
         }
         ErrorKind::Corrupt => err(
-            "state.json or notifications.md was damaged, edited by hand or replaced by a link; `squad approval status` shows the problem",
+            "state.json or notifications.md was damaged, edited by hand or replaced by a link; `squad doctor` names what is wrong",
         ),
         _ => CliError::failure(e.to_string()),
     }

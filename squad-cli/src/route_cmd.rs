@@ -330,7 +330,17 @@ pub(crate) fn for_each_line(
     };
     let mut reader = reader;
     let mut buf = Vec::new();
-    for n in 1.. {
+    // A long trace shows the lines read so far on a terminal (stderr); nothing otherwise.
+    let bar = crate::notes_promote_cmd::progress_bar();
+    if let Some(bar) = &bar {
+        bar.set_message("trace lines read");
+    }
+    for n in 1u64.. {
+        if n % 4096 == 0
+            && let Some(bar) = &bar
+        {
+            bar.set_position(n);
+        }
         buf.clear();
         let read = (&mut reader)
             .take(MAX_LINE_BYTES + 1)
@@ -352,6 +362,9 @@ pub(crate) fn for_each_line(
         let line = std::str::from_utf8(&buf)
             .map_err(|_| CliError::usage(format!("line {n}: not valid UTF-8")))?;
         f(line)?;
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
     Ok(())
 }

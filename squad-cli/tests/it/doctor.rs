@@ -129,6 +129,30 @@ fn temporary_files_of_dead_writers_are_removed_symlinks_only_reported() {
 }
 
 #[test]
+fn a_linked_state_json_is_named_once_and_approval_points_to_doctor() {
+    let repo = Repo::new();
+    let squad = repo.path().join(".squad");
+    std::fs::create_dir_all(&squad).unwrap();
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(outside.path(), "{}").unwrap();
+    std::os::unix::fs::symlink(outside.path(), squad.join("state.json")).unwrap();
+
+    let o = repo.squad(&["approval", "status"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("state.json is a symbolic link"), "{err}");
+    assert!(err.contains("`squad doctor`"), "{err}");
+
+    let o = repo.squad(&["doctor"]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("state.json")).collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(lines[0].contains("is a symbolic link to"), "{text}");
+    assert_eq!(std::fs::read_to_string(outside.path()).unwrap(), "{}");
+}
+
+#[test]
 fn a_tampered_log_stays_until_acknowledged() {
     let repo = Repo::new();
     let req = [
