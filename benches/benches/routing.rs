@@ -116,12 +116,17 @@ fn barrier() -> RoutingPolicy {
 /// a leader barrier, counterfactual: its runs translates the trace's ids through the recorded
 /// run's). The counter is events per policy: with two policies on two free cores, the same
 /// throughput as one means the runs went fully in parallel. Compare with `replay_100k`.
-#[divan::bench(args = ["default", "default+barrier"], sample_count = 3, sample_size = 1)]
+/// `default+default` runs the recorded policy twice, independently: the machine's own parallel
+/// scaling (memory bandwidth, shared caches), the ceiling for `default+barrier`.
+#[divan::bench(args = ["default", "default+barrier", "default+default"], sample_count = 3, sample_size = 1)]
 fn simulate_100k(bencher: divan::Bencher<'_, '_>, policies: &str) {
     let trace = sim_trace();
     let mut named = vec![NamedPolicy::new("default", RoutingPolicy::default())];
     if policies.ends_with("barrier") {
         named.push(NamedPolicy::new("barrier", barrier()));
+    }
+    if policies == "default+default" {
+        named.push(NamedPolicy::new("again", RoutingPolicy::default()));
     }
     bencher
         .counter(divan::counter::ItemsCount::new(SIM_EVENTS))
