@@ -374,7 +374,7 @@ impl StateDir {
     pub fn audit(&self) -> Result<Vec<Finding>> {
         let mut found = Vec::new();
         if let Some(root) = self.open_root(false)? {
-            self.audit_dir(&root, PathBuf::new(), &mut found, 0)?;
+            self.audit_dir(&root, &mut found)?;
         }
         Ok(found)
     }
@@ -387,7 +387,7 @@ impl StateDir {
     pub fn leftover_temp_files(&self) -> Result<Vec<TempFile>> {
         let mut found = Vec::new();
         if let Some(root) = self.open_root(false)? {
-            self.temp_dir(&root, PathBuf::new(), &mut found, 0)?;
+            self.temp_dir(&root, &mut found)?;
         }
         Ok(found)
     }
@@ -586,76 +586,63 @@ impl StateDir {
         Ok(out)
     }
 
-    fn audit_dir(
+    /// Calls `visit` with every entry below `dir` (named `rel`) that is not a directory,
+    /// descending into directories without following a link, at most [`MAX_DEPTH`] deep.
+    fn walk_tree(
         &self,
         dir: &Dir,
         rel: PathBuf,
-        found: &mut Vec<Finding>,
         depth: usize,
+        visit: &mut impl FnMut(&Dir, &DirEntry, PathBuf),
     ) -> Result<()> {
         if depth > MAX_DEPTH {
             return Ok(());
         }
         for ent in self.entries(dir, &rel)? {
             let path = rel.join(&ent.name);
-            match ent.kind {
-                EntryKind::File => {}
-                EntryKind::Dir => {
-                    let sub = RelPath::new(&path)?;
-                    if let Some(d) = self.open_dir_nofollow(dir, OsStr::new(&ent.name), &sub)? {
-                        self.audit_dir(&d, path, found, depth + 1)?;
-                    }
+            if ent.kind == EntryKind::Dir {
+                let sub = RelPath::new(&path)?;
+                if let Some(d) = self.open_dir_nofollow(dir, OsStr::new(&ent.name), &sub)? {
+                    self.walk_tree(&d, path, depth + 1, visit)?;
                 }
-                EntryKind::Symlink | EntryKind::Other => {
-                    let target = dir.read_link_contents(&ent.name).ok();
-                    found.push(Finding {
-                        path,
-                        kind: ent.kind,
-                        target,
-                    });
-                }
+            } else {
+                visit(dir, &ent, path);
             }
         }
         Ok(())
     }
 
-    fn temp_dir(
-        &self,
-        dir: &Dir,
-        rel: PathBuf,
-        found: &mut Vec<TempFile>,
-        depth: usize,
-    ) -> Result<()> {
-        if depth > MAX_DEPTH {
-            return Ok(());
-        }
-        for ent in self.entries(dir, &rel)? {
-            let path = rel.join(&ent.name);
-            match ent.kind {
-                EntryKind::Dir => {
-                    let sub = RelPath::new(&path)?;
-                    if let Some(d) = self.open_dir_nofollow(dir, OsStr::new(&ent.name), &sub)? {
-                        self.temp_dir(&d, path, found, depth + 1)?;
-                    }
-                }
-                EntryKind::File => {
-                    if let Some(pid) = temp_file_pid(&ent.name) {
-                        let modified = dir
-                            .symlink_metadata(&ent.name)
-                            .ok()
-                            .and_then(|m| m.modified().ok())
-                            .map(cap_std::time::SystemTime::into_std);
-                        found.push(TempFile {
-                            path,
-                            pid,
-                            writer_alive: process_alive(pid, modified),
-                        });
-                    }
-                }
-                EntryKind::Symlink | EntryKind::Other => {}
+    fn audit_dir(&self, dir: &Dir, found: &mut Vec<Finding>) -> Result<()> {
+        self.walk_tree(dir, PathBuf::new(), 0, &mut |dir, ent, path| {
+            if matches!(ent.kind, EntryKind::Symlink | EntryKind::Other) {
+                let target = dir.read_link_contents(&ent.name).ok();
+                found.push(Finding {
+                    path,
+                    kind: ent.kind,
+                    target,
+                });
             }
-        }
-        Ok(())
+        })
+    }
+
+    fn temp_dir(&self, dir: &Dir, found: &mut Vec<TempFile>) -> Result<()> {
+        self.walk_tree(dir, PathBuf::new(), 0, &mut |dir, ent, path| {
+            if ent.kind != EntryKind::File {
+                return;
+            }
+            if let Some(pid) = temp_file_pid(&ent.name) {
+                let modified = dir
+                    .symlink_metadata(&ent.name)
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .map(cap_std::time::SystemTime::into_std);
+                found.push(TempFile {
+                    path,
+                    pid,
+                    writer_alive: process_alive(pid, modified),
+                });
+            }
+        })
     }
 }
 

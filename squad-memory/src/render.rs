@@ -829,18 +829,19 @@ fn line_unit<'a>(tier: Tier, src: &'a Source, line: usize, text: &'a str) -> Uni
     u
 }
 
-/// Hot units: each free line alone (so the pinned ones can be kept) and each entry.
-fn hot_units<'a>(src: &'a Source, left: &mut Vec<LeftOut>) -> Vec<Unit<'a>> {
+/// Units of a document loaded in file order (hot, a named wiki topic): each free line alone
+/// (so hot's pinned ones can be kept) and each entry, superseded and repeated ids left out.
+fn whole_units<'a>(tier: Tier, src: &'a Source, left: &mut Vec<LeftOut>) -> Vec<Unit<'a>> {
     let mut out = Vec::new();
     let mut ids = HashSet::new();
     for item in &src.doc.items {
         match item {
             Item::Line(l) if !l.text.trim().is_empty() => {
-                out.push(line_unit(Tier::Hot, src, l.line, &l.text));
+                out.push(line_unit(tier, src, l.line, &l.text));
             }
             Item::Line(_) => {}
             Item::Entry(e) => {
-                let u = entry_unit(Tier::Hot, src, e);
+                let u = entry_unit(tier, src, e);
                 if e.is_superseded() {
                     left.push(u.left(None, Reason::Superseded));
                 } else if !ids.insert(&e.id) {
@@ -1366,7 +1367,7 @@ fn render_hot(
     loaded: &mut Vec<Loaded>,
     report: &mut TierReport,
 ) -> String {
-    let units = hot_units(src, left);
+    let units = whole_units(Tier::Hot, src, left);
     let (text, keep) = fit_in_order(&units, budget, left);
     for (u, k) in units.iter().zip(keep) {
         if k {
@@ -1391,26 +1392,7 @@ fn render_named(
     loaded: &mut Vec<Loaded>,
     report: &mut TierReport,
 ) -> String {
-    let mut units = Vec::new();
-    let mut ids = HashSet::new();
-    for item in &src.doc.items {
-        match item {
-            Item::Line(l) if !l.text.trim().is_empty() => {
-                units.push(line_unit(Tier::Wiki, src, l.line, &l.text));
-            }
-            Item::Line(_) => {}
-            Item::Entry(e) => {
-                let u = entry_unit(Tier::Wiki, src, e);
-                if e.is_superseded() {
-                    left.push(u.left(None, Reason::Superseded));
-                } else if !ids.insert(e.id.clone()) {
-                    left.push(u.left(None, Reason::Duplicate));
-                } else {
-                    units.push(u);
-                }
-            }
-        }
-    }
+    let units = whole_units(Tier::Wiki, src, left);
     let (text, keep) = fit_in_order(&units, budget, left);
     for (u, k) in units.iter().zip(keep) {
         if k {

@@ -1101,67 +1101,23 @@ fn configure_defaults_the_repo_to_the_github_origin() {
 fn detail_comes_from_a_file_or_stdin() {
     let f = Fixture::new();
     std::fs::write(f.tmp.path().join("detail.md"), "From a file.\nTwo lines.\n").unwrap();
-    let o = f.squad(
-        &[
-            "--json",
-            "approval",
-            "request",
-            "--mode",
-            "autopilot",
-            "--trigger",
-            "risk-gate",
-            "--topic",
-            "t",
-            "--awaiting",
-            "a",
-            "--detail",
-            "@detail.md",
-        ],
-        None,
-    );
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    let v: Value = serde_json::from_str(&o.stdout).unwrap();
-    assert_eq!(v["detail"], "From a file.\nTwo lines.");
-    f.squad(&["approval", "wait"], Some("/approve\n"));
-    let o = f.squad(
-        &[
-            "--json",
-            "approval",
-            "request",
-            "--mode",
-            "autopilot",
-            "--trigger",
-            "risk-gate",
-            "--topic",
-            "t",
-            "--awaiting",
-            "a",
-            "--detail",
-            "-",
-        ],
-        Some("From stdin.\n"),
-    );
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    let v: Value = serde_json::from_str(&o.stdout).unwrap();
-    assert_eq!(v["detail"], "From stdin.");
-    f.squad(&["approval", "wait"], Some("/approve\n"));
-    let o = f.squad(
-        &[
-            "approval",
-            "request",
-            "--mode",
-            "autopilot",
-            "--trigger",
-            "risk-gate",
-            "--topic",
-            "t",
-            "--awaiting",
-            "a",
-            "--detail",
-            "@missing.md",
-        ],
-        None,
-    );
+    let request = |detail: &str, stdin: Option<&str>| {
+        let mut args = vec!["--json", "approval", "request", "--mode", "autopilot"];
+        args.extend(["--trigger", "risk-gate", "--topic", "t", "--awaiting", "a"]);
+        args.extend(["--detail", detail]);
+        f.squad(&args, stdin)
+    };
+    for (detail, stdin, want) in [
+        ("@detail.md", None, "From a file.\nTwo lines."),
+        ("-", Some("From stdin.\n"), "From stdin."),
+    ] {
+        let o = request(detail, stdin);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let v: Value = serde_json::from_str(&o.stdout).unwrap();
+        assert_eq!(v["detail"], want);
+        f.squad(&["approval", "wait"], Some("/approve\n"));
+    }
+    let o = request("@missing.md", None);
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("--detail: cannot read"), "{}", o.stderr);
 }

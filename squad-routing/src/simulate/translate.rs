@@ -214,6 +214,35 @@ struct Own<T> {
     taken: bool,
 }
 
+/// What the trace's `id` stands for in this run: the record it was matched to before, else the
+/// first of this run's own records (`own`, of the same parent) that no trace id took yet, the
+/// one with the same id first.
+fn claim<T: Clone + Eq + std::hash::Hash>(
+    alias: &mut Map<T, T>,
+    own: Option<&mut Vec<Own<T>>>,
+    id: &T,
+) -> To<T> {
+    if let Some(u) = alias.get(id) {
+        return if u == id { To::Same } else { To::Id(u.clone()) };
+    }
+    let Some(own) = own else {
+        return To::Skip;
+    };
+    let pick = own
+        .iter()
+        .position(|o| &o.id == id && !o.taken)
+        .or_else(|| own.iter().position(|o| !o.taken));
+    match pick {
+        Some(k) => {
+            own[k].taken = true;
+            let u = own[k].id.clone();
+            alias.insert(id.clone(), u.clone());
+            if &u == id { To::Same } else { To::Id(u) }
+        }
+        None => To::Skip,
+    }
+}
+
 /// The counterfactual run's side: translates the trace's minted ids to the run's own.
 #[derive(Debug)]
 pub(crate) struct Translator<'a> {
@@ -454,50 +483,22 @@ impl<'a> Translator<'a> {
         let Some(issue) = self.ref_comment(c, index)? else {
             return Ok(To::Same);
         };
-        if let Some(u) = self.alias_comments.get(c) {
-            return Ok(if u == c { To::Same } else { To::Id(u.clone()) });
-        }
-        let Some(own) = self.own_comments.get_mut(&issue) else {
-            return Ok(To::Skip);
-        };
-        let pick = own
-            .iter()
-            .position(|o| &o.id == c && !o.taken)
-            .or_else(|| own.iter().position(|o| !o.taken));
-        Ok(match pick {
-            Some(i) => {
-                own[i].taken = true;
-                let u = own[i].id.clone();
-                self.alias_comments.insert(c.clone(), u.clone());
-                if &u == c { To::Same } else { To::Id(u) }
-            }
-            None => To::Skip,
-        })
+        Ok(claim(
+            &mut self.alias_comments,
+            self.own_comments.get_mut(&issue),
+            c,
+        ))
     }
 
     fn issue(&mut self, i: &IssueId, index: usize) -> Result<To<IssueId>, Aborted> {
         let Some(autopilot) = self.ref_issue(i, index)? else {
             return Ok(To::Same);
         };
-        if let Some(u) = self.alias_issues.get(i) {
-            return Ok(if u == i { To::Same } else { To::Id(u.clone()) });
-        }
-        let Some(own) = self.own_issues.get_mut(&autopilot) else {
-            return Ok(To::Skip);
-        };
-        let pick = own
-            .iter()
-            .position(|o| &o.id == i && !o.taken)
-            .or_else(|| own.iter().position(|o| !o.taken));
-        Ok(match pick {
-            Some(k) => {
-                own[k].taken = true;
-                let u = own[k].id.clone();
-                self.alias_issues.insert(i.clone(), u.clone());
-                if &u == i { To::Same } else { To::Id(u) }
-            }
-            None => To::Skip,
-        })
+        Ok(claim(
+            &mut self.alias_issues,
+            self.own_issues.get_mut(&autopilot),
+            i,
+        ))
     }
 
     /// Event `index` with the trace's minted ids replaced by this run's: `Same` when nothing
