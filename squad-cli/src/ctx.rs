@@ -411,3 +411,30 @@ pub(crate) fn bounded(min: u64, max: u64) -> impl clap::builder::TypedValueParse
 
 /// One year in seconds: the upper bound of every duration flag.
 pub(crate) const ONE_YEAR_SECS: u64 = 365 * 24 * 60 * 60;
+
+/// `n` and the noun, in the plural unless `n` is 1: `1 commit`, `2 commits`, `1 entry`,
+/// `3 entries`.
+pub(crate) fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, noun: &str) -> String {
+    if n == N::from(1) {
+        format!("{n} {noun}")
+    } else if let Some(stem) = noun.strip_suffix('y') {
+        format!("{n} {stem}ies")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count;
+
+    #[test]
+    fn counts_take_the_plural_unless_one() {
+        assert_eq!(count(1usize, "commit"), "1 commit");
+        assert_eq!(count(0usize, "commit"), "0 commits");
+        assert_eq!(count(2u32, "round"), "2 rounds");
+        assert_eq!(count(1u64, "entry"), "1 entry");
+        assert_eq!(count(3usize, "entry"), "3 entries");
+        assert_eq!(count(2usize, "notes ref"), "2 notes refs");
+    }
+}

@@ -89,10 +89,41 @@ enum Command {
     Man,
 }
 
+/// The command line as users see it: [`Cli`] with every value name in one style, lowercase with
+/// dashes (`<file>`, `<issues-per-squad>`, `<command>`), as the contract writes them; derived
+/// names would be upper case (`<FILE>`) next to the lowercase ones the flags spell out.
+fn command() -> clap::Command {
+    fn lowercase(cmd: clap::Command) -> clap::Command {
+        cmd.subcommand_value_name("command")
+            .mut_subcommands(lowercase)
+            .mut_args(|arg| {
+                let names: Vec<String> = arg
+                    .get_value_names()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|n| n.as_str().to_lowercase().replace('_', "-"))
+                    .collect();
+                if names.is_empty() {
+                    arg
+                } else {
+                    arg.value_names(names)
+                }
+            })
+    }
+    lowercase(Cli::command())
+}
+
+/// Parses the command line with [`command`].
+fn parse() -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    let matches = command().try_get_matches()?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command()))
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(cli) => cli,
-        Err(e) => return ctx::report_usage_error(&e, &Cli::command()),
+        Err(e) => return ctx::report_usage_error(&e, &command()),
     };
     logging::init(cli.verbose);
     let ctx = match Ctx::new(cli.dir, cli.state_dir, cli.json) {
@@ -107,8 +138,8 @@ fn main() -> ExitCode {
         Command::Route(args) => route_cmd::run(&args, &ctx),
         Command::Doctor(args) => doctor_cmd::run(&args, &ctx),
         Command::Mcp(args) => mcp::run(&args, ctx),
-        Command::Completions { shell } => shell_cmd::completions(shell, &mut Cli::command(), &ctx),
-        Command::Man => shell_cmd::man(&Cli::command(), &ctx),
+        Command::Completions { shell } => shell_cmd::completions(shell, &mut command(), &ctx),
+        Command::Man => shell_cmd::man(&command(), &ctx),
     };
     // A tail still buffered when the command ends is written now, so that a failure to write it
     // is reported rather than lost at exit.

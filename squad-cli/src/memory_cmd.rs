@@ -656,12 +656,12 @@ fn import(a: &ImportArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
         for p in &report.plan {
             outln!(
                 ctx,
-                "{verb} {} ({} -> {} bytes, +{} entries, +{} lines of text)",
+                "{verb} {} ({} -> {} bytes, +{}, +{} of text)",
                 display_path(ctx, store, &p.path),
                 p.bytes_before,
                 p.bytes_after,
-                p.entries_added,
-                p.lines_added
+                crate::ctx::count(p.entries_added, "entry"),
+                crate::ctx::count(p.lines_added, "line")
             )?;
         }
         if report.plan.is_empty() {

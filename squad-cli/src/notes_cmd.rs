@@ -636,9 +636,9 @@ fn carry(args: &CarryArgs, ctx: &Ctx) -> CmdResult {
         }
         outln!(
             ctx,
-            "carried {} onto {to}, skipped {skipped} already there ({} commits in {})",
+            "carried {} onto {to}, skipped {skipped} already there ({} in {})",
             carried.len(),
-            commits.len(),
+            crate::ctx::count(commits.len(), "commit"),
             args.range
         )?;
     }

@@ -107,9 +107,12 @@ fn open(ctx: &Ctx) -> Result<Opened, CliError> {
                 total.load(Relaxed),
             );
             bar.set_message(if t > 0 {
-                format!("walked {w} commits, read {r}/{t} notes")
+                format!(
+                    "walked {}, read {r}/{t} notes",
+                    crate::ctx::count(w, "commit")
+                )
             } else {
-                format!("walked {w} commits")
+                format!("walked {}", crate::ctx::count(w, "commit"))
             });
             bar.tick();
         }),
@@ -277,13 +280,13 @@ pub(crate) fn promote(args: &PromoteArgs, ctx: &Ctx) -> CmdResult {
         }
         outln!(
             ctx,
-            "{verb} {}, skipped {} ({} unflagged, {} unparseable), already promoted {} ({} commits of {})",
+            "{verb} {}, skipped {} ({} unflagged, {} unparseable), already promoted {} ({} of {})",
             report.promoted.len(),
             report.skipped(),
             report.unflagged,
             report.unparseable.len(),
             report.already_promoted,
-            report.commits_scanned,
+            crate::ctx::count(report.commits_scanned, "commit"),
             report.branch
         )?;
     }
@@ -322,11 +325,11 @@ pub(crate) fn archive(args: &ArchiveArgs, ctx: &Ctx) -> CmdResult {
         }
         outln!(
             ctx,
-            "{verb} {}, skipped {}, already archived {} ({} commits)",
+            "{verb} {}, skipped {}, already archived {} ({})",
             report.archived.len(),
             report.skipped(),
             report.already_archived,
-            report.commits_scanned
+            crate::ctx::count(report.commits_scanned, "commit")
         )?;
     }
     Ok(0)

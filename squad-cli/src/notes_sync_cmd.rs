@@ -110,14 +110,13 @@ pub(crate) fn run(args: &SyncArgs, ctx: &Ctx) -> CmdResult {
     } else {
         outln!(
             ctx,
-            "{}: fetched {}, merged {}, pushed {} ({} notes refs, {} round{}); squad-state: {}",
+            "{}: fetched {}, merged {}, pushed {} ({}, {}); squad-state: {}",
             args.remote,
             report.fetched,
             report.merged,
             report.pushed,
-            report.refs,
-            report.rounds,
-            if report.rounds == 1 { "" } else { "s" },
+            crate::ctx::count(report.refs, "notes ref"),
+            crate::ctx::count(report.rounds, "round"),
             match (state.fetched, state.merged, state.pushed) {
                 (_, true, true) => "merged, pushed",
                 (_, true, false) => "merged",

@@ -467,3 +467,20 @@ fn every_command_of_the_tree_has_an_example_in_its_help() {
         .collect();
     assert!(missing.is_empty(), "no example in --help of: {missing:?}");
 }
+
+#[test]
+fn every_value_name_is_lowercase() {
+    let mut upper = BTreeSet::new();
+    let mut groups = vec![Vec::new()];
+    groups.extend(leaf_commands());
+    for cmd in groups {
+        let help = squad_help(&cmd);
+        for (i, _) in help.match_indices('<') {
+            let name: String = help[i + 1..].chars().take_while(|c| *c != '>').collect();
+            if name.chars().any(|c| c.is_ascii_uppercase()) {
+                upper.insert(format!("{}: <{name}>", cmd.join(" ")));
+            }
+        }
+    }
+    assert!(upper.is_empty(), "{upper:#?}");
+}

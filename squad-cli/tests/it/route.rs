@@ -246,27 +246,27 @@ fn generate_sizes_are_bounded() {
     let cases: [(&[&str], &str); 7] = [
         (
             &["--squads", "4000000000", "--events", "1"],
-            "error: invalid value '4000000000' for '--squads <SQUADS>': 4000000000 is out of range (0 to 100000)",
+            "error: invalid value '4000000000' for '--squads <squads>': 4000000000 is out of range (0 to 100000)",
         ),
         (
             &["--squads", "-1"],
-            "error: invalid value '-1' for '--squads <SQUADS>': -1 is out of range (0 to 100000)",
+            "error: invalid value '-1' for '--squads <squads>': -1 is out of range (0 to 100000)",
         ),
         (
             &["--events", "2000001"],
-            "error: invalid value '2000001' for '--events <EVENTS>': 2000001 is out of range (0 to 2000000)",
+            "error: invalid value '2000001' for '--events <events>': 2000001 is out of range (0 to 2000000)",
         ),
         (
             &["--issues-per-squad", "101"],
-            "error: invalid value '101' for '--issues-per-squad <ISSUES_PER_SQUAD>': 101 is out of range (0 to 100)",
+            "error: invalid value '101' for '--issues-per-squad <issues-per-squad>': 101 is out of range (0 to 100)",
         ),
         (
             &["--seed", "-5"],
-            "error: invalid value '-5' for '--seed <SEED>': -5 is out of range (0 to 18446744073709551615)",
+            "error: invalid value '-5' for '--seed <seed>': -5 is out of range (0 to 18446744073709551615)",
         ),
         (
             &["--squads", "99999999999999999999999"],
-            "error: invalid value '99999999999999999999999' for '--squads <SQUADS>'",
+            "error: invalid value '99999999999999999999999' for '--squads <squads>'",
         ),
         (
             &[

@@ -556,7 +556,7 @@ fn each_workload_is_deterministic_and_its_knobs_are_bounded() {
     let cases: [(&[&str], &str); 9] = [
         (
             &["--workload", "review-storm", "--reporters", "33"],
-            "--reporters <N>': 33 is out of range (1 to 32)",
+            "--reporters <n>': 33 is out of range (1 to 32)",
         ),
         (
             &["--workload", "review-storm", "--reporters", "0"],
