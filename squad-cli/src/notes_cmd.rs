@@ -1,8 +1,6 @@
 //! `squad notes write | show | list | carry | verify`: commit-scoped agent notes under
 //! `refs/notes/squad/<ns>`.
 
-use std::io::Read;
-
 use serde_json::{Map, Value};
 use squad_model::{AgentName, EntryId, NoteEntry, NoteType, Timestamp};
 use squad_notes::format::parse_note_sourced;
@@ -201,24 +199,15 @@ pub(crate) fn lib_err(e: squad_notes::Error) -> CliError {
     }
 }
 
+/// The most `--fields` or `--content` reads from a file or stdin: 16 MiB (a note is a few
+/// hundred bytes; the bound keeps `@/dev/zero` from filling the memory).
+const MAX_INPUT_BYTES: u64 = 16 << 20;
+
 /// The text of `--<flag>`: the value itself, `@FILE` for a file's contents, `-` for stdin (as
-/// `gh -F` and `git notes -F` take them). Errors name the flag and the file.
+/// `gh -F` and `git notes -F` take them), at most [`MAX_INPUT_BYTES`]. Errors name the flag
+/// and the file.
 pub(crate) fn input_text(ctx: &Ctx, flag: &str, value: &str) -> Result<String, CliError> {
-    if value == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| CliError::usage(format!("cannot read --{flag} from stdin: {e}")))?;
-        return Ok(text);
-    }
-    let Some(path) = value.strip_prefix('@') else {
-        return Ok(value.to_owned());
-    };
-    let full = ctx.resolve(std::path::Path::new(path));
-    let bytes = std::fs::read(&full)
-        .map_err(|e| CliError::usage(format!("cannot read --{flag} file '{path}': {e}")))?;
-    String::from_utf8(bytes)
-        .map_err(|_| CliError::usage(format!("--{flag} file '{path}' is not valid UTF-8 text")))
+    ctx.text_arg(&format!("--{flag}"), value, MAX_INPUT_BYTES)
 }
 
 fn name(value: &str, what: &str) -> Result<AgentName, CliError> {

@@ -203,7 +203,7 @@ fn fields_and_content_read_files_and_stdin() {
     let out = run(&["--fields", "@missing.json"], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("--fields file 'missing.json'"),
+        stderr(&out).contains("--fields: cannot read") && stderr(&out).contains("missing.json"),
         "{}",
         stderr(&out)
     );
@@ -211,7 +211,15 @@ fn fields_and_content_read_files_and_stdin() {
     let out = run(&["--content", "@bad.bin"], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("'bad.bin' is not valid UTF-8"),
+        stderr(&out).contains("bad.bin is not valid UTF-8"),
+        "{}",
+        stderr(&out)
+    );
+    // An endless file is cut at the bound, not read into memory until it runs out.
+    let out = run(&["--fields", "@/dev/zero"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--fields: /dev/zero is larger than 16777216 bytes"),
         "{}",
         stderr(&out)
     );
