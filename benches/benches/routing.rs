@@ -47,6 +47,14 @@
 //! scheduler, its own different decisions). With two free cores the pair's time is that of its
 //! costliest run: 0.73x the recorded run alone, 0.51x a bare engine loop per policy.
 //!
+//! Quiet machine, 2026-12-01 (`DIVAN_THREADS=1 ... -- engine --timer os`), medians: 1.51, 1.62
+//! and 1.36 M events/s at 1k, 10k and 100k squads (fastest 1.57, 1.69, 1.40); the code before
+//! issues 15 to 19 (cd041a4), built and run right after: 1.39, 1.42 and 1.32 M. `simulate_100k`
+//! fastest: one policy 1.53 s (391 K events/s per policy), default + barrier 2.00 to 2.05 s
+//! (293 to 300 K), `replay_100k` through `Replay` 1.57 s (382 K): 0.77x to 0.78x per policy;
+//! `default+default` (two independent runs of one policy) 1.95 s (308 K), 0.80x: the two vCPUs
+//! give 1.27x, not 2x, on two independent runs, which bounds any pair of policies.
+//!
 //! Memory per issue: `issue_memory` inserts `ISSUES` issues (ids, titles, assignees, the
 //! squad index) into a directory; divan's allocation profiler reports the bytes allocated, grown
 //! and freed per iteration, and (alloc + grow - dealloc) / `ISSUES` is the memory per issue,
