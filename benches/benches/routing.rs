@@ -52,8 +52,9 @@
 //! issues 15 to 19 (cd041a4), built and run right after: 1.39, 1.42 and 1.32 M. `simulate_100k`
 //! fastest: one policy 1.53 s (391 K events/s per policy), default + barrier 2.00 to 2.05 s
 //! (293 to 300 K), `replay_100k` through `Replay` 1.57 s (382 K): 0.77x to 0.78x per policy;
-//! `default+default` (two independent runs of one policy) 1.95 s (308 K), 0.80x: the two vCPUs
-//! give 1.27x, not 2x, on two independent runs, which bounds any pair of policies.
+//! `default+default` (two independent runs of one policy) 1.95 s (308 K), 0.80x: two runs that
+//! share nothing go 1.57x, not 2x, faster than one on this machine's two vCPUs (memory
+//! bandwidth, shared caches), which bounds any pair of policies.
 //!
 //! Memory per issue: `issue_memory` inserts `ISSUES` issues (ids, titles, assignees, the
 //! squad index) into a directory; divan's allocation profiler reports the bytes allocated, grown
