@@ -3,22 +3,23 @@
 //! the library; this module parses flags, builds the channels from the environment, drives the
 //! library's `Waiter` with a `select!` between stdin and a sleep, and prints.
 
-use std::io::BufRead;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use serde_json::json;
 use squad_model::{ChannelKind, GithubTarget, NotifySettings};
 use squad_notify::github::RepoSlug;
-use squad_notify::host::{notify_channels, wait_channels};
+use squad_notify::host::notify_channels;
 use squad_notify::{
-    Approvals, ErrorKind, Gate, GateId, GateRequest, GateState, InChatChannel, Mode, Next,
-    NotCommand, PacerOptions, Parsed, RequestOutcome, RunId, StateDir, SystemClock, Trigger,
-    WaitEnd, Waiter, output_json,
+    Approvals, ErrorKind, Gate, GateRequest, GateState, InChatChannel, Mode, RequestOutcome, RunId,
+    StateDir, SystemClock, Trigger, output_json,
 };
 
 use crate::ctx::{CliError, CmdResult, Ctx, errln, outln};
+
+mod wait;
+
+pub(crate) use wait::{Prepared, PreparedWait, prepare_wait};
 
 const WAIT_HELP: &str = "Example:\n  echo '/approve' | squad approval wait --timeout 600\n\n\
 With the github-issue channel it also polls the approval issue every --interval seconds (longer when\nGitHub asks), with GITHUB_TOKEN or GH_TOKEN and GITHUB_API_URL; stdin stays open for in-chat answers.\n\
@@ -168,7 +169,7 @@ pub(crate) fn run(cmd: Cmd, ctx: &Ctx) -> CmdResult {
         Cmd::Configure(args) => configure(&args, ctx),
         Cmd::Request(args) => runtime()?.block_on(request(&args, ctx)),
         Cmd::Status(_) => status(ctx),
-        Cmd::Wait(args) => runtime()?.block_on(wait(&args, ctx)),
+        Cmd::Wait(args) => runtime()?.block_on(wait::wait(&args, ctx)),
         Cmd::AcknowledgeTamper(args) => acknowledge(&args, ctx),
     }
 }
@@ -460,187 +461,4 @@ fn report(ctx: &Ctx, gate: &Gate) -> u8 {
         let _ = e.report();
     }
     exit_code(gate.state)
-}
-
-/// A wait, set up: the gate (already decided, or a `Waiter` on its channels).
-pub(crate) enum Prepared {
-    /// The gate is no longer pending.
-    Done(Box<Gate>),
-    /// The gate is pending: wait on it.
-    Wait(Box<PreparedWait>),
-}
-
-/// A pending gate's wait, ready to step.
-pub(crate) struct PreparedWait {
-    /// The wait.
-    pub(crate) waiter: Waiter,
-    /// The in-chat channel the host feeds the human's answers into.
-    pub(crate) chat: Arc<InChatChannel>,
-    /// `true` when the in-chat channel is the only one answers can come from (no GitHub
-    /// approval issue is polled).
-    pub(crate) in_chat_only: bool,
-    /// The gate's GitHub approval issue, when it is polled.
-    pub(crate) issue: Option<u64>,
-    /// `note: …` lines about the channels.
-    pub(crate) messages: Vec<String>,
-}
-
-/// Finds the gate `args.gate` names (or the pending one) and sets up its wait, as both the CLI
-/// and the MCP tool do: the channels from the settings and the environment, the same rules and
-/// authorizer, a new in-chat channel.
-pub(crate) async fn prepare_wait(
-    args: &WaitArgs,
-    timeout: Option<Duration>,
-    ctx: &Ctx,
-) -> Result<Prepared, CliError> {
-    let gate_id = args
-        .gate
-        .as_deref()
-        .map(GateId::new)
-        .transpose()
-        .map_err(|e| cli_err(&e))?;
-    if !(1..=86_400).contains(&args.interval) {
-        return Err(CliError::usage(format!(
-            "--interval: {} is out of range (1 to 86400)",
-            args.interval
-        )));
-    }
-    if args
-        .timeout_secs
-        .is_some_and(|t| t > crate::ctx::ONE_YEAR_SECS)
-    {
-        return Err(CliError::usage(format!(
-            "--timeout: out of range (0 to {})",
-            crate::ctx::ONE_YEAR_SECS
-        )));
-    }
-    let svc = approvals(ctx.existing_state_dir()?);
-    let gate = svc.target(gate_id.as_ref()).map_err(|e| cli_err(&e))?;
-    if gate.state.is_terminal() {
-        return Ok(Prepared::Done(Box::new(gate)));
-    }
-    let settings = svc.state().map_err(|e| cli_err(&e))?.notify;
-    let chat = Arc::new(InChatChannel::new(
-        Box::new(std::io::sink()),
-        Arc::new(SystemClock),
-    ));
-    let clock = Arc::new(SystemClock);
-    let setup = wait_channels(&gate, settings.as_ref(), chat.clone(), clock)
-        .await
-        .map_err(|e| cli_err(&e))?;
-    let in_chat_only = setup
-        .channels
-        .channels()
-        .iter()
-        .all(|c| c.kind() == ChannelKind::InChat);
-    let options = PacerOptions {
-        interval: Duration::from_secs(args.interval),
-        timeout,
-        ..PacerOptions::default()
-    };
-    let messages = setup.notes.iter().map(|n| format!("note: {n}")).collect();
-    let waiter = Waiter::new(
-        svc,
-        gate,
-        &setup.channels,
-        setup.rules,
-        setup.authorizer,
-        &options,
-    );
-    Ok(Prepared::Wait(Box::new(PreparedWait {
-        waiter,
-        chat,
-        in_chat_only,
-        issue: setup.issue,
-        messages,
-    })))
-}
-
-fn spawn_stdin_reader() -> tokio::sync::mpsc::UnboundedReceiver<String> {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    // A plain thread: stdin reads block, and the process exits without joining it.
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
-    let prepared = prepare_wait(args, args.timeout_secs.map(Duration::from_secs), ctx).await?;
-    let p = match prepared {
-        Prepared::Done(gate) => return Ok(report(ctx, &gate)),
-        Prepared::Wait(p) => p,
-    };
-    let PreparedWait {
-        mut waiter,
-        chat,
-        issue,
-        messages,
-        ..
-    } = *p;
-    for line in &messages {
-        errln!("{line}");
-    }
-    let gate = waiter.gate().clone();
-    let on_issue = issue.map(|n| format!(", or answer on issue #{n}"));
-    errln!(
-        "waiting for a decision on gate {} ({}: {}); type /approve, /approve-all, /changes: <note> or /stop{}",
-        gate.id,
-        gate.trigger,
-        gate.topic,
-        on_issue.unwrap_or_default()
-    );
-    let mut lines = spawn_stdin_reader();
-    let mut stdin_open = true;
-    loop {
-        let turn = waiter.step().await.map_err(|e| cli_err(&e))?;
-        for i in &turn.ignored {
-            errln!("warning: ignored a signal: {}", i.reason);
-        }
-        for w in &turn.warnings {
-            errln!("warning: {w}");
-        }
-        let pause = match turn.next {
-            Next::Pause(pause) => pause,
-            Next::Done(end) => {
-                match &end {
-                    WaitEnd::TimedOut(g) => errln!(
-                        "note: timeout; gate {} stays pending (a timeout never approves)",
-                        g.id
-                    ),
-                    WaitEnd::InputEnded(g) => {
-                        errln!("note: end of input; gate {} stays pending", g.id);
-                    }
-                    _ => {}
-                }
-                return Ok(report(ctx, end.gate()));
-            }
-            _ => Duration::ZERO,
-        };
-        if stdin_open {
-            tokio::select! {
-                line = lines.recv() => match line {
-                    Some(l) => {
-                        if chat.feed(&l) == Parsed::Note(NotCommand::InsideBlock)
-                            && l.trim_start().starts_with('/')
-                        {
-                            errln!("note: that line is inside a Markdown block (a fence or a quote): not a command");
-                        }
-                    }
-                    None => {
-                        stdin_open = false;
-                        chat.close();
-                    }
-                },
-                () = tokio::time::sleep(pause) => {}
-            }
-        } else {
-            tokio::time::sleep(pause).await;
-        }
-    }
 }
