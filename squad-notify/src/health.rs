@@ -167,7 +167,7 @@ impl Approvals {
             .filter(|t| {
                 t.path
                     .to_str()
-                    .is_some_and(|p| p.starts_with(".state.json.tmp-"))
+                    .is_some_and(|p| p.starts_with(store::STATE_TEMP_PREFIX))
             })
             .collect();
         for name in [STATE_FILE, LOG_FILE, LOCK_FILE] {
@@ -202,18 +202,15 @@ impl Approvals {
         };
         let mut full = log.clone().unwrap_or_default();
         if let Some(batch) = &doc.approval.batch {
-            let before = usize::try_from(batch.log_len_before).unwrap_or(usize::MAX);
             let want = batch.append.as_bytes();
-            let matches = full.len() >= before
-                && full.len() <= before.saturating_add(want.len())
-                && want.starts_with(&full[before..]);
             if let Some(g) = &batch.notifying {
                 h.interrupted = Some(format!(
                     "gate {g} was being notified when its process stopped; the notification may not have arrived"
                 ));
             }
-            if !want.is_empty() && matches {
-                let done = full.len() - before;
+            if !want.is_empty()
+                && let Some(done) = batch.appended_in(&full)
+            {
                 h.interrupted.get_or_insert_with(|| {
                     format!(
                         "an interrupted `{}` left {} of {} bytes to append to notifications.md",
@@ -227,9 +224,9 @@ impl Approvals {
         }
         if h.tamper.is_none() {
             let problem = match (log.is_some(), String::from_utf8(full)) {
-                (false, _) if doc.approval.log_head.is_some() => Some(
-                    "notifications.md is missing, yet state.json records entries in it".to_owned(),
-                ),
+                (false, _) if doc.approval.log_head.is_some() => {
+                    Some(store::LOG_MISSING.to_owned())
+                }
                 (false, _) => None,
                 (true, Err(_)) => Some("notifications.md is not valid UTF-8".to_owned()),
                 (true, Ok(text)) => verify_log(&text, doc.approval.log_head.as_deref())

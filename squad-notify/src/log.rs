@@ -121,7 +121,7 @@ fn one_line(s: &str) -> String {
         .to_owned()
 }
 
-pub(crate) fn sha(bytes: &[u8]) -> String {
+fn sha(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
@@ -340,7 +340,7 @@ pub(crate) fn render_acknowledgement(
     fields: &[(&str, String)],
 ) -> (String, String) {
     let mut out = String::new();
-    let prev = match log_head(existing).ok().filter(|_| layout_ok(existing)) {
+    let prev = match log_head(existing).ok() {
         Some(head) => head,
         None if existing.is_empty() => {
             out.push_str(LOG_HEADER);
@@ -365,10 +365,4 @@ pub(crate) fn render_acknowledgement(
     let head = sha(rendered.as_bytes());
     out.push_str(&rendered);
     (out, head)
-}
-
-/// Whether the text splits into a header and entries (a marker, nothing between it and the
-/// first entry).
-fn layout_ok(text: &str) -> bool {
-    layout(text).is_ok()
 }

@@ -62,7 +62,11 @@ pub const LOCK_FILE: &str = ".state.lock";
 pub const MAX_STATE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The prefix of the temporary files of `state.json` (see [`squad_fs::StateDir::write_atomic`]).
-const STATE_TEMP_PREFIX: &str = ".state.json.tmp-";
+pub(crate) const STATE_TEMP_PREFIX: &str = ".state.json.tmp-";
+
+/// The tampering found when `state.json` records log entries and the log is gone.
+pub(crate) const LOG_MISSING: &str =
+    "notifications.md is missing, yet state.json records entries in it";
 
 /// One run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,6 +99,20 @@ pub struct Batch {
     /// The gate whose notification is being sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notifying: Option<GateId>,
+}
+
+impl Batch {
+    /// How many bytes of [`Batch::append`] `log` already ends with, when `log` is the log
+    /// before the batch followed by a prefix of what it appends; `None` when it is not (the
+    /// batch cannot be completed from `log`).
+    pub(crate) fn appended_in(&self, log: &[u8]) -> Option<usize> {
+        let before = usize::try_from(self.log_len_before).unwrap_or(usize::MAX);
+        let want = self.append.as_bytes();
+        (log.len() >= before
+            && log.len() <= before.saturating_add(want.len())
+            && want.starts_with(&log[before..]))
+        .then(|| log.len() - before)
+    }
 }
 
 /// A tampering of `notifications.md` that was detected and not yet acknowledged.
@@ -482,14 +500,9 @@ impl Txn {
         if batch.append.is_empty() {
             return Ok(());
         }
-        let before = usize::try_from(batch.log_len_before).unwrap_or(usize::MAX);
         let want = batch.append.as_bytes();
-        let matches = bytes.len() >= before
-            && bytes.len() <= before.saturating_add(want.len())
-            && want.starts_with(&bytes[before..]);
         self.notifying = batch.notifying.clone();
-        if matches {
-            let done = bytes.len() - before;
+        if let Some(done) = batch.appended_in(bytes) {
             if done < want.len() {
                 self.dir.append(LOG_FILE, &want[done..])?;
                 let mut all = bytes.to_vec();
@@ -565,9 +578,12 @@ impl Txn {
     fn detect_tampering(&mut self, now: Timestamp) -> Result<()> {
         let problem = match &self.log {
             LogFile::Unusable(_) => return Ok(()),
-            LogFile::Missing => self.doc.approval.log_head.as_ref().map(|_| {
-                "notifications.md is missing, yet state.json records entries in it".to_owned()
-            }),
+            LogFile::Missing => self
+                .doc
+                .approval
+                .log_head
+                .as_ref()
+                .map(|_| LOG_MISSING.to_owned()),
             LogFile::Bytes(_) => match self.log_text() {
                 Err(e) => Some(e.message().to_owned()),
                 Ok(text) => verify_log(text, self.doc.approval.log_head.as_deref())
