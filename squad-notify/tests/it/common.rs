@@ -98,6 +98,14 @@ impl Env {
         }
     }
 
+    /// A gate request (60-second expiry, no run id) that must be refused: the error.
+    pub(crate) async fn refused(&self, mode: Mode, trigger: Trigger) -> Error {
+        self.approvals
+            .request(&request(mode, trigger), None, 60, &self.channels)
+            .await
+            .unwrap_err()
+    }
+
     pub(crate) async fn consume(
         &self,
         signals: &[Signal],

@@ -25,16 +25,7 @@ async fn a_symlinked_log_is_never_appended_to_and_status_reports_it() {
         let link = e.approvals.dir().log_path();
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(target, &link).unwrap();
-        let err = e
-            .approvals
-            .request(
-                &request(Mode::Autopilot, Trigger::RiskGate),
-                None,
-                60,
-                &e.channels,
-            )
-            .await
-            .unwrap_err();
+        let err = e.refused(Mode::Autopilot, Trigger::RiskGate).await;
         assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
         assert!(err.to_string().contains("symbolic link"), "{err}");
         assert!(e.phone.sent().is_empty(), "nothing sent before the check");
@@ -86,16 +77,7 @@ async fn a_corrupt_log_is_found_before_anyone_is_pinged() {
     let e = env();
     std::fs::create_dir_all(e.approvals.dir().root()).unwrap();
     std::fs::write(e.approvals.dir().log_path(), "not a squad log\n").unwrap();
-    let err = e
-        .approvals
-        .request(
-            &request(Mode::Autopilot, Trigger::RiskGate),
-            None,
-            60,
-            &e.channels,
-        )
-        .await
-        .unwrap_err();
+    let err = e.refused(Mode::Autopilot, Trigger::RiskGate).await;
     assert!(
         matches!(err.kind(), ErrorKind::Tampered | ErrorKind::Corrupt),
         "{err}"
@@ -258,16 +240,7 @@ async fn tampering_stays_reported_until_a_human_acknowledges_it() {
     assert!(t.problem.contains("edited or cut"), "{}", t.problem);
     // A new gate is refused, and the detection stays (it used to be forgotten here).
     for _ in 0..2 {
-        let err = e
-            .approvals
-            .request(
-                &request(Mode::Autopilot, Trigger::RiskGate),
-                None,
-                60,
-                &e.channels,
-            )
-            .await
-            .unwrap_err();
+        let err = e.refused(Mode::Autopilot, Trigger::RiskGate).await;
         assert_eq!(err.kind(), ErrorKind::Tampered, "{err}");
         assert!(e.phone.sent().len() == 1, "no ping for a refused gate");
         let st = e.approvals.status().unwrap();

@@ -154,16 +154,7 @@ async fn appending_to_a_file_without_the_marker_is_refused_before_any_ping() {
     std::fs::create_dir_all(e.approvals.dir().root()).unwrap();
     let p = e.approvals.dir().log_path();
     std::fs::write(&p, "# my own notes\n").unwrap();
-    let err = e
-        .approvals
-        .request(
-            &request(Mode::Autopilot, Trigger::RiskGate),
-            None,
-            60,
-            &e.channels,
-        )
-        .await
-        .unwrap_err();
+    let err = e.refused(Mode::Autopilot, Trigger::RiskGate).await;
     assert!(
         matches!(err.kind(), ErrorKind::Tampered | ErrorKind::Corrupt),
         "{err}"

@@ -254,16 +254,7 @@ async fn request_refuses_while_pending_and_after_stop_and_records_nothing() {
     let g = e.open(Mode::Interactive, Trigger::StepPlan).await;
     let state_before = std::fs::read(e.approvals.dir().state_path()).unwrap();
     let log_before = e.log();
-    let err = e
-        .approvals
-        .request(
-            &request(Mode::Interactive, Trigger::StepReview),
-            None,
-            60,
-            &e.channels,
-        )
-        .await
-        .unwrap_err();
+    let err = e.refused(Mode::Interactive, Trigger::StepReview).await;
     assert_eq!(err.kind(), ErrorKind::Conflict);
     assert!(err.to_string().contains(g.id.as_str()), "{err}");
     assert_eq!(
@@ -282,16 +273,7 @@ async fn request_refuses_while_pending_and_after_stop_and_records_nothing() {
     let run = state.approval.run(&g.run).unwrap();
     assert!(run.stopped.is_some());
     let state_before = std::fs::read(e.approvals.dir().state_path()).unwrap();
-    let err = e
-        .approvals
-        .request(
-            &request(Mode::Interactive, Trigger::StepReview),
-            None,
-            60,
-            &e.channels,
-        )
-        .await
-        .unwrap_err();
+    let err = e.refused(Mode::Interactive, Trigger::StepReview).await;
     assert_eq!(err.kind(), ErrorKind::Conflict);
     assert!(err.to_string().contains("stopped"), "{err}");
     assert_eq!(
