@@ -176,7 +176,6 @@ pub(crate) fn lock_in_git_message(stderr: &str, dir: &Path) -> Option<PathBuf> {
 }
 
 /// The error of an update of `what` blocked by the stale lock `lock`.
-#[cfg(feature = "gix")]
 pub(crate) fn locked_error(op: &'static str, what: &str, lock: &StaleLock) -> Error {
     Error::new(
         ErrorKind::Locked,
@@ -190,7 +189,6 @@ pub(crate) fn locked_error(op: &'static str, what: &str, lock: &StaleLock) -> Er
     .with_path(lock.path.clone())
 }
 
-#[cfg(feature = "gix")]
 fn human(age: Duration) -> String {
     let secs = age.as_secs();
     match secs {
