@@ -41,20 +41,27 @@ pub struct Fixture {
     pub stale: Vec<&'static str>,
 }
 
-/// A small deterministic generator (64-bit LCG), so the fixture is the same on every machine.
+/// A small deterministic generator (64-bit LCG, seeded with its field), so the fixtures (this
+/// one and [`super::realistic`]) are the same on every machine.
 #[derive(Debug)]
-struct Lcg(u64);
+pub(super) struct Lcg(pub(super) u64);
 
 impl Lcg {
-    fn next(&mut self) -> usize {
+    pub(super) fn next(&mut self) -> usize {
         self.0 = self
             .0
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
         usize::try_from(self.0 >> 33).unwrap_or(0)
     }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+    pub(super) fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
         xs[self.next() % xs.len()]
+    }
+    /// A date `YYYY-MM-DD` between 2025-06 and 2026-05.
+    pub(super) fn date(&mut self) -> String {
+        let month = 1 + self.next() % 12;
+        let year = if month > 5 { 2025 } else { 2026 };
+        format!("{year}-{month:02}-{:02}", 1 + self.next() % 28)
     }
 }
 

@@ -25,6 +25,7 @@ use std::path::Path;
 use squad_model::{AgentName, Timestamp};
 
 use super::facts::{FACTS, HELD_OUT};
+use super::fixture::Lcg;
 use crate::entry::normalize;
 use crate::error::{Error, ErrorKind, Result};
 use crate::import::{ImportOptions, ImportSource, ImportTarget, import};
@@ -354,28 +355,6 @@ pub fn cold_with_sections(n: usize) -> String {
         let _ = write!(out, "### {heading}\n**id:** bench-{i}\n{body}\n---\n\n");
     }
     out
-}
-
-/// A small deterministic generator (64-bit LCG), so the fixture is the same on every machine.
-#[derive(Debug)]
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        usize::try_from(self.0 >> 33).unwrap_or(0)
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.next() % xs.len()]
-    }
-    fn date(&mut self) -> String {
-        let month = 1 + self.next() % 12;
-        let year = if month > 5 { 2025 } else { 2026 };
-        format!("{year}-{month:02}-{:02}", 1 + self.next() % 28)
-    }
 }
 
 const SUBSYSTEMS: &[&str] = &[
