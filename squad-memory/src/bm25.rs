@@ -617,15 +617,19 @@ impl Bm25 {
 
     /// Documents with a positive score, best first (ties keep document order).
     pub fn rank(&self, query: &str) -> Vec<(usize, f64)> {
-        let mut r: Vec<(usize, f64)> = self
-            .scores(query)
-            .into_iter()
-            .enumerate()
-            .filter(|(_, s)| *s > 0.0)
-            .collect();
-        r.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        r
+        rank_scores(self.scores(query))
     }
+}
+
+/// The indexes of the positive `scores` with their scores, best first (ties keep index order).
+pub(crate) fn rank_scores(scores: Vec<f64>) -> Vec<(usize, f64)> {
+    let mut r: Vec<(usize, f64)> = scores
+        .into_iter()
+        .enumerate()
+        .filter(|(_, s)| *s > 0.0)
+        .collect();
+    r.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    r
 }
 
 #[cfg(test)]

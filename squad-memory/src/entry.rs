@@ -14,7 +14,7 @@ use squad_model::Timestamp;
 
 use crate::date;
 use crate::error::{Error, ErrorKind, Problem, Result};
-use crate::name::{MAX_NAME_LEN, MemoryId, TopicName};
+use crate::name::{MemoryId, TopicName};
 
 /// What an entry records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -313,15 +313,30 @@ impl Entry {
 
     /// The entry as it appears in a prompt: `#### <heading>` and the body, verbatim.
     pub fn prompt_text(&self) -> String {
-        let mut s = String::with_capacity(self.heading.len() + self.body.len() + 8);
-        s.push_str("#### ");
-        s.push_str(&self.heading);
-        s.push('\n');
-        if !self.body.is_empty() {
-            s.push_str(&self.body);
-            s.push('\n');
-        }
+        let mut s = String::with_capacity(self.prompt_len());
+        self.write_prompt(&mut s);
         s
+    }
+
+    /// Appends [`Entry::prompt_text`] to `out`.
+    pub(crate) fn write_prompt(&self, out: &mut String) {
+        out.push_str("#### ");
+        out.push_str(&self.heading);
+        out.push('\n');
+        if !self.body.is_empty() {
+            out.push_str(&self.body);
+            out.push('\n');
+        }
+    }
+
+    /// The length of [`Entry::prompt_text`], without writing it.
+    pub(crate) fn prompt_len(&self) -> usize {
+        let body = if self.body.is_empty() {
+            0
+        } else {
+            self.body.len() + 1
+        };
+        "#### ".len() + self.heading.len() + 1 + body
     }
 
     /// The body lines that would not survive a write as written: a line the parser reads as
@@ -391,15 +406,7 @@ impl Entry {
             out.push_str(body);
             out.push('\n');
             // An unclosed fence would swallow the rest of the file: close it.
-            let mut fence: Option<Fence> = None;
-            for line in body.lines() {
-                match fence {
-                    Some(f) if f.closes(line) => fence = None,
-                    Some(_) => {}
-                    None => fence = Fence::opens(line),
-                }
-            }
-            if let Some(f) = fence {
+            if let Some(f) = body.lines().fold(None, Fence::step) {
                 out.push_str(&f.marker());
                 out.push('\n');
             }
@@ -517,6 +524,15 @@ impl Fence {
             return None;
         }
         Some(Fence { ch, len })
+    }
+
+    /// The fence open after `line`, given the one open before it (`None` outside fences).
+    pub(crate) fn step(open: Option<Fence>, line: &str) -> Option<Fence> {
+        match open {
+            Some(f) if f.closes(line) => None,
+            Some(f) => Some(f),
+            None => Fence::opens(line),
+        }
     }
 
     pub(crate) fn closes(self, line: &str) -> bool {
@@ -848,7 +864,7 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
                     set.extend(seen.keys().cloned());
                     set
                 });
-                let new = rename(&e.id, taken);
+                let new = e.id.fresh(taken);
                 doc.problems.push(Problem::warning(
                     file,
                     e.line,
@@ -1032,20 +1048,6 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
         doc.items.pop();
     }
     doc
-}
-
-/// The first `<id>-<n>` (n = 2, 3, ...) not used yet, cut to fit the id length limit.
-fn rename(id: &MemoryId, used: &HashSet<MemoryId, Fast>) -> MemoryId {
-    for n in 2.. {
-        let suffix = format!("-{n}");
-        let mut base = id.as_str().to_owned();
-        base.truncate(MAX_NAME_LEN.saturating_sub(suffix.len()));
-        let candidate = MemoryId(format!("{base}{suffix}"));
-        if !used.contains(&candidate) {
-            return candidate;
-        }
-    }
-    id.clone()
 }
 
 fn apply_field(o: &mut Open, key: &'static str, value: &str) -> std::result::Result<(), String> {

@@ -186,6 +186,21 @@ impl Error {
     }
 }
 
+/// What a reader that skips unreadable memory files makes of `r`: `Ok(Some(v))` for a value;
+/// `Ok(None)` for an error carrying [`Problem`]s (a malformed file, a symlink, a file too
+/// large), whose problems are added to `skipped`; any other error (a storage failure) as it
+/// is.
+pub(crate) fn or_skip<T>(r: Result<T>, skipped: &mut Vec<Problem>) -> Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(mut e) if !e.problems.is_empty() => {
+            skipped.append(&mut e.problems);
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 impl From<squad_model::Error> for Error {
     fn from(e: squad_model::Error) -> Self {
         Error::new(ErrorKind::InvalidInput, "validate", e.to_string()).with_source(e)

@@ -7,8 +7,9 @@ use squad_model::{AgentName, Timestamp};
 
 use crate::entry::{FreeLine, Item, MemoryDoc, ParseOptions, is_group_heading, normalize};
 use crate::error::{Error, ErrorKind, Problem, Result};
-use crate::name::{MAX_NAME_LEN, MemoryId, TopicName};
-use crate::render::Budget;
+use crate::name::{MemoryId, TopicName};
+use crate::render::{Budget, starts_with_label};
+use crate::spawn::read_doc;
 use crate::store::{DocRef, MemoryStore};
 
 /// Where an import goes.
@@ -97,6 +98,7 @@ impl ImportOptions {
     }
 }
 
+/// The hot template lines (case-insensitive, after list markers): they go to hot.
 const HOT_PREFIXES: [&str; 5] = [
     "current task:",
     "active decisions:",
@@ -104,14 +106,6 @@ const HOT_PREFIXES: [&str; 5] = [
     "blockers:",
     "talking to:",
 ];
-
-fn is_hot_line(line: &str) -> bool {
-    let l = line.trim_start().trim_start_matches(['-', '*', ' ']);
-    HOT_PREFIXES.iter().any(|p| {
-        l.get(..p.len())
-            .is_some_and(|head| head.eq_ignore_ascii_case(p))
-    })
-}
 
 /// Non-blank lines as compared for conservation: whitespace collapsed.
 fn keys(text: &str) -> impl Iterator<Item = String> + '_ {
@@ -158,11 +152,7 @@ struct Target {
 
 impl Target {
     fn load(store: &dyn MemoryStore, doc: DocRef) -> Result<Self> {
-        let old = store.read(&doc)?;
-        let parsed = match &old {
-            Some(t) => MemoryDoc::parse(&doc.path(), t)?,
-            None => MemoryDoc::default(),
-        };
+        let (old, parsed) = read_doc(store, &doc)?;
         Ok(Self {
             doc,
             parsed,
@@ -171,19 +161,6 @@ impl Target {
             lines_added: 0,
         })
     }
-}
-
-fn fresh_id(id: &MemoryId, used: &HashSet<MemoryId>) -> MemoryId {
-    for n in 2..100_000 {
-        let suffix = format!("-{n}");
-        let mut base = id.as_str().to_owned();
-        base.truncate(MAX_NAME_LEN.saturating_sub(suffix.len()));
-        let c = MemoryId(format!("{base}{suffix}"));
-        if !used.contains(&c) {
-            return c;
-        }
-    }
-    id.clone()
 }
 
 /// Imports `sources` into `target`.
@@ -278,7 +255,7 @@ pub fn import(
         ImportTarget::Wiki(t) => {
             others.push(Target::load(store, DocRef::Wiki(t.clone()))?);
             for n in 2..1000 {
-                let Some(name) = continuation(t, n) else {
+                let Some(name) = t.continuation(n) else {
                     break;
                 };
                 let d = Target::load(store, DocRef::Wiki(name))?;
@@ -319,7 +296,7 @@ pub fn import(
                     }
                     let mut e = e.clone();
                     if used.contains(&e.id) {
-                        let new = fresh_id(&e.id, &used);
+                        let new = e.id.fresh(&used);
                         report.warnings.push(Problem::warning(
                             &src.name,
                             e.line,
@@ -350,7 +327,8 @@ pub fn import(
                         .collect();
                     let (to_hot, rest): (Vec<&FreeLine>, Vec<&FreeLine>) =
                         chunk.into_iter().partition(|l| {
-                            matches!(target, ImportTarget::Agent(_)) && is_hot_line(&l.text)
+                            matches!(target, ImportTarget::Agent(_))
+                                && starts_with_label(&l.text, &HOT_PREFIXES)
                         });
                     for l in to_hot {
                         if free_present.insert(normalize(&l.text)) {
@@ -513,13 +491,6 @@ pub fn import(
     Ok(report)
 }
 
-fn continuation(topic: &TopicName, n: usize) -> Option<TopicName> {
-    let suffix = format!("-{n}");
-    let mut base = topic.as_str().to_owned();
-    base.truncate(MAX_NAME_LEN.saturating_sub(suffix.len()));
-    TopicName::new(format!("{base}{suffix}")).ok()
-}
-
 /// Moves cold's oldest entries (then its free-text chunks, from the top) to the archive until
 /// cold fits `cap`.
 fn overflow_to_archive(
@@ -550,7 +521,7 @@ fn overflow_to_archive(
             break;
         }
         if let Item::Entry(e) = &cold.parsed.items[i] {
-            size = size.saturating_sub(e.prompt_text().len() + 60);
+            size = size.saturating_sub(e.prompt_len() + 60);
             take.insert(i);
         }
     }
@@ -607,12 +578,16 @@ fn split_wiki(
     let items = std::mem::take(&mut main.parsed.items);
     let mut overflow: Vec<Item> = Vec::new();
     for it in items {
-        let mut trial = MemoryDoc {
-            items: main.parsed.items.clone(),
-            problems: Vec::new(),
-        };
-        trial.items.push(it.clone());
-        if overflow.is_empty() && (trial.to_text().len() <= cap || main.parsed.items.is_empty()) {
+        let keep = overflow.is_empty()
+            && (main.parsed.items.is_empty() || {
+                let mut trial = MemoryDoc {
+                    items: main.parsed.items.clone(),
+                    problems: Vec::new(),
+                };
+                trial.items.push(it.clone());
+                trial.to_text().len() <= cap
+            });
+        if keep {
             main.parsed.items.push(it);
         } else {
             overflow.push(it);
@@ -630,7 +605,7 @@ fn split_wiki(
             if let Some(c) = cur.take() {
                 extra.push(c);
             }
-            let name = continuation(topic, n).ok_or_else(|| {
+            let name = topic.continuation(n).ok_or_else(|| {
                 Error::new(
                     ErrorKind::InvalidInput,
                     "memory.import",

@@ -1,6 +1,8 @@
 //! Validated names: wiki topics and entry ids.
 
+use std::collections::HashSet;
 use std::fmt;
+use std::hash::BuildHasher;
 use std::str::FromStr;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -50,6 +52,21 @@ impl TopicName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The `n`th document of the topic, `<topic>-<n>` (the topic cut to fit the length limit);
+    /// `None` when that is not a valid name.
+    pub(crate) fn continuation(&self, n: usize) -> Option<TopicName> {
+        TopicName::new(numbered(&self.0, n)).ok()
+    }
+}
+
+/// `<base>-<n>`, `base` cut to keep it within [`MAX_NAME_LEN`] bytes (names are ASCII).
+fn numbered(base: &str, n: usize) -> String {
+    let suffix = format!("-{n}");
+    let mut s = base.to_owned();
+    s.truncate(MAX_NAME_LEN.saturating_sub(suffix.len()));
+    s.push_str(&suffix);
+    s
 }
 
 /// Checks a name that becomes a file name. `allow_mixed` widens the character set to
@@ -141,6 +158,15 @@ impl MemoryId {
     /// The id as a string slice.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The first `<id>-<n>` (n = 2, 3, ...) not in `used`, the id cut to fit the length limit:
+    /// the new id of an entry whose id is taken by a different entry.
+    pub(crate) fn fresh<S: BuildHasher>(&self, used: &HashSet<MemoryId, S>) -> MemoryId {
+        (2..)
+            .map(|n| MemoryId(numbered(&self.0, n)))
+            .find(|c| !used.contains(c))
+            .unwrap_or_else(|| self.clone())
     }
 }
 

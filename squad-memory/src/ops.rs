@@ -3,11 +3,12 @@
 
 use squad_model::AgentName;
 
-use crate::bm25::Scorer;
+use crate::bm25::{Scorer, rank_scores};
 use crate::entry::{Entry, Item, MemoryDoc};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, or_skip};
 use crate::name::MemoryId;
 use crate::render::{Budget, Source, ranked_units};
+use crate::spawn::{read_doc, read_source};
 use crate::store::{DocRef, MemoryStore, Tier};
 
 /// Adds `entry` at the end of `agent`'s hot file, under the store lock.
@@ -51,11 +52,7 @@ pub fn add(
     }
     let _lock = store.lock()?;
     let doc_ref = DocRef::Hot(agent.clone());
-    let old = store.read(&doc_ref)?;
-    let mut doc = match &old {
-        Some(t) => MemoryDoc::parse(&doc_ref.path(), t)?,
-        None => MemoryDoc::default(),
-    };
+    let (_, mut doc) = read_doc(store, &doc_ref)?;
     let key = entry.content_key();
     if let Some(e) = doc.entries().find(|e| e.content_key() == key) {
         return Ok(e.clone());
@@ -104,27 +101,20 @@ pub struct Found {
 }
 
 /// Every document of the store, read and parsed; documents that cannot be read as memory
-/// files are skipped.
+/// files are skipped, silently.
 fn all_docs(store: &dyn MemoryStore) -> Result<Vec<(DocRef, MemoryDoc)>> {
     let mut out = Vec::new();
+    let mut unreported = Vec::new();
     for tier in Tier::ALL {
-        let names = match store.list(tier) {
-            Ok(n) => n,
-            Err(e) if !e.problems().is_empty() => continue,
-            Err(e) => return Err(e),
+        let Some(names) = or_skip(store.list(tier), &mut unreported)? else {
+            continue;
         };
         for name in names {
             let Ok(d) = DocRef::new(tier, &name) else {
                 continue;
             };
-            let text = match store.read(&d) {
-                Ok(Some(t)) => t,
-                Ok(None) => continue,
-                Err(e) if !e.problems().is_empty() => continue,
-                Err(e) => return Err(e),
-            };
-            if let Ok(doc) = MemoryDoc::parse(&d.path(), &text) {
-                out.push((d, doc));
+            if let Some(src) = read_source(store, &d, &mut unreported)? {
+                out.push((d, src.doc));
             }
         }
     }
@@ -287,23 +277,15 @@ pub fn search(
             });
         }
     }
+    // Documents that cannot be read as memory files are skipped, silently.
+    let mut unreported = Vec::new();
     if want(Tier::Wiki) {
-        let names = match store.list(Tier::Wiki) {
-            Ok(n) => n,
-            Err(e) if !e.problems().is_empty() => Vec::new(),
-            Err(e) => return Err(e),
-        };
+        let names = or_skip(store.list(Tier::Wiki), &mut unreported)?.unwrap_or_default();
         docs.extend(names.iter().filter_map(|n| DocRef::new(Tier::Wiki, n).ok()));
     }
     let mut sources = Vec::new();
     for d in docs {
-        let text = match store.read(&d) {
-            Ok(Some(t)) => t,
-            Ok(None) => continue,
-            Err(e) if !e.problems().is_empty() => continue,
-            Err(e) => return Err(e),
-        };
-        if let Ok(src) = Source::parse(d.path(), &text) {
+        if let Some(src) = read_source(store, &d, &mut unreported)? {
             sources.push((d.tier(), src));
         }
     }
@@ -332,15 +314,8 @@ pub fn search(
         scorer.feed(&e.heading, 2);
         scorer.feed(&e.body, 1);
     }
-    let mut ranked: Vec<(usize, f64)> = scorer
-        .scores()
-        .into_iter()
-        .enumerate()
-        .filter(|(_, s)| *s > 0.0)
-        .collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut hits: Vec<Hit> = Vec::new();
-    for (i, score) in ranked {
+    for (i, score) in rank_scores(scorer.scores()) {
         if hits.len() >= limit {
             break;
         }

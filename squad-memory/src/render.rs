@@ -254,8 +254,14 @@ pub const PINNED_PREFIXES: [&str; 4] = [
 /// `true` when `line` is one of the [`PINNED_PREFIXES`] lines (case-insensitive, after list
 /// markers). Never slices inside a character.
 pub fn is_pinned(line: &str) -> bool {
+    starts_with_label(line, &PINNED_PREFIXES)
+}
+
+/// `true` when `line` starts with one of `labels` (lowercase ASCII), case-insensitive, after
+/// list markers. Never slices inside a character.
+pub(crate) fn starts_with_label(line: &str, labels: &[&str]) -> bool {
     let l = line.trim_start().trim_start_matches(['-', '*', ' ']);
-    PINNED_PREFIXES.iter().any(|p| {
+    labels.iter().any(|p| {
         l.get(..p.len())
             .is_some_and(|head| head.eq_ignore_ascii_case(p))
     })
@@ -303,14 +309,7 @@ impl Text<'_> {
     fn len(&self) -> usize {
         match self {
             Text::Owned(s) => s.len(),
-            Text::Entry(e) => {
-                let body = if e.body.is_empty() {
-                    0
-                } else {
-                    e.body.len() + 1
-                };
-                5 + e.heading.len() + 1 + body
-            }
+            Text::Entry(e) => e.prompt_len(),
             Text::Part { entry, i, n, piece } => {
                 5 + entry.heading.len() + part_label_len(*i, *n) + 1 + piece.bytes
             }
@@ -321,15 +320,7 @@ impl Text<'_> {
     fn write(&self, out: &mut String) {
         match self {
             Text::Owned(s) => out.push_str(s),
-            Text::Entry(e) => {
-                out.push_str("#### ");
-                out.push_str(&e.heading);
-                out.push('\n');
-                if !e.body.is_empty() {
-                    out.push_str(&e.body);
-                    out.push('\n');
-                }
-            }
+            Text::Entry(e) => e.write_prompt(out),
             Text::Part { entry, i, n, piece } => {
                 out.push_str("#### ");
                 out.push_str(&entry.heading);
@@ -731,11 +722,7 @@ fn pieces(body: &str) -> Vec<Piece<'_>> {
                     cur = None;
                 }
                 Span::grow(&mut cur, (b.start + at, l, b.start + next), fence, false);
-                fence = match fence {
-                    Some(f) if f.closes(l) => None,
-                    Some(f) => Some(f),
-                    None => Fence::opens(l),
-                };
+                fence = Fence::step(fence, l);
             }
             if let Some(c) = cur {
                 merge(out, c);
@@ -979,12 +966,27 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
     let mut hot_report = TierReport::default();
     if let Some(src) = &inputs.hot {
         let before = left.len();
-        let text = render_hot(src, budget.hot, &mut left, &mut loaded, &mut hot_report);
+        let pinned_or_hot = |u: &Unit<'_>| {
+            if u.pinned {
+                LoadReason::Pinned
+            } else {
+                LoadReason::Hot
+            }
+        };
+        let text = render_whole(
+            Tier::Hot,
+            src,
+            budget.hot,
+            pinned_or_hot,
+            &mut left,
+            &mut loaded,
+            &mut hot_report,
+        );
         hot_notice(&mut notices, &left[before..], budget.hot);
         prompt.push_str(&text);
         hot_report.bytes = text.len();
         if !text.is_empty() {
-            hot_report.files.push(file_report(&src.path, &[&text]));
+            hot_report.files.push(file_report(&src.path, &text));
         }
     } else {
         prompt.push_str("(no hot memory)\n");
@@ -1177,12 +1179,20 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
     if tiers.wiki {
         let mut report = TierReport::default();
         for (topic, src) in &named {
-            let text = render_named(src, budget.wiki_doc, &mut left, &mut loaded, &mut report);
+            let text = render_whole(
+                Tier::Wiki,
+                src,
+                budget.wiki_doc,
+                |_| LoadReason::Topic,
+                &mut left,
+                &mut loaded,
+                &mut report,
+            );
             prompt.push_str(&format!("### Wiki (durable reference: {topic})\n"));
             prompt.push_str(&text);
             report.bytes += text.len();
             if !text.is_empty() {
-                report.files.push(file_report(&src.path, &[&text]));
+                report.files.push(file_report(&src.path, &text));
             }
         }
         if rank_wiki {
@@ -1242,15 +1252,11 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
     })
 }
 
-/// The report of a file the prompt took `texts` from.
-fn file_report(path: &str, texts: &[&str]) -> FileReport {
-    let mut h = Sha256::new();
-    for t in texts {
-        h.update(t.as_bytes());
-    }
+/// The report of a file the prompt took `text` from.
+fn file_report(path: &str, text: &str) -> FileReport {
     FileReport {
         path: path.to_owned(),
-        sha256: hex::encode(h.finalize()),
+        sha256: hex::encode(Sha256::digest(text.as_bytes())),
     }
 }
 
@@ -1360,43 +1366,22 @@ fn fit_in_order(units: &[Unit<'_>], budget: usize, left: &mut Vec<LeftOut>) -> (
     (text, keep)
 }
 
-fn render_hot(
+/// Renders a document loaded whole, in file order (hot, a named wiki topic), within `budget`
+/// ([`fit_in_order`]); records what loaded, and `why`, in `loaded` and the tier's `report`.
+fn render_whole(
+    tier: Tier,
     src: &Source,
     budget: usize,
+    why: fn(&Unit<'_>) -> LoadReason,
     left: &mut Vec<LeftOut>,
     loaded: &mut Vec<Loaded>,
     report: &mut TierReport,
 ) -> String {
-    let units = whole_units(Tier::Hot, src, left);
+    let units = whole_units(tier, src, left);
     let (text, keep) = fit_in_order(&units, budget, left);
     for (u, k) in units.iter().zip(keep) {
         if k {
-            let why = if u.pinned {
-                LoadReason::Pinned
-            } else {
-                LoadReason::Hot
-            };
-            loaded.push(u.loaded(None, why));
-            if let Some(e) = u.entry {
-                report.entries.push(e.id.clone());
-            }
-        }
-    }
-    text
-}
-
-fn render_named(
-    src: &Source,
-    budget: usize,
-    left: &mut Vec<LeftOut>,
-    loaded: &mut Vec<Loaded>,
-    report: &mut TierReport,
-) -> String {
-    let units = whole_units(Tier::Wiki, src, left);
-    let (text, keep) = fit_in_order(&units, budget, left);
-    for (u, k) in units.iter().zip(keep) {
-        if k {
-            loaded.push(u.loaded(None, LoadReason::Topic));
+            loaded.push(u.loaded(None, why(u)));
             if let Some(e) = u.entry {
                 report.entries.push(e.id.clone());
             }

@@ -9,9 +9,10 @@ use sha2::{Digest, Sha256};
 use squad_model::{AgentName, Timestamp};
 
 use crate::entry::{Entry, Fence, FreeLine, Item, Kind, MemoryDoc, is_group_heading, normalize};
-use crate::error::{Error, ErrorKind, Problem, Result};
-use crate::name::{MAX_NAME_LEN, MemoryId, TopicName};
+use crate::error::{Error, ErrorKind, Problem, Result, or_skip};
+use crate::name::{MemoryId, TopicName};
 use crate::render::Budget;
+use crate::spawn::read_doc;
 use crate::store::{DocRef, MemoryStore, Tier};
 
 /// Adds summary entries for a hot document at the end of a session.
@@ -273,7 +274,7 @@ fn absorb(
         return Absorbed::Merged;
     }
     if doc.entries().any(|x| x.id == e.id) {
-        let new = fresh_id(&e.id, used);
+        let new = e.id.fresh(used);
         warnings.push(Problem::warning(
             file,
             0,
@@ -287,19 +288,6 @@ fn absorb(
     used.insert(e.id.clone());
     doc.insert_entry(e);
     Absorbed::Added
-}
-
-fn fresh_id(id: &MemoryId, used: &HashSet<MemoryId>) -> MemoryId {
-    for n in 2..10_000 {
-        let suffix = format!("-{n}");
-        let mut base = id.as_str().to_owned();
-        base.truncate(MAX_NAME_LEN.saturating_sub(suffix.len()));
-        let c = MemoryId(format!("{base}{suffix}"));
-        if !used.contains(&c) {
-            return c;
-        }
-    }
-    id.clone()
 }
 
 /// Folds exact duplicates inside one document (git's `merge=union` leaves them); returns how
@@ -363,18 +351,12 @@ impl<'a> Scribe<'a> {
 
     /// Reads and parses a document; `Err` with its problems when it cannot be read as one.
     fn load(&self, doc: &DocRef) -> Result<Loaded> {
-        match self.store.read(doc)? {
-            None => Ok(Loaded {
-                doc: MemoryDoc::default(),
-                old: None,
-                changed: false,
-            }),
-            Some(text) => Ok(Loaded {
-                doc: MemoryDoc::parse(&doc.path(), &text)?,
-                old: Some(text),
-                changed: false,
-            }),
-        }
+        let (old, doc) = read_doc(self.store, doc)?;
+        Ok(Loaded {
+            doc,
+            old,
+            changed: false,
+        })
     }
 
     /// Writes `doc`, reads it back and checks that every id in `must` is there.
@@ -450,26 +432,14 @@ impl<'a> Scribe<'a> {
         let mut archive = self.load(&arch_ref)?;
         let mut report = ScribeReport::default();
         let mut wiki: BTreeMap<TopicName, Loaded> = BTreeMap::new();
-        let names = match self.store.list(Tier::Wiki) {
-            Ok(n) => n,
-            Err(e) if !e.problems().is_empty() => {
-                report.warnings.extend(e.problems().iter().cloned());
-                Vec::new()
-            }
-            Err(e) => return Err(e),
-        };
+        let names = or_skip(self.store.list(Tier::Wiki), &mut report.warnings)?.unwrap_or_default();
         for name in names {
             let Ok(topic) = TopicName::new(name) else {
                 continue; // `validate` reports names that are not valid topics.
             };
-            match self.load(&DocRef::Wiki(topic.clone())) {
-                Ok(l) => {
-                    wiki.insert(topic, l);
-                }
-                Err(e) if !e.problems().is_empty() => {
-                    report.warnings.extend(e.problems().iter().cloned());
-                }
-                Err(e) => return Err(e),
+            let wiki_ref = DocRef::Wiki(topic.clone());
+            if let Some(l) = or_skip(self.load(&wiki_ref), &mut report.warnings)? {
+                wiki.insert(topic, l);
             }
         }
         for l in [&hot, &cold, &archive].into_iter().chain(wiki.values()) {
@@ -687,7 +657,8 @@ impl<'a> Scribe<'a> {
 
         // 4. Cold within its cap: the oldest entries go to the archive.
         let cold_cap = self.config.budget.cold_file;
-        if cold.doc.to_text().len() > cold_cap {
+        let mut size = cold.doc.to_text().len();
+        if size > cold_cap {
             let mut dated: Vec<(Option<Timestamp>, usize, MemoryId)> = cold
                 .doc
                 .entries()
@@ -695,7 +666,6 @@ impl<'a> Scribe<'a> {
                 .map(|(i, e)| (e.last_touched(), i, e.id.clone()))
                 .collect();
             dated.sort();
-            let mut size = cold.doc.to_text().len();
             for (_, _, id) in dated {
                 if size <= cold_cap {
                     break;
@@ -709,7 +679,7 @@ impl<'a> Scribe<'a> {
                     continue;
                 };
                 if let Item::Entry(e) = cold.doc.items.remove(pos) {
-                    size = size.saturating_sub(e.prompt_text().len() + 40);
+                    size = size.saturating_sub(e.prompt_len() + 40);
                     to_archive.push(e);
                 }
             }
@@ -858,15 +828,12 @@ fn wiki_target(
     unreadable: &HashSet<TopicName>,
     cap: usize,
 ) -> Option<TopicName> {
-    let size = e.prompt_text().len() + 80;
+    let size = e.prompt_len() + 80;
     for n in 1..1000 {
         let name = if n == 1 {
             topic.clone()
         } else {
-            let suffix = format!("-{n}");
-            let mut base = topic.as_str().to_owned();
-            base.truncate(MAX_NAME_LEN.saturating_sub(suffix.len()));
-            TopicName::new(format!("{base}{suffix}")).ok()?
+            topic.continuation(n)?
         };
         if unreadable.contains(&name) {
             return None;
@@ -874,7 +841,10 @@ fn wiki_target(
         match wiki.get(&name) {
             None => return Some(name),
             Some(l) => {
-                let holds = ids_of(&l.doc).contains(&e.id);
+                let holds = l
+                    .doc
+                    .entries()
+                    .any(|x| x.id == e.id || x.merged.contains(&e.id));
                 if holds || l.doc.to_text().len() + size <= cap {
                     return Some(name);
                 }

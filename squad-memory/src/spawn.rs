@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use squad_model::{AgentName, Timestamp};
 
 use crate::entry::MemoryDoc;
-use crate::error::{Error, ErrorKind, Problem, Result};
+use crate::error::{Error, ErrorKind, Problem, Result, or_skip};
 use crate::matrix::LoadPlan;
 use crate::name::{MemoryId, TopicName};
 use crate::render::{Budget, Rendered, Source, SpawnInputs, render};
@@ -24,30 +24,38 @@ pub enum Touch {
     At(Timestamp),
 }
 
-/// Reads a document for a spawn: `Ok(None)` when it is missing, or when it cannot be read as a
-/// memory file (malformed, a symlink, too large), in which case the problems are added to
-/// `skipped`. Storage failures are errors.
-fn read_source(
+/// Reads a document for a reader that skips what it cannot read: `Ok(None)` when it is
+/// missing, or when it cannot be read as a memory file (malformed, a symlink, too large), in
+/// which case the problems are added to `skipped`. Storage failures are errors.
+pub(crate) fn read_source(
     store: &dyn MemoryStore,
     doc: &DocRef,
     skipped: &mut Vec<Problem>,
 ) -> Result<Option<Source>> {
-    let text = match store.read(doc) {
-        Ok(Some(t)) => t,
-        Ok(None) => return Ok(None),
-        Err(e) if !e.problems().is_empty() => {
-            skipped.extend(e.problems().iter().cloned());
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
+    let Some(text) = or_skip(store.read(doc), skipped)?.flatten() else {
+        return Ok(None);
     };
-    match Source::parse(doc.path(), &text) {
-        Ok(s) => Ok(Some(s)),
-        Err(e) => {
-            skipped.extend(e.problems().iter().cloned());
-            Ok(None)
-        }
-    }
+    // A parse error always lists its problems (the lines holding a NUL byte).
+    or_skip(Source::parse(doc.path(), &text), skipped)
+}
+
+/// Reads a document for a writer: the text it has (`None` when it is missing) and the text
+/// parsed (empty when it is missing).
+///
+/// # Errors
+///
+/// [`ErrorKind::InvalidInput`] with its problems when it cannot be read as a memory file;
+/// [`ErrorKind::Backend`] on storage failure.
+pub(crate) fn read_doc(
+    store: &dyn MemoryStore,
+    doc: &DocRef,
+) -> Result<(Option<String>, MemoryDoc)> {
+    let old = store.read(doc)?;
+    let parsed = match &old {
+        Some(t) => MemoryDoc::parse(&doc.path(), t)?,
+        None => MemoryDoc::default(),
+    };
+    Ok((old, parsed))
 }
 
 /// Reads what `plan` needs for `agent` from `store` and renders it within `budget` (see
@@ -98,14 +106,7 @@ pub fn spawn(
     if tiers.wiki {
         if plan.wiki_topics.is_empty() {
             if plan.task.is_some() {
-                let names = match store.list(Tier::Wiki) {
-                    Ok(n) => n,
-                    Err(e) if !e.problems().is_empty() => {
-                        skipped.extend(e.problems().iter().cloned());
-                        Vec::new()
-                    }
-                    Err(e) => return Err(e),
-                };
+                let names = or_skip(store.list(Tier::Wiki), &mut skipped)?.unwrap_or_default();
                 for t in names.into_iter().filter_map(|n| TopicName::new(n).ok()) {
                     if let Some(src) = read_source(store, &DocRef::Wiki(t.clone()), &mut skipped)? {
                         wiki.push((t, src));
@@ -187,13 +188,8 @@ fn refresh(
 pub fn validate(store: &dyn MemoryStore, budget: &Budget) -> Result<Vec<Problem>> {
     let mut problems = store.audit()?;
     for tier in Tier::ALL {
-        let names = match store.list(tier) {
-            Ok(n) => n,
-            Err(e) if !e.problems().is_empty() => {
-                problems.extend(e.problems().iter().cloned());
-                continue;
-            }
-            Err(e) => return Err(e),
+        let Some(names) = or_skip(store.list(tier), &mut problems)? else {
+            continue;
         };
         for name in names {
             let path = format!("{tier}/{name}.md");
@@ -204,14 +200,8 @@ pub fn validate(store: &dyn MemoryStore, budget: &Budget) -> Result<Vec<Problem>
                     continue;
                 }
             };
-            let text = match store.read(&doc) {
-                Ok(Some(t)) => t,
-                Ok(None) => continue,
-                Err(e) if !e.problems().is_empty() => {
-                    problems.extend(e.problems().iter().cloned());
-                    continue;
-                }
-                Err(e) => return Err(e),
+            let Some(text) = or_skip(store.read(&doc), &mut problems)?.flatten() else {
+                continue;
             };
             if let Some(cap) = budget.file_cap(tier)
                 && text.len() > cap
