@@ -326,11 +326,7 @@ pub fn search(
                 score,
                 title: u.title.clone().into_owned(),
                 path: u.file.to_owned(),
-                line: u
-                    .entry
-                    .map(|e| e.line)
-                    .or_else(|| u.item.strip_prefix("line ").and_then(|n| n.parse().ok()))
-                    .unwrap_or(0),
+                line: u.line,
                 superseded: false,
             },
             None => {

@@ -419,6 +419,10 @@ pub(crate) enum Search<'a> {
 pub(crate) struct Unit<'a> {
     pub(crate) tier: Tier,
     pub(crate) file: &'a str,
+    /// The 1-based line of `file` the unit starts on: an entry's heading (for each of its
+    /// parts), the free line, the first line of the chunk (for each of its parts); 0 for an
+    /// entry built in code.
+    pub(crate) line: usize,
     pub(crate) item: Cow<'a, str>,
     pub(crate) title: Cow<'a, str>,
     pub(crate) text: Text<'a>,
@@ -436,6 +440,7 @@ impl<'a> Unit<'a> {
     fn new(
         tier: Tier,
         file: &'a str,
+        line: usize,
         item: Cow<'a, str>,
         title: Cow<'a, str>,
         text: Text<'a>,
@@ -443,6 +448,7 @@ impl<'a> Unit<'a> {
         Self {
             tier,
             file,
+            line,
             item,
             title,
             bytes: text.len(),
@@ -519,6 +525,7 @@ fn entry_unit<'a>(tier: Tier, src: &'a Source, e: &'a Entry) -> Unit<'a> {
     let mut u = Unit::new(
         tier,
         &src.path,
+        e.line,
         Cow::Borrowed(e.id.as_str()),
         Cow::Borrowed(&e.heading),
         Text::Entry(e),
@@ -782,6 +789,7 @@ fn entry_units<'a>(tier: Tier, src: &'a Source, e: &'a Entry, out: &mut Vec<Unit
         let mut u = Unit::new(
             tier,
             &src.path,
+            e.line,
             // `<id> (part i of n)`, written when the part is reported.
             Cow::Borrowed(e.id.as_str()),
             Cow::Borrowed(&e.heading),
@@ -808,6 +816,7 @@ fn line_unit<'a>(tier: Tier, src: &'a Source, line: usize, text: &'a str) -> Uni
     let mut u = Unit::new(
         tier,
         &src.path,
+        line,
         Cow::Owned(format!("line {line}")),
         Cow::Owned(first_line(text)),
         Text::Owned(format!("{}\n", text.trim_end())),
@@ -894,6 +903,7 @@ pub(crate) fn ranked_units<'a>(
                 let mut u = Unit::new(
                     tier,
                     &src.path,
+                    first.0,
                     Cow::Owned(item),
                     Cow::Owned(title.clone()),
                     Text::Owned(text),

@@ -112,3 +112,52 @@ fn search_ranks_every_tier_archive_included() {
     assert!(only_cold.iter().all(|h| h.tier == Tier::Cold));
     assert_eq!(search(&store, &who, "staging", &[], 1).unwrap().len(), 1);
 }
+
+#[test]
+fn search_hits_of_split_free_text_chunks_keep_their_line() {
+    let store = InMemoryStore::new();
+    let who = agent("data");
+    let filler = |topic: &str, i: usize| {
+        format!(
+            "- {topic} note {i}: {}",
+            "words about nothing in particular ".repeat(3)
+        )
+    };
+    // Two free-text chunks, each long enough to be offered in parts, each matching the query
+    // in one of its parts.
+    let mut lines: Vec<String> = vec!["## Deploys".into()];
+    lines.extend((0..20).map(|i| filler("deploy", i)));
+    lines.push("- the kubernetes ingress dropped requests during the rollout".into());
+    let second = lines.len() + 2;
+    lines.push(String::new());
+    lines.push("## Auth".into());
+    lines.extend((0..20).map(|i| filler("auth", i)));
+    lines.push("- the kubernetes secret held the signing key".into());
+    store
+        .write(&DocRef::Cold(who.clone()), &(lines.join("\n") + "\n"))
+        .unwrap();
+    let out = spawn(
+        &store,
+        &who,
+        &LoadPlan::new(Situation::Resuming).task("kubernetes"),
+        &Budget::default(),
+        Touch::No,
+    )
+    .unwrap();
+    for first in [1, second] {
+        let part = format!("line {first} (part ");
+        assert!(
+            out.manifest
+                .loaded
+                .iter()
+                .any(|l| l.item.starts_with(&part)),
+            "the chunk at line {first} is split into parts: {:?}",
+            out.manifest.loaded
+        );
+    }
+    let hits = search(&store, &who, "kubernetes", &[], 10).unwrap();
+    let mut at: Vec<(Option<String>, usize)> =
+        hits.iter().map(|h| (h.id.clone(), h.line)).collect();
+    at.sort_unstable();
+    assert_eq!(at, [(None, 1), (None, second)], "{hits:?}");
+}
