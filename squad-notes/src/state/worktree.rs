@@ -52,23 +52,20 @@ struct Journal {
 /// - Other programs editing the files directly bypass the lock; their edits can race with ours.
 #[derive(Debug, Clone)]
 pub struct WorktreeStateStore {
-    root: PathBuf,
     dir: StateDir,
 }
 
 impl WorktreeStateStore {
     /// A store rooted at `root`. Nothing is created until the first write.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        let root = root.into();
         Self {
-            dir: StateDir::new(root.clone()),
-            root,
+            dir: StateDir::new(root),
         }
     }
 
     /// The root directory.
     pub fn root(&self) -> &Path {
-        &self.root
+        self.dir.root()
     }
 }
 
@@ -256,11 +253,7 @@ impl WorktreeStateStore {
     /// Removes the temporary files of writers that died before renaming them (and those of
     /// the store's earlier layout). Call it holding the writers' lock. Best effort.
     fn sweep_temporaries(&self) {
-        if let Ok(left) = self.dir.leftover_temp_files() {
-            for t in left.into_iter().filter(|t| !t.writer_alive) {
-                let _ = self.dir.remove(&t.path);
-            }
-        }
+        let _ = self.dir.remove_dead_temp_files("");
         let prefix = format!("{RESERVED_PREFIX}tmp-");
         if let Ok(entries) = self.dir.list_root() {
             for entry in entries {
@@ -317,12 +310,9 @@ impl WorktreeStateStore {
         parts.pop();
         while !parts.is_empty() {
             let dir = parts.join("/");
-            let real = (1..=parts.len()).all(|n| {
-                matches!(
-                    self.dir.kind(parts[..n].join("/")),
-                    Ok(Some(EntryKind::Dir))
-                )
-            });
+            // `kind` opens every directory on the way without following a link, and fails on
+            // one that is a symlink or not a directory: one look checks the whole path.
+            let real = matches!(self.dir.kind(&dir), Ok(Some(EntryKind::Dir)));
             if !real || std::fs::remove_dir(self.dir.display_path(&dir)).is_err() {
                 break;
             }
