@@ -380,14 +380,20 @@ impl LineIndex {
 pub fn append_line(old: &[u8], line: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(old.len() + line.len() + 1);
     out.extend_from_slice(old);
+    push_line(&mut out, line.as_bytes());
+    out
+}
+
+/// Appends `line` to `out` in place, as [`append_line`] does: a `\n` first when `out` is
+/// non-empty and does not end with one, and a `\n` after `line` when it lacks one.
+pub(crate) fn push_line(out: &mut Vec<u8>, line: &[u8]) {
     if !out.is_empty() && !out.ends_with(b"\n") {
         out.push(b'\n');
     }
-    out.extend_from_slice(line.as_bytes());
+    out.extend_from_slice(line);
     if !out.ends_with(b"\n") {
         out.push(b'\n');
     }
-    out
 }
 
 /// Unions two note blobs, byte for byte, for merging the notes of two clones.
@@ -416,7 +422,7 @@ pub fn append_line(old: &[u8], line: &str) -> Vec<u8> {
 /// ```
 pub fn union_notes(ours: &[u8], theirs: &[u8]) -> Union {
     let mut entry_lines: HashSet<&[u8]> = HashSet::new();
-    let mut entry_ids: HashMap<EntryId, ()> = HashMap::new();
+    let mut entry_ids: HashSet<EntryId> = HashSet::new();
     let mut text_lines: HashMap<&[u8], usize> = HashMap::new();
     for line in ours.split(|&b| b == b'\n') {
         let trimmed = line.trim_ascii();
@@ -426,7 +432,7 @@ pub fn union_notes(ours: &[u8], theirs: &[u8]) -> Union {
         match line_entry_id(trimmed) {
             Some(id) => {
                 entry_lines.insert(trimmed);
-                entry_ids.insert(id, ());
+                entry_ids.insert(id);
             }
             None => *text_lines.entry(trimmed).or_default() += 1,
         }
@@ -441,7 +447,7 @@ pub fn union_notes(ours: &[u8], theirs: &[u8]) -> Union {
         let keep = match line_entry_id(trimmed) {
             Some(id) => {
                 if entry_lines.insert(trimmed) {
-                    if entry_ids.insert(id.clone(), ()).is_some() {
+                    if !entry_ids.insert(id.clone()) {
                         conflicts.push(id);
                     }
                     true
@@ -458,12 +464,9 @@ pub fn union_notes(ours: &[u8], theirs: &[u8]) -> Union {
             },
         };
         if keep {
-            if !out.is_empty() && !out.ends_with(b"\n") {
-                out.push(b'\n');
-            }
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            out.extend_from_slice(line);
-            out.push(b'\n');
+            // `line` holds no `\n` and, being non-blank, does not end with one once its `\r`
+            // is gone: `push_line` ends it with exactly one.
+            push_line(&mut out, line.strip_suffix(b"\r").unwrap_or(line));
         }
     }
     Union {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use squad_model::{AgentName, NoteEntry};
 
-use crate::backend::{NoteEdit, NotesBackend};
+use crate::backend::{NoteEdit, NotesBackend, NotesBackendExt};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{self, ParsedNote};
 use crate::oid::{NotesRef, Oid};
@@ -183,31 +183,20 @@ impl<B: NotesBackend> Notes<B> {
                     attempts: attempt,
                 });
             }
-            match self
-                .backend
-                .update(&notes_ref, tip.as_ref(), &edits, APPEND_MESSAGE)
-            {
-                Ok(tip) => {
-                    return Ok(WriteOutcome {
-                        tip,
-                        changed: true,
-                        attempts: attempt,
-                    });
-                }
-                Err(e) if e.kind() == ErrorKind::Conflict && attempt < self.retry.max_attempts => {
-                    self.retry.sleep(attempt);
-                }
-                Err(e) if e.kind() == ErrorKind::Conflict => {
-                    return Err(Error::new(
-                        ErrorKind::Conflict,
-                        OP,
-                        format!(
-                            "gave up writing {notes_ref} after {attempt} attempts: other writers kept moving it"
-                        ),
-                    )
-                    .with_source(e));
-                }
-                Err(e) => return Err(e),
+            let published = self.publish(
+                (OP, "writing"),
+                &notes_ref,
+                tip.as_ref(),
+                &edits,
+                APPEND_MESSAGE,
+                attempt,
+            )?;
+            if let Some(tip) = published {
+                return Ok(WriteOutcome {
+                    tip,
+                    changed: true,
+                    attempts: attempt,
+                });
             }
         }
     }
@@ -262,7 +251,7 @@ impl<B: NotesBackend> Notes<B> {
                     .map(|e| e.id)
                     .collect();
             let mut report = CarryReport::default();
-            let mut bytes = old.clone();
+            let mut bytes = old;
             for source in from {
                 if source == to {
                     continue;
@@ -278,7 +267,7 @@ impl<B: NotesBackend> Notes<B> {
                         continue;
                     }
                     let line = carried_line(sourced, &blob, source)?;
-                    bytes = format::append_line(&bytes, &line);
+                    format::push_line(&mut bytes, line.as_bytes());
                     report
                         .carried
                         .push((sourced.entry.id.clone(), source.clone()));
@@ -287,28 +276,48 @@ impl<B: NotesBackend> Notes<B> {
             if report.carried.is_empty() {
                 return Ok(report);
             }
-            match self.backend.update(
+            let published = self.publish(
+                (OP, "carrying into"),
                 &notes_ref,
                 Some(&tip),
                 &[NoteEdit::set(to.clone(), bytes)],
                 CARRY_MESSAGE,
-            ) {
-                Ok(_) => return Ok(report),
-                Err(e) if e.kind() == ErrorKind::Conflict && attempt < self.retry.max_attempts => {
-                    self.retry.sleep(attempt);
-                }
-                Err(e) if e.kind() == ErrorKind::Conflict => {
-                    return Err(Error::new(
-                        ErrorKind::Conflict,
-                        OP,
-                        format!(
-                            "gave up carrying into {notes_ref} after {attempt} attempts: other writers kept moving it"
-                        ),
-                    )
-                    .with_source(e));
-                }
-                Err(e) => return Err(e),
+                attempt,
+            )?;
+            if published.is_some() {
+                return Ok(report);
             }
+        }
+    }
+
+    /// Attempt `attempt` of a read-modify-write publishes `edits` on `notes_ref` by
+    /// compare-and-swap from `tip`: the new tip, or `None` when another writer moved the ref
+    /// and attempts are left (after the back-off sleep: read again and retry). `op` and `doing`
+    /// (`"writing"`) name the operation when the retries run out.
+    fn publish(
+        &self,
+        (op, doing): (&'static str, &str),
+        notes_ref: &NotesRef,
+        tip: Option<&Oid>,
+        edits: &[NoteEdit],
+        message: &str,
+        attempt: u32,
+    ) -> Result<Option<Oid>> {
+        match self.backend.update(notes_ref, tip, edits, message) {
+            Ok(tip) => Ok(Some(tip)),
+            Err(e) if e.kind() == ErrorKind::Conflict && attempt < self.retry.max_attempts => {
+                self.retry.sleep(attempt);
+                Ok(None)
+            }
+            Err(e) if e.kind() == ErrorKind::Conflict => Err(Error::new(
+                ErrorKind::Conflict,
+                op,
+                format!(
+                    "gave up {doing} {notes_ref} after {attempt} attempts: other writers kept moving it"
+                ),
+            )
+            .with_source(e)),
+            Err(e) => Err(e),
         }
     }
 
@@ -341,13 +350,8 @@ impl<B: NotesBackend> Notes<B> {
     ///
     /// Backend failures only.
     pub fn show(&self, namespace: &AgentName, commit: &Oid) -> Result<ParsedNote> {
-        let notes_ref = NotesRef::squad(namespace);
-        let Some(tip) = self.backend.tip(&notes_ref)? else {
-            return Ok(ParsedNote::default());
-        };
         Ok(self
-            .backend
-            .read(&tip, commit)?
+            .read_raw(namespace, commit)?
             .map(|bytes| format::parse_note(&bytes))
             .unwrap_or_default())
     }
@@ -359,11 +363,8 @@ impl<B: NotesBackend> Notes<B> {
     ///
     /// Backend failures only.
     pub fn read_raw(&self, namespace: &AgentName, object: &Oid) -> Result<Option<Vec<u8>>> {
-        let notes_ref = NotesRef::squad(namespace);
-        match self.backend.tip(&notes_ref)? {
-            Some(tip) => self.backend.read(&tip, object),
-            None => Ok(None),
-        }
+        self.backend
+            .read_current(&NotesRef::squad(namespace), object)
     }
 
     /// The commits that have a note in `namespace`, sorted.
@@ -497,8 +498,8 @@ fn merge_entries(
                 ));
             }
             None => {
-                let base = bytes.take().unwrap_or_else(|| old.to_vec());
-                bytes = Some(format::append_line(&base, &line));
+                let bytes = bytes.get_or_insert_with(|| old.to_vec());
+                format::push_line(bytes, line.as_bytes());
                 added.insert(&entry.id, line);
             }
         }

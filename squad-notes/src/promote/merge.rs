@@ -3,6 +3,8 @@
 
 use std::collections::HashSet;
 
+use crate::format::push_line;
+
 use super::{ARCHIVED_LEDGER_KEY, DECISIONS_KEY, PROMOTED_LEDGER_KEY, WATERMARK_KEY, Watermarks};
 
 /// Joins two versions of the state file `key`: `ours` (the local branch) and `theirs` (another
@@ -38,16 +40,6 @@ pub fn merge_state_file(key: &str, ours: &[u8], theirs: &[u8]) -> Vec<u8> {
         PROMOTED_LEDGER_KEY | ARCHIVED_LEDGER_KEY => merge_ledger(ours, theirs),
         WATERMARK_KEY => merge_watermarks(ours, theirs),
         _ => ours.to_vec(),
-    }
-}
-
-fn push_line(out: &mut Vec<u8>, line: &[u8]) {
-    if !out.is_empty() && !out.ends_with(b"\n") {
-        out.push(b'\n');
-    }
-    out.extend_from_slice(line);
-    if !out.ends_with(b"\n") {
-        out.push(b'\n');
     }
 }
 
