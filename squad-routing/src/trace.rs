@@ -121,6 +121,54 @@ fn invalid(msg: impl Into<String>) -> Error {
     Error::new(ErrorKind::InvalidTrace, msg)
 }
 
+/// Where a replay's clock starts when no event gives a time: 2026-01-01T00:00:00Z.
+pub(crate) fn default_clock() -> Timestamp {
+    Timestamp::from_unix_seconds(1_767_225_600).unwrap_or_else(|_| Timestamp::now())
+}
+
+/// The order of a trace's records, as a replay checks it: the schema version before every other
+/// record, entity records before the first event.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Order {
+    /// Whether a record came (the schema version must come first).
+    started: bool,
+    /// Whether an event came.
+    in_events: bool,
+}
+
+impl Order {
+    /// The order after a schema version, entities and, with `events`, at least one event.
+    pub(crate) fn after(events: bool) -> Self {
+        Self {
+            started: true,
+            in_events: events,
+        }
+    }
+
+    /// Checks that `record` may come next, and counts it.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidTrace`] for a schema version that is not first or an entity after
+    /// the first event.
+    pub(crate) fn check(&mut self, record: &TraceLine) -> Result<()> {
+        let first = !self.started;
+        self.started = true;
+        match record {
+            TraceLine::SchemaVersion { .. } if !first => Err(invalid(
+                "the schema_version record must come before every other record",
+            )),
+            TraceLine::SchemaVersion { .. } => Ok(()),
+            TraceLine::Event { .. } => {
+                self.in_events = true;
+                Ok(())
+            }
+            _ if self.in_events => Err(invalid("entity records must come before the first event")),
+            _ => Ok(()),
+        }
+    }
+}
+
 fn unknown_ref(what: &str, id: impl std::fmt::Display) -> Error {
     Error::new(
         ErrorKind::UnknownReference,
@@ -265,9 +313,7 @@ pub struct Replay<D = InMemoryDirectory> {
     dir: D,
     clock: Timestamp,
     line: usize,
-    in_events: bool,
-    /// Whether a record was fed (the schema version must come first).
-    started: bool,
+    order: Order,
     version: u32,
 }
 
@@ -285,10 +331,9 @@ impl<D: Directory> Replay<D> {
         Self {
             engine,
             dir,
-            clock: Timestamp::from_unix_seconds(1_767_225_600).unwrap_or_else(|_| Timestamp::now()),
+            clock: default_clock(),
             line: 0,
-            in_events: false,
-            started: false,
+            order: Order::default(),
             version: 1,
         }
     }
@@ -337,19 +382,12 @@ impl<D: Directory> Replay<D> {
     ///
     /// As [`Self::feed_line`], without the line number.
     pub fn feed(&mut self, record: TraceLine) -> Result<Option<EventOutput>> {
-        let first = !self.started;
-        self.started = true;
+        self.order.check(&record)?;
         if let TraceLine::SchemaVersion { version } = record {
-            if !first {
-                return Err(invalid(
-                    "the schema_version record must come before every other record",
-                ));
-            }
             self.version = version;
             return Ok(None);
         }
         if let TraceLine::Event { at, event } = record {
-            self.in_events = true;
             check_event(&self.dir, &event)?;
             if let Some(at) = at {
                 self.clock = at;
@@ -366,9 +404,6 @@ impl<D: Directory> Replay<D> {
                 decisions,
                 instructions,
             }));
-        }
-        if self.in_events {
-            return Err(invalid("entity records must come before the first event"));
         }
         load_entity(&mut self.dir, record)?;
         Ok(None)

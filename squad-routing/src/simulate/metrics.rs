@@ -544,7 +544,8 @@ impl Collector {
         self.wake(rec.agent, rec.issue, due, ended);
     }
 
-    /// Counts an event (skipped or not) and, for a scheduler firing, one more fired task.
+    /// Counts a trace event, and a skipped one among the skipped events too (a deferred task
+    /// the scheduler made due is [`count_scheduler_fire`](Self::count_scheduler_fire)'s).
     pub(crate) fn count_event(&mut self, skipped: bool) {
         self.m.events += 1;
         if skipped {
@@ -552,6 +553,7 @@ impl Collector {
         }
     }
 
+    /// Counts a deferred task the simulation's scheduler made due.
     pub(crate) fn count_scheduler_fire(&mut self) {
         self.m.scheduler_fired += 1;
     }

@@ -74,7 +74,7 @@ use crate::event::{Event, SetTaskStatus};
 use crate::generate::Generated;
 use crate::policy::RoutingPolicy;
 use crate::records::Principal;
-use crate::trace::{TraceLine, check_event, load_entity, parse_line};
+use crate::trace::{Order, TraceLine, check_event, default_clock, load_entity, parse_line};
 
 /// The most policies one simulation compares.
 pub const MAX_POLICIES: usize = 16;
@@ -98,7 +98,7 @@ pub struct Trace {
     entities: Vec<(usize, TraceLine)>,
     events: Vec<TraceEvent>,
     lines: usize,
-    started: bool,
+    order: Order,
 }
 
 impl Trace {
@@ -111,7 +111,7 @@ impl Trace {
     pub fn from_generated(g: &Generated) -> Self {
         let mut t = Self::new();
         t.lines = 1;
-        t.started = true;
+        t.order = Order::after(!g.events.is_empty());
         for e in &g.entities {
             t.lines += 1;
             t.entities.push((t.lines, e.clone()));
@@ -155,31 +155,15 @@ impl Trace {
     }
 
     fn add(&mut self, record: TraceLine) -> Result<()> {
-        let first = !self.started;
-        self.started = true;
+        self.order.check(&record)?;
         match record {
-            TraceLine::SchemaVersion { .. } => {
-                if !first {
-                    return Err(Error::new(
-                        ErrorKind::InvalidTrace,
-                        "the schema_version record must come before every other record",
-                    ));
-                }
-            }
+            TraceLine::SchemaVersion { .. } => {}
             TraceLine::Event { at, event } => self.events.push(TraceEvent {
                 line: self.lines,
                 at,
                 event,
             }),
-            entity => {
-                if !self.events.is_empty() {
-                    return Err(Error::new(
-                        ErrorKind::InvalidTrace,
-                        "entity records must come before the first event",
-                    ));
-                }
-                self.entities.push((self.lines, entity));
-            }
+            entity => self.entities.push((self.lines, entity)),
         }
         Ok(())
     }
@@ -543,10 +527,6 @@ pub fn metric_rows(m: &Metrics) -> Vec<(String, String)> {
     out
 }
 
-fn default_clock() -> Timestamp {
-    Timestamp::from_unix_seconds(1_767_225_600).unwrap_or_else(|_| Timestamp::now())
-}
-
 #[derive(Debug, Clone, Copy)]
 enum Role<'a> {
     /// The policy is the reference; publishes its mints when counterfactual runs need them.
@@ -752,25 +732,11 @@ impl Runner<'_, '_> {
             }
             return Err(RunError::Trace(e.at_line(ev.line)));
         }
-        self.engine
-            .decide_into(&self.dir, clock, event, &mut self.out);
-        self.col
-            .observe(&self.dir, clock, event, &self.out.decisions);
+        self.decide(Some(ev.line), clock, event);
         self.col.count_event(false);
-        (self.spec.observer)(&Observation {
-            policy: self.spec.index,
-            line: Some(ev.line),
-            at: clock,
-            event,
-            skipped: false,
-            decisions: &self.out.decisions,
-        });
         if self.spec.sigs {
             let sig = signature(&self.out.decisions, &self.dir, &self.col);
             self.sigs.push(sig);
-        }
-        if self.spec.explain {
-            self.log(Some(ev.line), clock, event, false);
         }
         if self.spec.capture.get(self.captured.len()) == Some(&index) {
             self.captured.push(Some(self.out.decisions.clone()));
@@ -860,27 +826,34 @@ impl Runner<'_, '_> {
                 task_id,
                 status: TaskStatus::Queued,
             });
-            self.engine
-                .decide_into(&self.dir, at, &event, &mut self.out);
-            self.col.observe(&self.dir, at, &event, &self.out.decisions);
+            self.decide(None, at, &event);
             self.col.count_scheduler_fire();
-            (self.spec.observer)(&Observation {
-                policy: self.spec.index,
-                line: None,
-                at,
-                event: &event,
-                skipped: false,
-                decisions: &self.out.decisions,
-            });
-            if self.spec.explain {
-                self.log(None, at, &event, false);
-            }
             self.after(at, &event);
         }
     }
 
-    /// Keeps the event in the decision log when it concerns the explained issue.
-    fn log(&mut self, line: Option<usize>, at: Timestamp, event: &Event, skipped: bool) {
+    /// Decides an event this run does not skip (`line`: `None` for a deferred task the
+    /// scheduler made due) into `self.out`, and hands the decisions to the metrics, the observer
+    /// and the decision log.
+    fn decide(&mut self, line: Option<usize>, at: Timestamp, event: &Event) {
+        self.engine.decide_into(&self.dir, at, event, &mut self.out);
+        self.col.observe(&self.dir, at, event, &self.out.decisions);
+        (self.spec.observer)(&Observation {
+            policy: self.spec.index,
+            line,
+            at,
+            event,
+            skipped: false,
+            decisions: &self.out.decisions,
+        });
+        if self.spec.explain {
+            self.log(line, at, event);
+        }
+    }
+
+    /// Keeps the (decided, not skipped) event in the decision log when it concerns the
+    /// explained issue.
+    fn log(&mut self, line: Option<usize>, at: Timestamp, event: &Event) {
         let Some(issue) = &self.spec.opts.explain else {
             return;
         };
@@ -890,7 +863,7 @@ impl Runner<'_, '_> {
                 at,
                 event: event.kind(),
                 by: translate::actor(event).cloned(),
-                skipped,
+                skipped: false,
                 decisions: self.out.decisions.clone(),
             });
         }

@@ -368,47 +368,42 @@ impl<'a> Translator<'a> {
         !self.finished && self.covered < index
     }
 
+    /// What `find` reads from the recorded run's mints, pulling more while the recorded run may
+    /// still publish one made before event `index`: `None` when it never will.
+    fn await_ref<V>(
+        &mut self,
+        index: usize,
+        find: impl Fn(&Self) -> Option<V>,
+    ) -> Result<Option<V>, Aborted> {
+        loop {
+            if let Some(v) = find(self) {
+                return Ok(Some(v));
+            }
+            if !self.more_before(index) {
+                return Ok(None);
+            }
+            self.pull(index, true)?;
+        }
+    }
+
     /// The recorded run's task behind a trace id: `None` when the id is not one the engine
     /// minted (a task the trace defines).
     fn ref_task(&mut self, t: &TaskId, index: usize) -> Result<Option<(usize, RefTask)>, Aborted> {
         let Some(n) = task_seq(t) else {
             return Ok(None);
         };
-        loop {
-            if let Some(Some(r)) = self.ref_tasks.get(n)
-                && &r.id == t
-            {
-                return Ok(Some((n, r.clone())));
-            }
-            if !self.more_before(index) {
-                return Ok(None);
-            }
-            self.pull(index, true)?;
-        }
+        self.await_ref(index, |s| match s.ref_tasks.get(n) {
+            Some(Some(r)) if &r.id == t => Some((n, r.clone())),
+            _ => None,
+        })
     }
 
     fn ref_comment(&mut self, c: &CommentId, index: usize) -> Result<Option<IssueId>, Aborted> {
-        loop {
-            if let Some(r) = self.ref_comments.get(c) {
-                return Ok(Some(r.clone()));
-            }
-            if !self.more_before(index) {
-                return Ok(None);
-            }
-            self.pull(index, true)?;
-        }
+        self.await_ref(index, |s| s.ref_comments.get(c).cloned())
     }
 
     fn ref_issue(&mut self, i: &IssueId, index: usize) -> Result<Option<AutopilotId>, Aborted> {
-        loop {
-            if let Some(r) = self.ref_issues.get(i) {
-                return Ok(Some(r.clone()));
-            }
-            if !self.more_before(index) {
-                return Ok(None);
-            }
-            self.pull(index, true)?;
-        }
+        self.await_ref(index, |s| s.ref_issues.get(i).cloned())
     }
 
     /// A task id of event `index`. `fire`: the event makes a task due (`task_status` to
@@ -643,18 +638,24 @@ struct Ids<'t, 'a> {
 }
 
 impl Ids<'_, '_> {
-    fn task(&mut self, id: &TaskId, fire: bool) -> Result<TaskId, Aborted> {
-        match self.t.task(id, self.index, self.dir, fire)? {
-            To::Same => Ok(id.clone()),
+    /// The id a translation gives `id`, noting whether the event changed or is skipped.
+    fn take<T: Clone>(&mut self, id: &T, to: To<T>) -> T {
+        match to {
+            To::Same => id.clone(),
             To::Id(u) => {
                 self.changed = true;
-                Ok(u)
+                u
             }
             To::Skip => {
                 self.skip = true;
-                Ok(id.clone())
+                id.clone()
             }
         }
+    }
+
+    fn task(&mut self, id: &TaskId, fire: bool) -> Result<TaskId, Aborted> {
+        let to = self.t.task(id, self.index, self.dir, fire)?;
+        Ok(self.take(id, to))
     }
 
     fn opt_task(&mut self, id: Option<&TaskId>) -> Result<Option<TaskId>, Aborted> {
@@ -662,31 +663,13 @@ impl Ids<'_, '_> {
     }
 
     fn comment(&mut self, id: &CommentId) -> Result<CommentId, Aborted> {
-        match self.t.comment(id, self.index)? {
-            To::Same => Ok(id.clone()),
-            To::Id(u) => {
-                self.changed = true;
-                Ok(u)
-            }
-            To::Skip => {
-                self.skip = true;
-                Ok(id.clone())
-            }
-        }
+        let to = self.t.comment(id, self.index)?;
+        Ok(self.take(id, to))
     }
 
     fn issue(&mut self, id: &IssueId) -> Result<IssueId, Aborted> {
-        match self.t.issue(id, self.index)? {
-            To::Same => Ok(id.clone()),
-            To::Id(u) => {
-                self.changed = true;
-                Ok(u)
-            }
-            To::Skip => {
-                self.skip = true;
-                Ok(id.clone())
-            }
-        }
+        let to = self.t.issue(id, self.index)?;
+        Ok(self.take(id, to))
     }
 
     fn opt_issue(&mut self, id: Option<&IssueId>) -> Result<Option<IssueId>, Aborted> {
