@@ -6,7 +6,7 @@
 use squad_model::{MemberRef, Squad};
 
 use crate::directory::Directory;
-use crate::mention::MentionKind;
+use crate::mention::{MentionKind, push_mention};
 
 const SEP: &str = " — ";
 
@@ -110,17 +110,6 @@ pub fn roster(dir: &dyn Directory, squad: &Squad) -> String {
     let mut out = String::with_capacity(512);
     push_roster(&mut out, dir, squad);
     out
-}
-
-/// Appends `[@label](mention://kind/id)`.
-fn push_mention(out: &mut String, kind: MentionKind, id: &str, label: &str) {
-    out.push_str("[@");
-    out.push_str(label);
-    out.push_str("](mention://");
-    out.push_str(kind.as_str());
-    out.push('/');
-    out.push_str(id);
-    out.push(')');
 }
 
 /// Appends the roster (written piece by piece: a leader claim renders it every time).

@@ -166,7 +166,21 @@ pub fn is_uuid(s: &str) -> bool {
 
 /// Formats a mention link: `[@label](mention://kind/id)`.
 pub fn format_mention(kind: MentionKind, id: &str, label: &str) -> String {
-    format!("[@{label}](mention://{}/{id})", kind.as_str())
+    // 16: the link's own characters, `[@`, `](mention://`, `/` and `)`.
+    let mut out = String::with_capacity(label.len() + kind.as_str().len() + id.len() + 16);
+    push_mention(&mut out, kind, id, label);
+    out
+}
+
+/// Appends `[@label](mention://kind/id)` ([`format_mention`] without the allocation).
+pub(crate) fn push_mention(out: &mut String, kind: MentionKind, id: &str, label: &str) {
+    out.push_str("[@");
+    out.push_str(label);
+    out.push_str("](mention://");
+    out.push_str(kind.as_str());
+    out.push('/');
+    out.push_str(id);
+    out.push(')');
 }
 
 /// `true` when the first whitespace-delimited token is `/note` (any case): such comments never

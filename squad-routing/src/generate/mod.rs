@@ -15,10 +15,11 @@ use squad_model::{
 use crate::apply::apply;
 use crate::directory::{Directory, InMemoryDirectory};
 use crate::engine::Engine;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::event::{
     BatchUpdate, ClaimTask, CreateIssue, Event, PostComment, SetTaskStatus, UpdateIssue,
 };
+use crate::mention::{MentionKind, format_mention};
 
 mod workloads;
 use crate::records::{Membership, Principal, User, Workspace, WorkspaceRole};
@@ -53,7 +54,7 @@ impl GenConfig {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::OutOfRange`] naming the field and its limit.
+    /// [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange) naming the field and its limit.
     ///
     /// ```
     /// use squad_routing::generate::GenConfig;
@@ -62,29 +63,22 @@ impl GenConfig {
     /// assert_eq!(big.check().unwrap_err().to_string(), "squads is 4000000000, more than the limit of 100000");
     /// ```
     pub fn check(&self) -> Result<()> {
-        let over = |field: &str, value: usize, max: usize| {
-            Error::new(
-                ErrorKind::OutOfRange,
-                format!("{field} is {value}, more than the limit of {max}"),
-            )
-        };
-        if self.squads > Self::MAX_SQUADS {
-            return Err(over("squads", self.squads, Self::MAX_SQUADS));
-        }
-        if self.issues_per_squad > Self::MAX_ISSUES_PER_SQUAD {
-            return Err(over(
-                "issues_per_squad",
-                self.issues_per_squad,
-                Self::MAX_ISSUES_PER_SQUAD,
-            ));
-        }
-        if self.events > Self::MAX_EVENTS {
-            return Err(over("events", self.events, Self::MAX_EVENTS));
-        }
+        let n = |v: usize| v as u64;
+        workloads::range("squads", n(self.squads), 0, n(Self::MAX_SQUADS))?;
+        workloads::range(
+            "issues_per_squad",
+            n(self.issues_per_squad),
+            0,
+            n(Self::MAX_ISSUES_PER_SQUAD),
+        )?;
+        workloads::range("events", n(self.events), 0, n(Self::MAX_EVENTS))?;
         let issues = self.squads * self.issues_per_squad;
-        if issues > Self::MAX_ISSUES {
-            return Err(over("squads * issues_per_squad", issues, Self::MAX_ISSUES));
-        }
+        workloads::range(
+            "squads * issues_per_squad",
+            n(issues),
+            0,
+            n(Self::MAX_ISSUES),
+        )?;
         Ok(())
     }
 }
@@ -112,12 +106,7 @@ pub struct Generated {
 impl Generated {
     /// A directory holding the entities.
     pub fn directory(&self) -> InMemoryDirectory {
-        let mut dir = InMemoryDirectory::new();
-        for e in &self.entities {
-            // Generated entities are consistent by construction.
-            let _ = crate::trace::load_entity(&mut dir, e.clone());
-        }
-        dir
+        load(&self.entities)
     }
 
     /// The trace's lines (JSON, without newlines): the schema version, the entities, the
@@ -146,6 +135,15 @@ impl Generated {
         }
         out
     }
+}
+
+/// A directory holding generated entities (consistent by construction: a load cannot fail).
+fn load(entities: &[TraceLine]) -> InMemoryDirectory {
+    let mut dir = InMemoryDirectory::new();
+    for e in entities {
+        let _ = crate::trace::load_entity(&mut dir, e.clone());
+    }
+    dir
 }
 
 /// SplitMix64: small, fast and good enough for picking squads.
@@ -317,12 +315,16 @@ impl Sim {
             status,
         }));
     }
-    /// Claims, starts and completes a task (the agent's runtime at work).
-    pub(crate) fn work(&mut self, task: &TaskId) {
+    /// Claims and starts a task (the agent's runtime taking it).
+    pub(crate) fn start(&mut self, task: &TaskId) {
         self.run(Event::Claim(ClaimTask {
             task_id: task.clone(),
         }));
         self.status(task, TaskStatus::Running);
+    }
+    /// Claims, starts and completes a task (the agent's runtime at work).
+    pub(crate) fn work(&mut self, task: &TaskId) {
+        self.start(task);
         self.status(task, TaskStatus::Completed);
     }
     /// Works the escalations that came due (their agents' runtimes take them).
@@ -419,7 +421,8 @@ impl Sim {
 ///
 /// # Errors
 ///
-/// [`ErrorKind::OutOfRange`] when a size is over its bound ([`GenConfig::check`]).
+/// [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange) when a size is over its bound
+/// ([`GenConfig::check`]).
 ///
 /// ```
 /// use squad_routing::generate::{generate, GenConfig};
@@ -436,8 +439,8 @@ pub fn generate(cfg: &GenConfig) -> Result<Generated> {
 ///
 /// # Errors
 ///
-/// [`ErrorKind::OutOfRange`] when a size or a knob is over its bound
-/// ([`WorkloadConfig::check`]).
+/// [`ErrorKind::OutOfRange`](crate::ErrorKind::OutOfRange) when a size or a knob is over its
+/// bound ([`WorkloadConfig::check`]).
 ///
 /// ```
 /// use squad_routing::generate::{generate_workload, GenConfig, Workload, WorkloadConfig};
@@ -586,7 +589,7 @@ pub fn generate_workload(cfg: &WorkloadConfig) -> Result<Generated> {
     }
     let mut sim = Sim {
         engine: Engine::default(),
-        dir: InMemoryDirectory::new(),
+        dir: load(&entities),
         at: t0,
         origin: t0,
         events: Vec::with_capacity(size.events),
@@ -596,9 +599,6 @@ pub fn generate_workload(cfg: &WorkloadConfig) -> Result<Generated> {
         deferred: Vec::new(),
         pending_work: Vec::new(),
     };
-    for e in &entities {
-        let _ = crate::trace::load_entity(&mut sim.dir, e.clone());
-    }
     let mut rng = Rng(size.seed);
     let mut k = 0usize;
     while !sim.full() && !teams.is_empty() {
@@ -616,10 +616,6 @@ pub fn generate_workload(cfg: &WorkloadConfig) -> Result<Generated> {
         entities,
         events: sim.events,
     })
-}
-
-pub(crate) fn mention(kind: &str, id: &str, label: &str) -> String {
-    format!("[@{label}](mention://{kind}/{id})")
 }
 
 /// One parent issue through the rules.
@@ -641,17 +637,14 @@ pub(crate) fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) 
     let Some(lt) = tasks.first().cloned() else {
         return;
     };
-    sim.run(Event::Claim(ClaimTask {
-        task_id: lt.clone(),
-    }));
-    sim.status(&lt, TaskStatus::Running);
+    sim.start(&lt);
     let w_tasks = sim.comment(
         &parent,
         lead.clone(),
         Some(lt.clone()),
         format!(
             "{} please take the API part.",
-            mention("agent", t.workers[0].as_str(), "Worker")
+            format_mention(MentionKind::Agent, t.workers[0].as_str(), "Worker")
         ),
     );
     sim.status(&lt, TaskStatus::Completed);
@@ -693,7 +686,10 @@ pub(crate) fn episode(sim: &mut Sim, rng: &mut Rng, ws: &WorkspaceId, t: &Team) 
     }
     let text = match rng.below(4) {
         0 => "/note remember to update the changelog".to_owned(),
-        1 => format!("{} status?", mention("squad", t.squad.as_str(), "Squad")),
+        1 => format!(
+            "{} status?",
+            format_mention(MentionKind::Squad, t.squad.as_str(), "Squad")
+        ),
         2 => "[@all](mention://all/all) demo on Friday".to_owned(),
         _ => "Any blockers?".to_owned(),
     };

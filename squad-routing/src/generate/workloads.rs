@@ -1,10 +1,11 @@
 //! Named workload shapes, each stressing a metric of `simulate`, with documented knobs.
 
-use squad_model::{CommentId, IssueStatus, TaskId, TaskStatus, WorkspaceId};
+use squad_model::{CommentId, IssueStatus, TaskStatus, WorkspaceId};
 
-use super::{GenConfig, NewIssue, Rng, Sim, Team, mention};
+use super::{GenConfig, NewIssue, Rng, Sim, Team};
 use crate::directory::Directory;
 use crate::error::{Error, ErrorKind, Result};
+use crate::mention::{MentionKind, format_mention};
 use crate::records::Principal;
 
 /// The shape of a generated trace.
@@ -142,21 +143,6 @@ impl WorkloadConfig {
     /// ```
     pub fn check(&self) -> Result<()> {
         self.size.check()?;
-        fn range(field: &str, value: u64, min: u64, max: u64) -> Result<()> {
-            if value < min {
-                return Err(Error::new(
-                    ErrorKind::OutOfRange,
-                    format!("{field} is {value}, less than the minimum of {min}"),
-                ));
-            }
-            if value > max {
-                return Err(Error::new(
-                    ErrorKind::OutOfRange,
-                    format!("{field} is {value}, more than the limit of {max}"),
-                ));
-            }
-            Ok(())
-        }
         let n = |v: usize| v as u64;
         range(
             "arrival_seconds",
@@ -188,6 +174,27 @@ impl WorkloadConfig {
         )?;
         Ok(())
     }
+}
+
+/// Checks that a size or a knob is within its bounds.
+///
+/// # Errors
+///
+/// [`ErrorKind::OutOfRange`] naming the field, its value and the bound it passes.
+pub(super) fn range(field: &str, value: u64, min: u64, max: u64) -> Result<()> {
+    if value < min {
+        return Err(Error::new(
+            ErrorKind::OutOfRange,
+            format!("{field} is {value}, less than the minimum of {min}"),
+        ));
+    }
+    if value > max {
+        return Err(Error::new(
+            ErrorKind::OutOfRange,
+            format!("{field} is {value}, more than the limit of {max}"),
+        ));
+    }
+    Ok(())
 }
 
 fn member(t: &Team) -> Principal {
@@ -223,8 +230,7 @@ pub(super) fn steady(
     };
     let lead = Principal::Agent(t.leader.clone());
     sim.wait(5);
-    sim.run(claim(&lt));
-    sim.status(&lt, TaskStatus::Running);
+    sim.start(&lt);
     let w = &t.workers[rng.below(t.workers.len())];
     let wt = sim.comment(
         &issue,
@@ -232,7 +238,7 @@ pub(super) fn steady(
         Some(lt.clone()),
         format!(
             "{} please take this one.",
-            mention("agent", w.as_str(), "Worker")
+            format_mention(MentionKind::Agent, w.as_str(), "Worker")
         ),
     );
     sim.status(&lt, TaskStatus::Completed);
@@ -240,8 +246,7 @@ pub(super) fn steady(
         return;
     };
     sim.wait(20);
-    sim.run(claim(&wt));
-    sim.status(&wt, TaskStatus::Running);
+    sim.start(&wt);
     sim.wait(i64::try_from(60 + rng.below(240)).unwrap_or(60));
     let back = sim.comment(
         &issue,
@@ -252,8 +257,7 @@ pub(super) fn steady(
     sim.status(&wt, TaskStatus::Completed);
     if let Some(l2) = back.first() {
         sim.wait(5);
-        sim.run(claim(l2));
-        sim.status(l2, TaskStatus::Running);
+        sim.start(l2);
         sim.update(lead, Some(l2.clone()), &issue, IssueStatus::InReview);
         sim.status(l2, TaskStatus::Completed);
     }
@@ -267,12 +271,6 @@ pub(super) fn steady(
         }
     }
     sim.work_escalations();
-}
-
-fn claim(task: &TaskId) -> crate::event::Event {
-    crate::event::Event::Claim(crate::event::ClaimTask {
-        task_id: task.clone(),
-    })
 }
 
 /// `review-storm`: the leader asks `reporters` members for a review; they all start, then report
@@ -294,21 +292,19 @@ pub(super) fn review_storm(sim: &mut Sim, ws: &WorkspaceId, t: &Team, cfg: &Work
         return;
     };
     let lead = Principal::Agent(t.leader.clone());
-    sim.run(claim(&lt));
-    sim.status(&lt, TaskStatus::Running);
+    sim.start(&lt);
     let reporters = &t.workers[..cfg.reporters.min(t.workers.len())];
     let mut ask: String = reporters
         .iter()
         .enumerate()
-        .map(|(i, w)| mention("agent", w.as_str(), &format!("Reviewer {i}")))
+        .map(|(i, w)| format_mention(MentionKind::Agent, w.as_str(), &format!("Reviewer {i}")))
         .collect::<Vec<_>>()
         .join(" ");
     ask.push_str(" please review this and report here.");
     let asked = sim.comment(&parent, lead, Some(lt.clone()), ask);
     sim.status(&lt, TaskStatus::Completed);
     for task in &asked {
-        sim.run(claim(task));
-        sim.status(task, TaskStatus::Running);
+        sim.start(task);
     }
     let first = sim.at.plus_seconds(1);
     for (i, task) in asked.iter().enumerate() {
@@ -361,7 +357,7 @@ pub(super) fn chatter(
         None,
         format!(
             "{} can you sort this out with Worker b?",
-            mention("agent", speaker.as_str(), "Worker a")
+            format_mention(MentionKind::Agent, speaker.as_str(), "Worker a")
         ),
     );
     let Some(mut task) = start.first().cloned() else {
@@ -369,8 +365,7 @@ pub(super) fn chatter(
     };
     let mut rounds = 0;
     loop {
-        sim.run(claim(&task));
-        sim.status(&task, TaskStatus::Running);
+        sim.start(&task);
         sim.wait(10);
         rounds += 1;
         let answer = rounds <= cfg.max_rounds && (rounds == 1 || rng.chance(cfg.loop_percent));
@@ -390,7 +385,7 @@ pub(super) fn chatter(
             Some(task.clone()),
             format!(
                 "{} what do you think?",
-                mention("agent", other.as_str(), "peer")
+                format_mention(MentionKind::Agent, other.as_str(), "peer")
             ),
         );
         sim.status(&task, TaskStatus::Completed);
@@ -460,8 +455,7 @@ pub(super) fn mentions(
             let Some(agent) = sim.dir.task(&task).map(|x| x.agent_id.clone()) else {
                 continue;
             };
-            sim.run(claim(&task));
-            sim.status(&task, TaskStatus::Running);
+            sim.start(&task);
             // The agent answers in the thread (which may wake the squad's leader, row 4).
             let (answer, more) = sim.reply(
                 &issue,
@@ -485,12 +479,12 @@ pub(super) fn mentions(
 /// A mention of one of the team's agents, its squad, everyone, or its human.
 fn target(rng: &mut Rng, t: &Team) -> String {
     match rng.below(6) {
-        0 => mention("agent", t.leader.as_str(), "Lead"),
-        1 => mention("agent", t.workers[0].as_str(), "Worker a"),
-        2 => mention("agent", t.workers[1].as_str(), "Worker b"),
-        3 => mention("squad", t.squad.as_str(), "Squad"),
+        0 => format_mention(MentionKind::Agent, t.leader.as_str(), "Lead"),
+        1 => format_mention(MentionKind::Agent, t.workers[0].as_str(), "Worker a"),
+        2 => format_mention(MentionKind::Agent, t.workers[1].as_str(), "Worker b"),
+        3 => format_mention(MentionKind::Squad, t.squad.as_str(), "Squad"),
         4 => "[@all](mention://all/all)".to_owned(),
-        _ => mention("member", t.human.as_str(), "Human"),
+        _ => format_mention(MentionKind::Member, t.human.as_str(), "Human"),
     }
 }
 
