@@ -58,6 +58,7 @@ use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;
 use std::path::Path;
 
+use rusqlite::types::FromSql;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -114,6 +115,17 @@ fn storage(e: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::Storage, format!("database: {e}"))
 }
 
+/// The stored `id_seq` (0 when none is stored).
+fn stored_seq(conn: &Connection) -> Result<u64> {
+    let seq: Option<i64> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'id_seq'", [], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(storage)?;
+    Ok(seq.map_or(0, |s| s.cast_unsigned()))
+}
+
 impl SqliteDirectory {
     /// The version of the database schema this build writes (`PRAGMA user_version`).
     pub const SCHEMA_VERSION: i64 = 1;
@@ -161,17 +173,12 @@ impl SqliteDirectory {
             conn.pragma_update(None, "user_version", Self::SCHEMA_VERSION)
                 .map_err(storage)?;
         }
-        let seq: Option<i64> = conn
-            .query_row("SELECT value FROM meta WHERE key = 'id_seq'", [], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(storage)?;
+        let seq = stored_seq(&conn)?;
         Ok(Self {
             conn,
             cache: Cache::default(),
             error: RefCell::new(None),
-            seq: seq.map_or(0, |s| s.cast_unsigned()),
+            seq,
             in_transaction: false,
         })
     }
@@ -220,14 +227,7 @@ impl SqliteDirectory {
         if self.in_transaction {
             self.in_transaction = false;
             self.conn.execute_batch("ROLLBACK").map_err(storage)?;
-            self.seq = self
-                .conn
-                .query_row("SELECT value FROM meta WHERE key = 'id_seq'", [], |r| {
-                    r.get::<_, i64>(0)
-                })
-                .optional()
-                .map_err(storage)?
-                .map_or(0, |s| s.cast_unsigned());
+            self.seq = stored_seq(&self.conn)?;
         }
         Ok(())
     }
@@ -279,13 +279,29 @@ impl SqliteDirectory {
         }
     }
 
-    /// One row's `record`, decoded.
-    fn one<T: DeserializeOwned>(&self, sql: &str, args: impl rusqlite::Params) -> Option<T> {
-        let text: Option<String> = self.ok(self
+    /// One row's first column: `None` when the read failed, `Some(None)` when there is no row.
+    fn scalar<T: FromSql>(&self, sql: &str, args: impl rusqlite::Params) -> Option<Option<T>> {
+        self.ok(self
             .conn
             .prepare_cached(sql)
-            .and_then(|mut st| st.query_row(args, |r| r.get(0)).optional()))?;
-        self.decode(&text?)
+            .and_then(|mut st| st.query_row(args, |r| r.get(0)).optional()))
+    }
+
+    /// One row's `record`, decoded.
+    fn one<T: DeserializeOwned>(&self, sql: &str, args: impl rusqlite::Params) -> Option<T> {
+        let text: String = self.scalar(sql, args)??;
+        self.decode(&text)
+    }
+
+    /// The record `id` of a by-id query (`sql`, with `?1` for the id), read once into `table`
+    /// until the next write.
+    fn cached<'s, T: DeserializeOwned>(
+        &'s self,
+        table: &'s Table<T>,
+        sql: &str,
+        id: &str,
+    ) -> Option<&'s T> {
+        table.get(id, || self.one(sql, params![id]))
     }
 
     /// Every row's first column, decoded with `f`.
@@ -354,10 +370,6 @@ impl SqliteDirectory {
             .and_then(|mut st| st.exists(params![id])))
             .unwrap_or(false)
     }
-
-    fn task_ids(&self, sql: &str, args: impl rusqlite::Params) -> Vec<Task> {
-        self.all(sql, args, |s, t| s.decode(&t))
-    }
 }
 
 fn role_str(role: WorkspaceRole) -> &'static str {
@@ -414,38 +426,23 @@ fn squad_of(a: Option<&Assignee>) -> Option<&str> {
 
 impl Directory for SqliteDirectory {
     fn workspace(&self, id: &WorkspaceId) -> Option<&Workspace> {
-        self.cache.workspaces.get(id.as_str(), || {
-            self.one(
-                "SELECT record FROM workspaces WHERE id = ?1",
-                params![id.as_str()],
-            )
-        })
+        let sql = "SELECT record FROM workspaces WHERE id = ?1";
+        self.cached(&self.cache.workspaces, sql, id.as_str())
     }
     fn user(&self, id: &UserId) -> Option<&User> {
-        self.cache.users.get(id.as_str(), || {
-            self.one(
-                "SELECT record FROM users WHERE id = ?1",
-                params![id.as_str()],
-            )
-        })
+        let sql = "SELECT record FROM users WHERE id = ?1";
+        self.cached(&self.cache.users, sql, id.as_str())
     }
     fn workspace_role(&self, workspace: &WorkspaceId, user: &UserId) -> Option<WorkspaceRole> {
-        let role: Option<String> = self.ok(self
-            .conn
-            .prepare_cached("SELECT role FROM memberships WHERE workspace_id = ?1 AND user_id = ?2")
-            .and_then(|mut st| {
-                st.query_row(params![workspace.as_str(), user.as_str()], |r| r.get(0))
-                    .optional()
-            }))?;
-        parse_role(&role?)
+        let role: String = self.scalar(
+            "SELECT role FROM memberships WHERE workspace_id = ?1 AND user_id = ?2",
+            params![workspace.as_str(), user.as_str()],
+        )??;
+        parse_role(&role)
     }
     fn squad(&self, id: &SquadId) -> Option<&Squad> {
-        self.cache.squads.get(id.as_str(), || {
-            self.one(
-                "SELECT record FROM squads WHERE id = ?1",
-                params![id.as_str()],
-            )
-        })
+        let sql = "SELECT record FROM squads WHERE id = ?1";
+        self.cached(&self.cache.squads, sql, id.as_str())
     }
     fn squad_members(&self, id: &SquadId) -> &[SquadMember] {
         self.cache
@@ -460,26 +457,18 @@ impl Directory for SqliteDirectory {
             .map_or(&[], Vec::as_slice)
     }
     fn agent(&self, id: &AgentId) -> Option<&Agent> {
-        self.cache.agents.get(id.as_str(), || {
-            self.one(
-                "SELECT record FROM agents WHERE id = ?1",
-                params![id.as_str()],
-            )
-        })
+        let sql = "SELECT record FROM agents WHERE id = ?1";
+        self.cached(&self.cache.agents, sql, id.as_str())
     }
     fn issue(&self, id: &IssueId) -> Option<&Issue> {
-        self.cache.issues.get(id.as_str(), || {
-            self.one(
-                "SELECT record FROM issues WHERE id = ?1",
-                params![id.as_str()],
-            )
-        })
+        let sql = "SELECT record FROM issues WHERE id = ?1";
+        self.cached(&self.cache.issues, sql, id.as_str())
     }
     fn issue_number(&self, id: &IssueId) -> Option<u64> {
-        let n: Option<Option<i64>> = self.ok(self
-            .conn
-            .prepare_cached("SELECT number FROM issues WHERE id = ?1")
-            .and_then(|mut st| st.query_row(params![id.as_str()], |r| r.get(0)).optional()))?;
+        let n: Option<Option<i64>> = self.scalar(
+            "SELECT number FROM issues WHERE id = ?1",
+            params![id.as_str()],
+        )?;
         n.flatten().map(i64::cast_unsigned)
     }
     fn children(&self, parent: &IssueId) -> &[IssueId] {
@@ -514,12 +503,8 @@ impl Directory for SqliteDirectory {
             .map_or(&[], Vec::as_slice)
     }
     fn task(&self, id: &TaskId) -> Option<&Task> {
-        self.cache.tasks.get(id.as_str(), || {
-            self.one(
-                "SELECT record FROM tasks WHERE id = ?1",
-                params![id.as_str()],
-            )
-        })
+        let sql = "SELECT record FROM tasks WHERE id = ?1";
+        self.cached(&self.cache.tasks, sql, id.as_str())
     }
     fn pending_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task> {
         self.cache.tasks.get(&format!("p\0{issue}\0{agent}"), || {
@@ -543,40 +528,34 @@ impl Directory for SqliteDirectory {
         self.cache
             .task_lists
             .get(&format!("a\0{issue}"), || {
-                Some(self.task_ids(
+                Some(self.all(
                     "SELECT record FROM tasks WHERE issue_id = ?1 AND live = 1 \
                      AND status NOT IN ('completed', 'failed', 'cancelled') ORDER BY seq",
                     params![issue.as_str()],
+                    |s, t| s.decode(&t),
                 ))
             })
             .map_or_else(Vec::new, |v| v.iter().collect())
     }
     fn comment(&self, id: &CommentId) -> Option<&Comment> {
-        self.cache.comments.get(id.as_str(), || {
-            self.one(
-                "SELECT record FROM comments WHERE id = ?1",
-                params![id.as_str()],
-            )
-        })
+        let sql = "SELECT record FROM comments WHERE id = ?1";
+        self.cached(&self.cache.comments, sql, id.as_str())
     }
     fn tasks_triggered_by(&self, comment: &CommentId) -> Vec<&Task> {
         self.cache
             .task_lists
             .get(&format!("t\0{comment}"), || {
-                Some(self.task_ids(
+                Some(self.all(
                     "SELECT record FROM tasks WHERE trigger_comment_id = ?1 ORDER BY seq",
                     params![comment.as_str()],
+                    |s, t| s.decode(&t),
                 ))
             })
             .map_or_else(Vec::new, |v| v.iter().collect())
     }
     fn autopilot(&self, id: &AutopilotId) -> Option<&Autopilot> {
-        self.cache.autopilots.get(id.as_str(), || {
-            self.one(
-                "SELECT record FROM autopilots WHERE id = ?1",
-                params![id.as_str()],
-            )
-        })
+        let sql = "SELECT record FROM autopilots WHERE id = ?1";
+        self.cached(&self.cache.autopilots, sql, id.as_str())
     }
     fn squad_autopilots(&self, squad: &SquadId) -> Vec<AutopilotId> {
         self.all(
@@ -586,14 +565,11 @@ impl Directory for SqliteDirectory {
         )
     }
     fn evaluation(&self, task: &TaskId) -> Option<EvaluationOutcome> {
-        let o: Option<String> = self.ok(self
-            .conn
-            .prepare_cached("SELECT outcome FROM evaluations WHERE task_id = ?1")
-            .and_then(|mut st| {
-                st.query_row(params![task.as_str()], |r| r.get(0))
-                    .optional()
-            }))?;
-        EvaluationOutcome::parse(&o?)
+        let o: String = self.scalar(
+            "SELECT outcome FROM evaluations WHERE task_id = ?1",
+            params![task.as_str()],
+        )??;
+        EvaluationOutcome::parse(&o)
     }
     fn id_seq(&self) -> u64 {
         self.seq
@@ -646,10 +622,10 @@ impl Directory for SqliteDirectory {
         let parent = issue.parent_issue_id.as_ref().map(IssueId::as_str);
         let squad = squad_of(issue.assignee.as_ref());
         // None: the read failed; Some(None): a new issue; Some(Some(parent)): a stored one.
-        let old_parent: Option<Option<Option<String>>> = self.ok(self
-            .conn
-            .prepare_cached("SELECT parent_issue_id FROM issues WHERE id = ?1")
-            .and_then(|mut st| st.query_row(params![id], |r| r.get(0)).optional()));
+        let old_parent: Option<Option<Option<String>>> = self.scalar(
+            "SELECT parent_issue_id FROM issues WHERE id = ?1",
+            params![id],
+        );
         let Some(old_parent) = old_parent else {
             return;
         };
