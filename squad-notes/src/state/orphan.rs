@@ -276,24 +276,8 @@ impl OrphanBranchStore {
         repo: &gix::Repository,
     ) -> Result<std::result::Result<(), gix::Error>> {
         let root = self.root_commit(repo)?;
-        let edit = RefEdit {
-            change: Change::Update {
-                log: LogChange {
-                    mode: RefLog::AndReference,
-                    force_create_reflog: false,
-                    message: BString::from("squad-state: create the state branch"),
-                },
-                expected: PreviousValue::MustNotExist,
-                new: Target::Object(root),
-            },
-            name: self.ref_name.clone(),
-            deref: false,
-        };
         let sig = self.signature(repo);
-        let mut time_buf = gix::date::parse::TimeBuf::default();
-        Ok(repo
-            .edit_references_as([edit], Some(sig.to_ref(&mut time_buf)))
-            .map(drop))
+        Ok(self.move_ref(repo, &sig, None, root, "create the state branch"))
     }
 
     /// One attempt: builds the batch on `tip` and moves the ref if it still points at `tip`.
@@ -369,24 +353,9 @@ impl OrphanBranchStore {
             .write_object(&commit)
             .map_err(|e| backend("state.apply", "cannot write the state commit", e))?
             .detach();
-        let expected = PreviousValue::MustExistAndMatch(Target::Object(tip));
         let first_line = message.lines().next().unwrap_or_default();
-        let edit = RefEdit {
-            change: Change::Update {
-                log: LogChange {
-                    mode: RefLog::AndReference,
-                    force_create_reflog: false,
-                    message: BString::from(format!("squad-state: {first_line}")),
-                },
-                expected,
-                new: Target::Object(commit_id),
-            },
-            name: self.ref_name.clone(),
-            deref: false,
-        };
-        let mut time_buf = gix::date::parse::TimeBuf::default();
-        match repo.edit_references_as([edit], Some(sig.to_ref(&mut time_buf))) {
-            Ok(_) => Ok(Attempt::Done),
+        match self.move_ref(repo, &sig, Some(tip), commit_id, first_line) {
+            Ok(()) => Ok(Attempt::Done),
             Err(e) => Ok(Attempt::Lost(e)),
         }
     }
@@ -534,32 +503,27 @@ impl OrphanBranchStore {
             let step = self.with_repo(|repo| {
                 let theirs = commit_id(repo, theirs)?;
                 let tip = self.tip_of(repo)?;
-                let Some(tip) = tip else {
-                    return Ok(match self.move_ref(repo, None, theirs, "fast-forward") {
-                        Ok(()) => Some((MergeAction::FastForward, theirs)),
-                        Err(_) => {
-                            self.check_stale_lock(repo)?;
-                            None
-                        }
-                    });
+                let tip = match tip {
+                    Some(tip) if tip == theirs => return Ok(Some((MergeAction::UpToDate, tip))),
+                    Some(tip) if is_ancestor(repo, theirs, tip)? => {
+                        return Ok(Some((MergeAction::LocalAhead, tip)));
+                    }
+                    // Diverged: merged below.
+                    Some(tip) if !is_ancestor(repo, tip, theirs)? => tip,
+                    // No branch yet, or behind `theirs`: a fast-forward.
+                    _ => {
+                        let sig = self.signature(repo);
+                        return Ok(
+                            match self.move_ref(repo, &sig, tip, theirs, "fast-forward") {
+                                Ok(()) => Some((MergeAction::FastForward, theirs)),
+                                Err(_) => {
+                                    self.check_stale_lock(repo)?;
+                                    None
+                                }
+                            },
+                        );
+                    }
                 };
-                if tip == theirs {
-                    return Ok(Some((MergeAction::UpToDate, tip)));
-                }
-                if is_ancestor(repo, theirs, tip)? {
-                    return Ok(Some((MergeAction::LocalAhead, tip)));
-                }
-                if is_ancestor(repo, tip, theirs)? {
-                    return Ok(
-                        match self.move_ref(repo, Some(tip), theirs, "fast-forward") {
-                            Ok(()) => Some((MergeAction::FastForward, theirs)),
-                            Err(_) => {
-                                self.check_stale_lock(repo)?;
-                                None
-                            }
-                        },
-                    );
-                }
                 let ours_base = TreeBase {
                     repo,
                     tree: self.tree_of(repo, Some(tip))?,
@@ -612,10 +576,11 @@ impl OrphanBranchStore {
     }
 
     /// Moves the state ref from `expected` (`None`: it must not exist) to `to` by
-    /// compare-and-swap.
+    /// compare-and-swap, logging `squad-state: <why>` in the reflog as `sig`.
     fn move_ref(
         &self,
         repo: &gix::Repository,
+        sig: &gix::actor::Signature,
         expected: Option<ObjectId>,
         to: ObjectId,
         why: &str,
@@ -636,7 +601,6 @@ impl OrphanBranchStore {
             name: self.ref_name.clone(),
             deref: false,
         };
-        let sig = self.signature(repo);
         let mut time_buf = gix::date::parse::TimeBuf::default();
         repo.edit_references_as([edit], Some(sig.to_ref(&mut time_buf)))
             .map(drop)
