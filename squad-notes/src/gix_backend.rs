@@ -1025,11 +1025,11 @@ impl GixNotes {
             Err(e) => {
                 let now = current_tip(&repo, notes_ref)?;
                 let text = format!("{e:?}");
-                if let Some(lock) =
-                    crate::health::blocking_locks(repo.common_dir(), notes_ref.as_str()).first()
+                if let Some(locked) =
+                    crate::health::stale_lock_error(OP, repo.common_dir(), notes_ref.as_str())
                 {
                     // A lock nobody holds will not go away by retrying: say so at once.
-                    Err(crate::health::locked_error(OP, notes_ref.as_str(), lock).with_source(e))
+                    Err(locked.with_source(e))
                 } else if now != expected || text.contains("lock") || text.contains("Lock") {
                     Err(moved(now).with_source(e))
                 } else {

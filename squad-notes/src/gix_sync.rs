@@ -112,10 +112,10 @@ pub(crate) fn fast_forward(
         Err(e) => {
             let now = current_tip(repo, notes_ref)?.map(|c| from_gix(&c));
             let text = format!("{e:?}");
-            if let Some(lock) =
-                crate::health::blocking_locks(repo.common_dir(), notes_ref.as_str()).first()
+            if let Some(locked) =
+                crate::health::stale_lock_error(OP, repo.common_dir(), notes_ref.as_str())
             {
-                Err(crate::health::locked_error(OP, notes_ref.as_str(), lock).with_source(e))
+                Err(locked.with_source(e))
             } else if now.as_ref() != expected || text.contains("lock") || text.contains("Lock") {
                 Err(moved(notes_ref, expected, now.as_ref()).with_source(e))
             } else {

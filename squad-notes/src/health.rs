@@ -103,14 +103,11 @@ pub fn stale_locks(repo_dir: &Path) -> Result<Vec<StaleLock>> {
 /// The lock files that block an update of `ref_name` (its own `.lock` and `packed-refs.lock`)
 /// and that are left over (see the module docs).
 #[cfg(feature = "gix")]
-pub(crate) fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock> {
-    let mut candidates = vec![common_dir.join("packed-refs.lock")];
-    let mut ref_lock = common_dir.to_owned();
-    ref_lock.extend(ref_name.split('/'));
-    let mut name = ref_lock.file_name().unwrap_or_default().to_owned();
-    name.push(".lock");
-    ref_lock.set_file_name(name);
-    candidates.insert(0, ref_lock);
+fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock> {
+    let mut candidates = vec![
+        ref_lock_path(common_dir, ref_name),
+        common_dir.join("packed-refs.lock"),
+    ];
     candidates.retain(|p| p.exists());
     if candidates.is_empty() {
         return Vec::new();
@@ -126,6 +123,30 @@ pub(crate) fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock
             })
         })
         .collect()
+}
+
+/// The error of an update of `ref_name` that failed as `op` when a left-over lock file blocks
+/// it (the first of [`blocking_locks`]): retrying cannot help. `None` when nothing blocks it.
+#[cfg(feature = "gix")]
+pub(crate) fn stale_lock_error(
+    op: &'static str,
+    common_dir: &Path,
+    ref_name: &str,
+) -> Option<Error> {
+    blocking_locks(common_dir, ref_name)
+        .first()
+        .map(|lock| locked_error(op, ref_name, lock))
+}
+
+/// The lock file git and gix take to update the loose ref `ref_name`: `<common_dir>/<ref>.lock`.
+#[cfg(feature = "gix")]
+pub(crate) fn ref_lock_path(common_dir: &Path, ref_name: &str) -> PathBuf {
+    let mut path = common_dir.to_owned();
+    path.extend(ref_name.split('/'));
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    name.push(".lock");
+    path.set_file_name(name);
+    path
 }
 
 /// What a lock file is at this moment, for a writer that met it.

@@ -225,19 +225,7 @@ impl OrphanBranchStore {
 
     /// `true` while another writer holds the lock of the state ref.
     fn is_locked(&self, repo: &gix::Repository) -> bool {
-        let mut lock = repo.common_dir().to_owned();
-        lock.extend(
-            self.ref_name
-                .as_bstr()
-                .to_str()
-                .unwrap_or_default()
-                .split('/'),
-        );
-        lock.set_extension(match lock.extension() {
-            Some(ext) => format!("{}.lock", ext.to_string_lossy()),
-            None => "lock".to_owned(),
-        });
-        lock.exists()
+        crate::health::ref_lock_path(repo.common_dir(), self.ref_name()).exists()
     }
 
     /// Writes the shared root commit (idempotent: same bytes, same id).
@@ -448,9 +436,8 @@ impl OrphanBranchStore {
     /// Fails with [`ErrorKind::Locked`] when a lock file that no running process holds blocks
     /// updates of the state ref: retrying cannot help.
     fn check_stale_lock(&self, repo: &gix::Repository) -> Result<()> {
-        let name = self.ref_name();
-        match crate::health::blocking_locks(repo.common_dir(), name).first() {
-            Some(lock) => Err(crate::health::locked_error("state.apply", name, lock)),
+        match crate::health::stale_lock_error("state.apply", repo.common_dir(), self.ref_name()) {
+            Some(locked) => Err(locked),
             None => Ok(()),
         }
     }
