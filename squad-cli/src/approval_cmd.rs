@@ -19,7 +19,7 @@ use crate::ctx::{CliError, CmdResult, Ctx, errln, outln};
 
 mod wait;
 
-pub(crate) use wait::{Prepared, PreparedWait, prepare_wait};
+pub(crate) use wait::{Prepared, PreparedWait, prepare_wait, timeout_note, turn_warnings};
 
 const WAIT_HELP: &str = "Example:\n  echo '/approve' | squad approval wait --timeout 600\n\n\
 With the github-issue channel it also polls the approval issue every --interval seconds (longer when\nGitHub asks), with GITHUB_TOKEN or GH_TOKEN and GITHUB_API_URL; stdin stays open for in-chat answers.\n\
@@ -167,18 +167,11 @@ where
 pub(crate) fn run(cmd: Cmd, ctx: &Ctx) -> CmdResult {
     match cmd {
         Cmd::Configure(args) => configure(&args, ctx),
-        Cmd::Request(args) => runtime()?.block_on(request(&args, ctx)),
+        Cmd::Request(args) => crate::ctx::runtime()?.block_on(request(&args, ctx)),
         Cmd::Status(_) => status(ctx),
-        Cmd::Wait(args) => runtime()?.block_on(wait::wait(&args, ctx)),
+        Cmd::Wait(args) => crate::ctx::runtime()?.block_on(wait::wait(&args, ctx)),
         Cmd::AcknowledgeTamper(args) => acknowledge(&args, ctx),
     }
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))
 }
 
 fn approvals(dir: std::path::PathBuf) -> Approvals {

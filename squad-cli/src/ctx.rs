@@ -424,6 +424,26 @@ pub(crate) fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, noun: &st
     }
 }
 
+/// A progress spinner on stderr, only when stderr is a terminal.
+pub(crate) fn progress_bar() -> Option<indicatif::ProgressBar> {
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg}: {pos}") {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+/// The async runtime of the commands that talk to channels or serve MCP: one thread.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::count;

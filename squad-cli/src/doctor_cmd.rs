@@ -137,18 +137,17 @@ fn check_state_dir(state: &Path, fix: bool, report: &mut Report) -> Result<(), C
     }
 
     // Temporary files of every writer under the state directory.
-    for temp in dir.leftover_temp_files().map_err(fs_err)? {
-        if temp.writer_alive {
-            continue;
-        }
-        if fix && dir.remove(&temp.path).map_err(fs_err)? {
+    if fix {
+        for path in dir.remove_dead_temp_files("").map_err(fs_err)? {
             report
                 .fixed
-                .push(format!("removed temporary file {}", temp.path.display()));
-            continue;
+                .push(format!("removed temporary file {}", path.display()));
         }
-        if !report.temp_files.iter().any(|(p, _)| p == &temp.path) {
-            report.temp_files.push((temp.path, temp.pid));
+    } else {
+        for temp in dir.leftover_temp_files().map_err(fs_err)? {
+            if !temp.writer_alive {
+                report.temp_files.push((temp.path, temp.pid));
+            }
         }
     }
 

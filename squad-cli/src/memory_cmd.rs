@@ -419,9 +419,7 @@ fn now(value: Option<&str>) -> Result<Timestamp, CliError> {
 }
 
 fn json(ctx: &Ctx, value: &impl serde::Serialize) -> Result<(), CliError> {
-    let v = serde_json::to_value(value)
-        .map_err(|e| CliError::failure(format!("cannot encode the output: {e}")))?;
-    ctx.print_json(&v)
+    ctx.print_json(&to_json(value)?)
 }
 
 /// Reads a file the user names, refusing one over the memory file cap and naming the line of

@@ -214,11 +214,24 @@ fn name(value: &str, what: &str) -> Result<AgentName, CliError> {
     AgentName::new(value).map_err(|e| CliError::usage(format!("{what}: {e}")))
 }
 
+/// An error opening the repository's notes or state: bad usage, with the way out.
+pub(crate) fn not_repo(e: squad_notes::Error) -> CliError {
+    CliError::usage(e.to_string()).with_hint("run inside a git repository or pass -C <path>")
+}
+
 fn open(ctx: &Ctx) -> Result<GixNotes, CliError> {
     ctx.repo_root()?;
-    GixNotes::discover(&ctx.dir).map_err(|e| {
-        CliError::usage(e.to_string()).with_hint("run inside a git repository or pass -C <path>")
-    })
+    GixNotes::discover(&ctx.dir).map_err(not_repo)
+}
+
+/// Whose key must sign an entry by `author` in `namespace`: in a shared namespace (`research`,
+/// `review`) the author's, in an agent's own namespace only that agent's.
+pub(crate) fn signer<'a>(namespace: &'a str, author: &'a str) -> &'a str {
+    if AgentName::new(namespace).is_ok_and(|n| n.is_shared()) {
+        author
+    } else {
+        namespace
+    }
 }
 
 fn resolve(backend: &GixNotes, rev: &str) -> Result<Oid, CliError> {
@@ -509,7 +522,7 @@ fn list(args: &ListInput, ctx: &Ctx) -> CmdResult {
             text.push_str("[]\n");
         } else {
             text.push_str("[\n");
-            let mut digits = itoa_buf();
+            let mut digits = itoa::Buffer::new();
             for (i, ((commit, entries), kind)) in all.iter().zip(&types).enumerate() {
                 // Pieces pushed one by one: `write!` costs several times more per note.
                 text.push_str("  {\n    \"commit\": \"");
@@ -528,7 +541,7 @@ fn list(args: &ListInput, ctx: &Ctx) -> CmdResult {
             text.push_str("]\n");
         }
     } else {
-        let mut digits = itoa_buf();
+        let mut digits = itoa::Buffer::new();
         for (commit, entries) in &all {
             text.push_str(commit.as_str());
             text.push(' ');
@@ -543,29 +556,6 @@ fn list(args: &ListInput, ctx: &Ctx) -> CmdResult {
 
 /// The size of the pieces `notes list` writes its output in.
 const OUT_CHUNK: usize = 64 * 1024;
-
-/// Decimal digits of a count without the formatting machinery.
-struct Digits([u8; 20]);
-
-fn itoa_buf() -> Digits {
-    Digits([0; 20])
-}
-
-impl Digits {
-    fn format(&mut self, mut n: usize) -> &str {
-        let mut at = self.0.len();
-        loop {
-            at -= 1;
-            // `n % 10` is a single digit.
-            self.0[at] = b'0' + u8::try_from(n % 10).unwrap_or(0);
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        std::str::from_utf8(&self.0[at..]).unwrap_or("0")
-    }
-}
 
 fn carry(args: &CarryArgs, ctx: &Ctx) -> CmdResult {
     let Some((base, head)) = args
@@ -649,12 +639,7 @@ fn verify(args: &VerifyArgs, ctx: &Ctx) -> CmdResult {
     let mut bad = false;
     let mut rows = Vec::new();
     for e in &note.entries {
-        // In an agent's namespace only that agent's key counts; in a shared one, the author's.
-        let principal = if namespace.is_shared() {
-            e.entry.agent.as_str()
-        } else {
-            namespace.as_str()
-        };
+        let principal = signer(namespace.as_str(), e.entry.agent.as_str());
         let v = verify_entry(e.text(&raw), principal, allowed.as_ref());
         bad |= v.status == SignatureStatus::Bad;
         rows.push((e.entry.id.to_string(), v));

@@ -3,8 +3,6 @@
 //!
 //! Wired as subcommands of `squad notes` (see `notes_cmd.rs`).
 
-use std::io::IsTerminal;
-
 use serde_json::{Value, json};
 use squad_notes::promote::{
     ArchiveOptions, ArchiveReport, FoundEntry, Progress, PromoteOptions, PromoteReport, Promoter,
@@ -76,13 +74,11 @@ type Opened = (Promoter<OrphanBranchStore>, Option<indicatif::ProgressBar>);
 /// The promoter, and the progress spinner it drives (when stderr is a terminal). The spinner
 /// shows each stage's count, which only grows.
 fn open(ctx: &Ctx) -> Result<Opened, CliError> {
-    let not_repo = |e: squad_notes::Error| {
-        CliError::usage(e.to_string()).with_hint("run inside a git repository or pass -C <path>")
-    };
+    let not_repo = crate::notes_cmd::not_repo;
     let root = ctx.repo_root()?;
     let state = OrphanBranchStore::open(&root).map_err(not_repo)?;
     let promoter = Promoter::open(&ctx.dir, state).map_err(not_repo)?;
-    let Some(bar) = progress_bar() else {
+    let Some(bar) = crate::ctx::progress_bar() else {
         return Ok((promoter, None));
     };
     let shown = bar.clone();
@@ -138,18 +134,6 @@ fn pull_state(args: &PromoteArgs, ctx: &Ctx, state: &OrphanBranchStore) -> Resul
     }
 }
 
-/// A progress spinner on stderr, only when stderr is a terminal.
-pub(crate) fn progress_bar() -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new_spinner();
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg}: {pos}") {
-        bar.set_style(style);
-    }
-    Some(bar)
-}
-
 /// The status of the signature of a flagged entry: `None` when it is `signed-verified`.
 fn signature_check(
     ctx: &Ctx,
@@ -178,8 +162,7 @@ fn signature_check(
             .as_str()
             .strip_prefix(squad_notes::sync::SQUAD_PREFIX)
             .unwrap_or_default();
-        let shared = squad_model::AgentName::new(ns).is_ok_and(|n| n.is_shared());
-        let principal = if shared { f.entry.agent.as_str() } else { ns };
+        let principal = crate::notes_cmd::signer(ns, f.entry.agent.as_str());
         let status = verify_entry(text, principal, allowed.as_ref()).status;
         (status != SignatureStatus::Verified).then(|| status.as_str().to_owned())
     })

@@ -43,13 +43,11 @@ pub(crate) fn sync_err(e: squad_notes::Error) -> CliError {
 /// Runs one sync of every `refs/notes/squad/*` ref and of the state branch with the remote.
 pub(crate) fn run(args: &SyncArgs, ctx: &Ctx) -> CmdResult {
     let root = ctx.repo_root()?;
-    let not_repo = |e: squad_notes::Error| {
-        CliError::usage(e.to_string()).with_hint("run inside a git repository or pass -C <path>")
-    };
+    let not_repo = crate::notes_cmd::not_repo;
     let backend = GixNotes::discover(&root).map_err(not_repo)?;
     let state = OrphanBranchStore::open(&root).map_err(not_repo)?;
     let transport = GitCliTransport::new(root);
-    let bar = crate::notes_promote_cmd::progress_bar();
+    let bar = crate::ctx::progress_bar();
     let shown = bar.clone();
     let progress = move |p: SyncProgress| {
         if let Some(bar) = &shown {

@@ -158,8 +158,12 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
             reply_percent,
             mentions_per_comment,
         } => {
-            let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
-            let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+            fn size(v: u64) -> usize {
+                usize::try_from(v).unwrap_or(usize::MAX)
+            }
+            fn small(v: u64) -> u32 {
+                u32::try_from(v).unwrap_or(u32::MAX)
+            }
             let workload = Workload::from_name(workload)
                 .ok_or_else(|| CliError::usage(format!("unknown workload '{workload}'")))?;
             let mut cfg = WorkloadConfig::new(
@@ -172,30 +176,66 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
                 },
             );
             // Each flag is bounded by its parser; a knob of another workload is refused.
-            let knobs: [(&str, Option<u64>, Workload); 8] = [
-                ("--arrival-seconds", *arrival_seconds, Workload::Steady),
+            type Set = fn(&mut WorkloadConfig, u64);
+            let knobs: [(&str, Option<u64>, Workload, Set); 8] = [
+                (
+                    "--arrival-seconds",
+                    *arrival_seconds,
+                    Workload::Steady,
+                    |c, v| {
+                        c.arrival_seconds = small(v);
+                    },
+                ),
                 (
                     "--late-comment-percent",
                     *late_comment_percent,
                     Workload::Steady,
+                    |c, v| {
+                        c.late_comment_percent = small(v);
+                    },
                 ),
-                ("--reporters", *reporters, Workload::ReviewStorm),
+                ("--reporters", *reporters, Workload::ReviewStorm, |c, v| {
+                    c.reporters = size(v);
+                }),
                 (
                     "--report-gap-seconds",
                     *report_gap_seconds,
                     Workload::ReviewStorm,
+                    |c, v| {
+                        c.report_gap_seconds = small(v);
+                    },
                 ),
-                ("--loop-percent", *loop_percent, Workload::Chatter),
-                ("--max-rounds", *max_rounds, Workload::Chatter),
-                ("--reply-percent", *reply_percent, Workload::Mentions),
+                (
+                    "--loop-percent",
+                    *loop_percent,
+                    Workload::Chatter,
+                    |c, v| {
+                        c.loop_percent = small(v);
+                    },
+                ),
+                ("--max-rounds", *max_rounds, Workload::Chatter, |c, v| {
+                    c.max_rounds = size(v);
+                }),
+                (
+                    "--reply-percent",
+                    *reply_percent,
+                    Workload::Mentions,
+                    |c, v| {
+                        c.reply_percent = small(v);
+                    },
+                ),
                 (
                     "--mentions-per-comment",
                     *mentions_per_comment,
                     Workload::Mentions,
+                    |c, v| {
+                        c.mentions_per_comment = size(v);
+                    },
                 ),
             ];
-            for (flag, value, applies) in knobs {
-                if value.is_some() && applies != workload {
+            for (flag, value, applies, set) in knobs {
+                let Some(value) = value else { continue };
+                if applies != workload {
                     return Err(CliError::usage(format!(
                         "{flag} applies to --workload {}, not {}",
                         applies.name(),
@@ -203,30 +243,7 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
                     ))
                     .with_hint(format!("add --workload {}", applies.name())));
                 }
-            }
-            if let Some(v) = arrival_seconds {
-                cfg.arrival_seconds = small(*v);
-            }
-            if let Some(v) = late_comment_percent {
-                cfg.late_comment_percent = small(*v);
-            }
-            if let Some(v) = reporters {
-                cfg.reporters = size(*v);
-            }
-            if let Some(v) = report_gap_seconds {
-                cfg.report_gap_seconds = small(*v);
-            }
-            if let Some(v) = loop_percent {
-                cfg.loop_percent = small(*v);
-            }
-            if let Some(v) = max_rounds {
-                cfg.max_rounds = size(*v);
-            }
-            if let Some(v) = reply_percent {
-                cfg.reply_percent = small(*v);
-            }
-            if let Some(v) = mentions_per_comment {
-                cfg.mentions_per_comment = size(*v);
+                set(&mut cfg, value);
             }
             // What is left to check is the product of two sizes.
             let issues = cfg.size.squads.saturating_mul(cfg.size.issues_per_squad);
@@ -331,7 +348,7 @@ pub(crate) fn for_each_line(
     let mut reader = reader;
     let mut buf = Vec::new();
     // A long trace shows the lines read so far on a terminal (stderr); nothing otherwise.
-    let bar = crate::notes_promote_cmd::progress_bar();
+    let bar = crate::ctx::progress_bar();
     if let Some(bar) = &bar {
         bar.set_message("trace lines read");
     }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use squad_model::ChannelKind;
 use squad_notify::host::wait_channels;
 use squad_notify::{
-    Gate, GateId, InChatChannel, Next, NotCommand, PacerOptions, Parsed, SystemClock, WaitEnd,
-    Waiter,
+    Gate, GateId, InChatChannel, Next, NotCommand, PacerOptions, Parsed, SystemClock, Turn,
+    WaitEnd, Waiter,
 };
 
 use super::{WaitArgs, approvals, cli_err, report};
@@ -110,6 +110,24 @@ pub(crate) async fn prepare_wait(
     })))
 }
 
+/// The `warning:` lines of one step of a wait (the CLI's and the MCP tool's): the signals
+/// that did not count, then the step's warnings.
+pub(crate) fn turn_warnings(turn: &Turn) -> impl Iterator<Item = String> + '_ {
+    let ignored = turn
+        .ignored
+        .iter()
+        .map(|i| format!("warning: ignored a signal: {}", i.reason));
+    ignored.chain(turn.warnings.iter().map(|w| format!("warning: {w}")))
+}
+
+/// The `note:` line of a wait that timed out.
+pub(crate) fn timeout_note(gate: &Gate) -> String {
+    format!(
+        "note: timeout; gate {} stays pending (a timeout never approves)",
+        gate.id
+    )
+}
+
 fn spawn_stdin_reader() -> tokio::sync::mpsc::UnboundedReceiver<String> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     // A plain thread: stdin reads block, and the process exits without joining it.
@@ -153,20 +171,14 @@ pub(super) async fn wait(args: &WaitArgs, ctx: &Ctx) -> CmdResult {
     let mut stdin_open = true;
     loop {
         let turn = waiter.step().await.map_err(|e| cli_err(&e))?;
-        for i in &turn.ignored {
-            errln!("warning: ignored a signal: {}", i.reason);
-        }
-        for w in &turn.warnings {
-            errln!("warning: {w}");
+        for line in turn_warnings(&turn) {
+            errln!("{line}");
         }
         let pause = match turn.next {
             Next::Pause(pause) => pause,
             Next::Done(end) => {
                 match &end {
-                    WaitEnd::TimedOut(g) => errln!(
-                        "note: timeout; gate {} stays pending (a timeout never approves)",
-                        g.id
-                    ),
+                    WaitEnd::TimedOut(g) => errln!("{}", timeout_note(g)),
                     WaitEnd::InputEnded(g) => {
                         errln!("note: end of input; gate {} stays pending", g.id);
                     }

@@ -183,10 +183,7 @@ impl ServerHandler for Server {
 
 /// Serves until the end of input.
 pub(crate) fn run(args: &Args, ctx: Ctx) -> CmdResult {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
+    let runtime = crate::ctx::runtime()?;
     let server = Server {
         ctx: Arc::new(ctx),
         read_only: args.read_only,

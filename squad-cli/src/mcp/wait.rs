@@ -22,7 +22,9 @@ use serde_json::{Value, json};
 use squad_notify::{Command, Gate, Next, Parsed, WaitEnd, parse_comment};
 
 use super::tools::Output;
-use crate::approval_cmd::{Prepared, PreparedWait, WaitArgs, cli_err, prepare_wait, wait_json};
+use crate::approval_cmd::{
+    Prepared, PreparedWait, WaitArgs, cli_err, prepare_wait, timeout_note, turn_warnings, wait_json,
+};
 use crate::ctx::{CliError, Ctx};
 
 /// How long a tool call waits without `timeout_secs`: under the 60 s request timeout many
@@ -70,19 +72,11 @@ pub(crate) async fn approval_wait(
     }
     loop {
         let turn = waiter.step().await.map_err(|e| cli_err(&e))?;
-        notes.extend(
-            turn.ignored
-                .iter()
-                .map(|i| format!("warning: ignored a signal: {}", i.reason)),
-        );
-        notes.extend(turn.warnings.iter().map(|w| format!("warning: {w}")));
+        notes.extend(turn_warnings(&turn));
         let pause = match turn.next {
             Next::Done(end) => {
                 match &end {
-                    WaitEnd::TimedOut(g) => notes.push(format!(
-                        "note: timeout; gate {} stays pending (a timeout never approves)",
-                        g.id
-                    )),
+                    WaitEnd::TimedOut(g) => notes.push(timeout_note(g)),
                     WaitEnd::InputEnded(g) => {
                         notes.push(format!("note: gate {} stays pending", g.id));
                     }

@@ -346,6 +346,14 @@ fn print_csv(ctx: &Ctx, report: &Report) -> Result<(), CliError> {
 }
 
 /// One decision in a line of text, with its rule.
+/// The name a routing value has on the wire (`"assign"`, `"self_trigger_suppressed"`, ...).
+fn wire_name(v: &impl serde::Serialize) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
 fn describe(d: &Decision) -> String {
     let rule = d
         .rule()
@@ -364,10 +372,7 @@ fn describe(d: &Decision) -> String {
                 "task"
             };
             let due = delay_seconds.map_or_else(String::new, |s| format!(", due in {s} s"));
-            let source = serde_json::to_value(source)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let source = wire_name(source);
             format!(
                 "wake {} ({role} {}, {source}{due}){rule}",
                 task.agent_id, task.id
@@ -385,10 +390,7 @@ fn describe(d: &Decision) -> String {
         Decision::Noop {
             reason, agent_id, ..
         } => {
-            let reason = serde_json::to_value(reason)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let reason = wire_name(reason);
             match agent_id {
                 Some(a) => format!("no wake for {a}: {reason}{rule}"),
                 None => format!("no wake: {reason}{rule}"),
@@ -401,10 +403,7 @@ fn describe(d: &Decision) -> String {
             reason,
             ..
         } => {
-            let outcome = serde_json::to_value(outcome)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let outcome = wire_name(outcome);
             let why = reason.map_or_else(String::new, |r| format!(" ({r})"));
             format!("mention of {mention_type} {mention_id}: {outcome}{why}{rule}")
         }
@@ -414,10 +413,7 @@ fn describe(d: &Decision) -> String {
             format!("{who} {} saved", comment.id)
         }
         Decision::SetTaskStatus { task_id, status } => {
-            let status = serde_json::to_value(status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let status = wire_name(status);
             format!("task {task_id} is {status}")
         }
         other => serde_json::to_value(other)
