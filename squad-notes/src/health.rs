@@ -90,7 +90,7 @@ pub fn stale_locks(repo_dir: &Path) -> Result<Vec<StaleLock>> {
     }
     candidates.sort();
     candidates.dedup();
-    let held = HeldFiles::scan();
+    let held = HeldFiles::new();
     Ok(candidates
         .into_iter()
         .filter_map(|path| {
@@ -109,10 +109,7 @@ fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock> {
         common_dir.join("packed-refs.lock"),
     ];
     candidates.retain(|p| p.exists());
-    if candidates.is_empty() {
-        return Vec::new();
-    }
-    let held = HeldFiles::scan();
+    let held = HeldFiles::new();
     candidates
         .iter()
         .filter_map(|path| {
@@ -165,7 +162,7 @@ pub(crate) fn lock_state(path: &Path) -> LockState {
     let Some(age) = age_of(path) else {
         return LockState::Gone;
     };
-    if HeldFiles::scan().holds(path, age) {
+    if HeldFiles::new().holds(path, age) {
         LockState::Held
     } else {
         LockState::Stale(StaleLock {
@@ -317,16 +314,25 @@ fn git_dirs(repo_dir: &Path) -> Result<(PathBuf, PathBuf)> {
     Ok((canonical(git_dir), canonical(common_dir)))
 }
 
-/// The files open in running processes, when the system can tell.
+/// The files open in running processes, when the system can tell. They are read (every
+/// `/proc/<pid>/fd`) on the first [`HeldFiles::holds`] that needs them, at most once: a young
+/// lock file is decided by its age alone.
 struct HeldFiles {
-    open: Option<std::collections::HashSet<PathBuf>>,
+    open: std::cell::OnceCell<Option<std::collections::HashSet<PathBuf>>>,
 }
 
 impl HeldFiles {
+    /// Nothing is read yet.
+    fn new() -> Self {
+        Self {
+            open: std::cell::OnceCell::new(),
+        }
+    }
+
     #[cfg(target_os = "linux")]
-    fn scan() -> Self {
+    fn scan() -> Option<std::collections::HashSet<PathBuf>> {
         let Ok(procs) = std::fs::read_dir("/proc") else {
-            return Self { open: None };
+            return None;
         };
         let mut open = std::collections::HashSet::new();
         let mut readable = false;
@@ -345,14 +351,12 @@ impl HeldFiles {
                 }
             }
         }
-        Self {
-            open: readable.then_some(open),
-        }
+        readable.then_some(open)
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn scan() -> Self {
-        Self { open: None }
+    fn scan() -> Option<std::collections::HashSet<PathBuf>> {
+        None
     }
 
     /// `true` when a live process may hold `path` (a lock file of age `age`): it is young, or
@@ -361,7 +365,7 @@ impl HeldFiles {
         if age < STALE_AFTER {
             return true;
         }
-        match &self.open {
+        match self.open.get_or_init(Self::scan) {
             Some(open) => {
                 let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
                 open.contains(&canonical) || open.contains(path)
