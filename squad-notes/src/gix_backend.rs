@@ -360,15 +360,11 @@ impl GixNotes {
                     None => map(&[]),
                 }
             } else {
-                let parts = slots
-                    .by_ref()
-                    .take(entries.len())
-                    .zip(entries)
-                    .map(|(s, e)| match s {
-                        Some(Slot::Raw(bytes)) => (e.1, bytes),
-                        _ => (e.1, Vec::new()),
-                    });
-                map(&join_git(parts, repo.object_hash()))
+                let parts = slots.by_ref().take(entries.len()).map(|s| match s {
+                    Some(Slot::Raw(bytes)) => bytes,
+                    _ => Vec::new(),
+                });
+                map(&join_git(parts))
             };
             out.push((from_gix(&entries[0].0), value));
         }
@@ -725,24 +721,17 @@ fn load_blob(repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>> {
 /// tree with several entries for one object: an entry whose blob is the one held so far adds
 /// nothing (two entries in two fanouts pointing at the same blob are one note), an empty one
 /// adds nothing, and otherwise `combine_notes_concatenate` applies (the held text without one
-/// trailing `\n`, then `\n\n`, then the entry; the result is a new blob, whose id is what
-/// later entries are compared with).
-fn join_git(
-    parts: impl IntoIterator<Item = (gix::ObjectId, Vec<u8>)>,
-    hash: gix::hash::Kind,
-) -> Vec<u8> {
-    let mut held: Option<(gix::ObjectId, Vec<u8>)> = None;
-    for (id, part) in parts {
-        let Some((held_id, acc)) = held.as_mut() else {
-            held = Some((id, part));
-            continue;
-        };
-        if *held_id == id || part.is_empty() {
+/// trailing `\n`, then `\n\n`, then the entry; the result is a new blob, which later entries
+/// are compared with). git compares blob ids; two blobs have the same id exactly when they
+/// have the same bytes, so the bytes are compared here, with no hashing.
+fn join_git(parts: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
+    let mut acc = Vec::new();
+    for part in parts {
+        if part.is_empty() || part == acc {
             continue;
         }
         if acc.is_empty() {
-            *held_id = id;
-            *acc = part;
+            acc = part;
             continue;
         }
         if acc.ends_with(b"\n") {
@@ -750,10 +739,8 @@ fn join_git(
         }
         acc.extend_from_slice(b"\n\n");
         acc.extend_from_slice(&part);
-        *held_id = gix::objs::compute_hash(hash, gix::object::Kind::Blob, acc)
-            .unwrap_or_else(|_| gix::ObjectId::null(hash));
     }
-    held.map(|(_, bytes)| bytes).unwrap_or_default()
+    acc
 }
 
 fn apply_edits(
@@ -884,9 +871,9 @@ impl NotesBackend for GixNotes {
             _ => {
                 let parts = blobs
                     .into_iter()
-                    .map(|b| Ok((b, load_blob(&repo, b)?)))
+                    .map(|b| load_blob(&repo, b))
                     .collect::<Result<Vec<_>>>()?;
-                Ok(Some(join_git(parts, repo.object_hash())))
+                Ok(Some(join_git(parts)))
             }
         }
     }
