@@ -335,29 +335,30 @@ impl AllowedSigners {
         Self::from_file(&path).map(Some)
     }
 
-    /// The principals this file lists for `key` in namespace [`NAMESPACE`].
-    fn principals_of(&self, key: &ssh_key::public::KeyData) -> Vec<String> {
-        self.signers
-            .iter()
-            .filter(|s| s.key.key_data() == key)
-            .filter(|s| {
-                s.namespaces
+    /// The lines of this file that list `key` in namespace [`NAMESPACE`], in file order.
+    fn signers_of<'a>(
+        &'a self,
+        key: &'a ssh_key::public::KeyData,
+    ) -> impl Iterator<Item = &'a Signer> + 'a {
+        self.signers.iter().filter(move |s| {
+            s.key.key_data() == key
+                && s.namespaces
                     .as_ref()
                     .is_none_or(|ns| ns.iter().any(|n| glob(n, NAMESPACE)))
-            })
+        })
+    }
+
+    /// The principals this file lists for `key` in namespace [`NAMESPACE`].
+    fn principals_of(&self, key: &ssh_key::public::KeyData) -> Vec<String> {
+        self.signers_of(key)
             .flat_map(|s| s.principals.iter().cloned())
             .collect()
     }
 
     /// `true` when this file lists `key` for `principal` in namespace [`NAMESPACE`].
     fn allows(&self, key: &ssh_key::public::KeyData, principal: &str) -> bool {
-        self.signers.iter().any(|s| {
-            s.key.key_data() == key
-                && s.namespaces
-                    .as_ref()
-                    .is_none_or(|ns| ns.iter().any(|n| glob(n, NAMESPACE)))
-                && principal_matches(&s.principals, principal)
-        })
+        self.signers_of(key)
+            .any(|s| principal_matches(&s.principals, principal))
     }
 }
 

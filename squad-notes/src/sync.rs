@@ -124,6 +124,20 @@ pub struct StateReport {
     pub tip: Option<String>,
 }
 
+impl StateReport {
+    /// Records what a merge of the remote's state did.
+    fn record(&mut self, action: MergeAction) {
+        match action {
+            MergeAction::FastForward => self.fetched = true,
+            MergeAction::Merged => {
+                self.fetched = true;
+                self.merged = true;
+            }
+            _ => {}
+        }
+    }
+}
+
 /// What [`sync`] did, per ref and in total.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -308,6 +322,16 @@ where
         }
         let total = sources.len() as u64 + u64::from(state.is_some());
         let mut merged_this_round = 0u64;
+        // One more ref merged this round; `done` never goes back across rounds.
+        let mut merge_progress = || {
+            merged_this_round += 1;
+            merged_so_far = merged_so_far.max(merged_this_round);
+            progress(SyncProgress {
+                stage: SyncStage::Merge,
+                done: merged_so_far,
+                total: Some(total.max(merged_so_far)),
+            });
+        };
         for (name, source) in &sources {
             let outcome = merge_remote(
                 backend,
@@ -336,13 +360,7 @@ where
                 }
                 _ => {}
             }
-            merged_this_round += 1;
-            merged_so_far = merged_so_far.max(merged_this_round);
-            progress(SyncProgress {
-                stage: SyncStage::Merge,
-                done: merged_so_far,
-                total: Some(total.max(merged_so_far)),
-            });
+            merge_progress();
         }
         let mut updates = Vec::new();
         let mut stale = false;
@@ -350,22 +368,9 @@ where
             (state, &state_refs, state_report.as_mut())
         {
             if let Some(theirs) = &remote_state {
-                match state.merge_remote(theirs, tracking_name)? {
-                    MergeAction::FastForward => report.fetched = true,
-                    MergeAction::Merged => {
-                        report.fetched = true;
-                        report.merged = true;
-                    }
-                    _ => {}
-                }
+                report.record(state.merge_remote(theirs, tracking_name)?);
             }
-            merged_this_round += 1;
-            merged_so_far = merged_so_far.max(merged_this_round);
-            progress(SyncProgress {
-                stage: SyncStage::Merge,
-                done: merged_so_far,
-                total: Some(total.max(merged_so_far)),
-            });
+            merge_progress();
             if let Some(tip) = state.tip()?
                 && remote_state.as_ref() != Some(&tip)
             {
@@ -495,14 +500,7 @@ pub fn pull_state<T: Transport + ?Sized>(
     };
     let tracking = transport.fetch(remote, &[spec])?;
     if let Some(theirs) = tracking.into_iter().find(|t| t.name == tracking_name) {
-        match state.merge_remote(&theirs.oid, &tracking_name)? {
-            MergeAction::FastForward => report.fetched = true,
-            MergeAction::Merged => {
-                report.fetched = true;
-                report.merged = true;
-            }
-            _ => {}
-        }
+        report.record(state.merge_remote(&theirs.oid, &tracking_name)?);
     }
     report.tip = state.tip()?;
     Ok(report)
