@@ -295,11 +295,7 @@ impl StateDir {
         let Some((dir, name)) = self.walk(&root, &rel, false)? else {
             return Ok(None);
         };
-        match dir.symlink_metadata(name) {
-            Ok(m) => Ok(Some(kind_of(&m.file_type()))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io("stat", self.display_path(&rel), e)),
-        }
+        self.kind_in(&dir, name, rel.as_path())
     }
 
     /// The names in a directory below the root (`""` or `"."` is not allowed: pass a
@@ -373,9 +369,16 @@ impl StateDir {
     /// [`ErrorKind::Io`] when a directory cannot be read.
     pub fn audit(&self) -> Result<Vec<Finding>> {
         let mut found = Vec::new();
-        if let Some(root) = self.open_root(false)? {
-            self.audit_dir(&root, &mut found)?;
-        }
+        self.walk_from(Path::new(""), &mut |dir, ent, path| {
+            if matches!(ent.kind, EntryKind::Symlink | EntryKind::Other) {
+                let target = dir.read_link_contents(&ent.name).ok();
+                found.push(Finding {
+                    path,
+                    kind: ent.kind,
+                    target,
+                });
+            }
+        })?;
         Ok(found)
     }
 
@@ -385,11 +388,7 @@ impl StateDir {
     /// # Errors
     /// [`ErrorKind::Io`] when a directory cannot be read.
     pub fn leftover_temp_files(&self) -> Result<Vec<TempFile>> {
-        let mut found = Vec::new();
-        if let Some(root) = self.open_root(false)? {
-            self.temp_dir(&root, &mut found)?;
-        }
-        Ok(found)
+        self.temp_files_below(Path::new(""))
     }
 
     /// Removes the temporary files below `rel_dir` (`""` for the whole directory) whose writer
@@ -414,13 +413,9 @@ impl StateDir {
     /// # Ok(()) }
     /// ```
     pub fn remove_dead_temp_files(&self, rel_dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
-        let rel_dir = rel_dir.as_ref();
-        if !rel_dir.as_os_str().is_empty() {
-            RelPath::new(rel_dir)?;
-        }
         let mut removed = Vec::new();
-        for temp in self.leftover_temp_files()? {
-            if !temp.writer_alive && temp.path.starts_with(rel_dir) && self.remove(&temp.path)? {
+        for temp in self.temp_files_below(rel_dir.as_ref())? {
+            if !temp.writer_alive && self.remove(&temp.path)? {
                 removed.push(temp.path);
             }
         }
@@ -586,8 +581,75 @@ impl StateDir {
         Ok(out)
     }
 
-    /// Calls `visit` with every entry below `dir` (named `rel`) that is not a directory,
-    /// descending into directories without following a link, at most [`MAX_DEPTH`] deep.
+    /// Calls `visit` with every entry at or below `rel` (`""` for the root) that is not a
+    /// directory, exactly as a walk of the whole tree from the root ([`StateDir::walk_tree`])
+    /// would reach them, without listing anything outside `rel`. Each name on the way is looked
+    /// at before it is opened, and only a directory is entered: a name on the way that is
+    /// missing, a symlink or not a directory (a FIFO is never opened) means nothing to visit.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidPath`] for a bad `rel`; [`ErrorKind::Io`] when a directory cannot
+    /// be read.
+    fn walk_from(
+        &self,
+        rel: &Path,
+        visit: &mut impl FnMut(&Dir, &DirEntry, PathBuf),
+    ) -> Result<()> {
+        let names = if rel.as_os_str().is_empty() {
+            Vec::new()
+        } else {
+            RelPath::new(rel)?.components()
+        };
+        let Some(mut dir) = self.open_root(false)? else {
+            return Ok(());
+        };
+        let Some((last, on_the_way)) = names.split_last() else {
+            return self.walk_tree(&dir, PathBuf::new(), 0, visit);
+        };
+        // `depth` counts the directories below the root, as in `walk_tree`: `dir` is at
+        // depth `depth`, and the name looked at next is one of its entries.
+        let mut path = PathBuf::new();
+        for (depth, name) in on_the_way.iter().enumerate() {
+            if depth > MAX_DEPTH {
+                return Ok(());
+            }
+            path.push(name);
+            if self.kind_in(&dir, name, &path)? != Some(EntryKind::Dir) {
+                return Ok(());
+            }
+            match self.open_dir_nofollow(&dir, name, &RelPath::new(&path)?)? {
+                Some(next) => dir = next,
+                None => return Ok(()),
+            }
+        }
+        let depth = on_the_way.len();
+        if depth > MAX_DEPTH {
+            return Ok(());
+        }
+        path.push(last);
+        let Some(kind) = self.kind_in(&dir, last, &path)? else {
+            return Ok(());
+        };
+        let ent = DirEntry {
+            name: last.to_string_lossy().into_owned(),
+            kind,
+        };
+        self.walk_entry(&dir, &ent, path, depth, visit)
+    }
+
+    /// What `name` in `dir` (the path `rel` below the root) is, not following a symlink;
+    /// `None` when it does not exist.
+    fn kind_in(&self, dir: &Dir, name: &OsStr, rel: &Path) -> Result<Option<EntryKind>> {
+        match dir.symlink_metadata(name) {
+            Ok(m) => Ok(Some(kind_of(&m.file_type()))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("stat", self.display_path(rel), e)),
+        }
+    }
+
+    /// Calls `visit` with every entry below `dir` (named `rel`, at depth `depth` below the
+    /// root) that is not a directory, descending into directories without following a link,
+    /// at most [`MAX_DEPTH`] deep.
     fn walk_tree(
         &self,
         dir: &Dir,
@@ -600,33 +662,37 @@ impl StateDir {
         }
         for ent in self.entries(dir, &rel)? {
             let path = rel.join(&ent.name);
-            if ent.kind == EntryKind::Dir {
-                let sub = RelPath::new(&path)?;
-                if let Some(d) = self.open_dir_nofollow(dir, OsStr::new(&ent.name), &sub)? {
-                    self.walk_tree(&d, path, depth + 1, visit)?;
-                }
-            } else {
-                visit(dir, &ent, path);
-            }
+            self.walk_entry(dir, &ent, path, depth, visit)?;
         }
         Ok(())
     }
 
-    fn audit_dir(&self, dir: &Dir, found: &mut Vec<Finding>) -> Result<()> {
-        self.walk_tree(dir, PathBuf::new(), 0, &mut |dir, ent, path| {
-            if matches!(ent.kind, EntryKind::Symlink | EntryKind::Other) {
-                let target = dir.read_link_contents(&ent.name).ok();
-                found.push(Finding {
-                    path,
-                    kind: ent.kind,
-                    target,
-                });
+    /// One entry of `dir` (at depth `depth`) met by [`StateDir::walk_tree`], at `path`: a
+    /// directory is walked (never through a link), anything else is visited.
+    fn walk_entry(
+        &self,
+        dir: &Dir,
+        ent: &DirEntry,
+        path: PathBuf,
+        depth: usize,
+        visit: &mut impl FnMut(&Dir, &DirEntry, PathBuf),
+    ) -> Result<()> {
+        if ent.kind == EntryKind::Dir {
+            let sub = RelPath::new(&path)?;
+            if let Some(d) = self.open_dir_nofollow(dir, OsStr::new(&ent.name), &sub)? {
+                self.walk_tree(&d, path, depth + 1, visit)?;
             }
-        })
+        } else {
+            visit(dir, ent, path);
+        }
+        Ok(())
     }
 
-    fn temp_dir(&self, dir: &Dir, found: &mut Vec<TempFile>) -> Result<()> {
-        self.walk_tree(dir, PathBuf::new(), 0, &mut |dir, ent, path| {
+    /// The temporary files of writers at or below `rel_dir` (`""` for the root), see
+    /// [`StateDir::leftover_temp_files`].
+    fn temp_files_below(&self, rel_dir: &Path) -> Result<Vec<TempFile>> {
+        let mut found = Vec::new();
+        self.walk_from(rel_dir, &mut |dir, ent, path| {
             if ent.kind != EntryKind::File {
                 return;
             }
@@ -642,7 +708,8 @@ impl StateDir {
                     writer_alive: process_alive(pid, modified),
                 });
             }
-        })
+        })?;
+        Ok(found)
     }
 }
 

@@ -315,3 +315,56 @@ fn dead_writers_temp_files_are_removed_below_a_directory_only() {
     ));
     assert_eq!(w.state.remove_dead_temp_files("").unwrap().len(), 1);
 }
+
+#[test]
+fn dead_writers_temp_files_are_looked_for_only_through_real_directories() {
+    let w = world();
+    // A dead writer's temporary file outside the root, reachable through a link below it.
+    std::fs::write(w.outside.join(".secret.md.tmp-999999999-0"), "half").unwrap();
+    symlink(&w.outside, w.state.root().join("linked")).unwrap();
+    std::fs::write(w.state.root().join("file.md"), "x").unwrap();
+    let fifo = w.state.root().join("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for rel_dir in [
+        "nothing",
+        "no/such/dir",
+        "linked",
+        "linked/x",
+        "file.md",
+        "file.md/x",
+        "pipe",
+        "pipe/x",
+    ] {
+        assert!(
+            w.state.remove_dead_temp_files(rel_dir).unwrap().is_empty(),
+            "{rel_dir}"
+        );
+    }
+    assert!(w.state.remove_dead_temp_files("").unwrap().is_empty());
+    outside_untouched_but_the_temp_file(&w);
+    // Deep below the root, and nothing beside the directory asked for.
+    w.state
+        .write_atomic("memory/hot/a/b/.x.md.tmp-999999999-0", b"half")
+        .unwrap();
+    w.state
+        .write_atomic("memory/cold/.y.md.tmp-999999999-0", b"half")
+        .unwrap();
+    assert_eq!(
+        w.state.remove_dead_temp_files("memory/hot/a").unwrap(),
+        [Path::new("memory/hot/a/b/.x.md.tmp-999999999-0")]
+    );
+    assert_eq!(w.state.leftover_temp_files().unwrap().len(), 1);
+}
+
+fn outside_untouched_but_the_temp_file(w: &World) {
+    let mut names: Vec<_> = std::fs::read_dir(&w.outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".secret.md.tmp-999999999-0", "secret.md"]);
+}
