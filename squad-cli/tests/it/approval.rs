@@ -847,16 +847,14 @@ fn a_corrupt_log_stops_the_request_before_the_webhook_is_called() {
         .insert("SQUAD_WEBHOOK_URL".into(), format!("{base}{CANARY_PATH}"));
     f.squad(&["approval", "configure", "--channel", "webhook"], None);
     std::fs::write(f.state_dir().join("notifications.md"), "garbage\n").unwrap();
-    let before = std::fs::read(f.state_dir().join("state.json")).unwrap();
+    let before = f.state();
     let o = f.request("autopilot", "risk-gate", &[]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
         received.lock().unwrap().is_empty(),
         "the webhook was not called"
     );
-    let after: Value =
-        serde_json::from_slice(&std::fs::read(f.state_dir().join("state.json")).unwrap()).unwrap();
-    let before: Value = serde_json::from_slice(&before).unwrap();
+    let after = f.state();
     assert_eq!(
         after["approval"]["pendingGate"],
         before["approval"]["pendingGate"]
@@ -983,40 +981,23 @@ fn json_keys_are_snake_case_except_the_notify_object() {
         let o = f.squad(&all, stdin);
         outputs.push(serde_json::from_str::<Value>(&o.stdout).unwrap());
     };
+    let request = [
+        "request",
+        "--mode",
+        "autopilot",
+        "--trigger",
+        "impactful-action",
+        "--topic",
+        "t",
+        "--awaiting",
+        "a",
+        "--detail",
+        "d",
+    ];
     json(&["configure", "--channel", "in-chat"], None);
-    json(
-        &[
-            "request",
-            "--mode",
-            "autopilot",
-            "--trigger",
-            "impactful-action",
-            "--topic",
-            "t",
-            "--awaiting",
-            "a",
-            "--detail",
-            "d",
-        ],
-        None,
-    );
+    json(&request, None);
     json(&["wait"], Some("/approve-all\n"));
-    json(
-        &[
-            "request",
-            "--mode",
-            "autopilot",
-            "--trigger",
-            "impactful-action",
-            "--topic",
-            "t",
-            "--awaiting",
-            "a",
-            "--detail",
-            "d",
-        ],
-        None,
-    );
+    json(&request, None);
     json(&["wait"], None);
     json(&["status"], None);
     json(&["acknowledge-tamper"], None);

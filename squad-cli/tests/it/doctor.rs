@@ -1,24 +1,14 @@
 //! `squad doctor`: what killed processes leave behind is reported, and `--fix` repairs what a
 //! machine may repair (stale locks, temporary files) and nothing a human must judge.
 
-use std::path::Path;
 use std::process::Output;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use crate::git_repo::Repo;
+use crate::crash_table::age;
+use crate::git_repo::{RISK_GATE_REQUEST, Repo};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn age(path: &Path, secs: u64) {
-    let then = SystemTime::now() - Duration::from_secs(secs);
-    std::fs::File::options()
-        .write(true)
-        .open(path)
-        .unwrap()
-        .set_modified(then)
-        .unwrap();
 }
 
 #[test]
@@ -43,7 +33,7 @@ fn a_stale_ref_lock_is_reported_fixed_and_then_writes_work() {
     // A `git update-ref` killed a minute ago left its lock behind.
     let lock = repo.path().join(".git/packed-refs.lock");
     std::fs::write(&lock, "").unwrap();
-    age(&lock, 60);
+    age(&lock);
     let write = [
         "notes",
         "write",
@@ -81,7 +71,7 @@ fn a_lock_a_live_process_holds_is_never_removed() {
     let repo = Repo::new();
     let lock = repo.path().join(".git/refs/heads/main.lock");
     std::fs::write(&lock, "").unwrap();
-    age(&lock, 60);
+    age(&lock);
     // A live process keeps the lock file open, as a running git does.
     let mut holder = std::process::Command::new("sh")
         .arg("-c")
@@ -155,20 +145,7 @@ fn a_linked_state_json_is_named_once_and_approval_points_to_doctor() {
 #[test]
 fn a_tampered_log_stays_until_acknowledged() {
     let repo = Repo::new();
-    let req = [
-        "approval",
-        "request",
-        "--mode",
-        "autopilot",
-        "--trigger",
-        "risk-gate",
-        "--topic",
-        "t",
-        "--awaiting",
-        "a",
-        "--detail",
-        "d",
-    ];
+    let req = RISK_GATE_REQUEST;
     assert_eq!(
         repo.squad(&["approval", "configure", "--channel", "in-chat"])
             .status
@@ -242,7 +219,7 @@ fn every_writer_blocked_by_a_left_over_lock_names_it_and_says_how_to_clear_it() 
         let lock = repo.path().join(lock);
         std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
         std::fs::write(&lock, "").unwrap();
-        age(&lock, 60);
+        age(&lock);
         let o = repo.squad(args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");

@@ -8,6 +8,23 @@ use std::process::{Command, Output, Stdio};
 
 use tempfile::TempDir;
 
+/// `approval request` for an autopilot risk gate whose topic, awaiting and detail are one
+/// letter each.
+pub(crate) const RISK_GATE_REQUEST: [&str; 12] = [
+    "approval",
+    "request",
+    "--mode",
+    "autopilot",
+    "--trigger",
+    "risk-gate",
+    "--topic",
+    "t",
+    "--awaiting",
+    "a",
+    "--detail",
+    "d",
+];
+
 /// A repository with one empty commit on `main` and its own `HOME`.
 pub(crate) struct Repo {
     dir: TempDir,
@@ -37,7 +54,14 @@ impl Repo {
 
     #[track_caller]
     pub(crate) fn git(&self, args: &[&str]) -> String {
-        git_in(self.path(), self.home.path(), args)
+        self.git_at(self.path(), args)
+    }
+
+    /// Runs `git <args>` in `dir` (this repository's or another) with this repository's `HOME`;
+    /// asserts it succeeds and returns its output.
+    #[track_caller]
+    pub(crate) fn git_at(&self, dir: &Path, args: &[&str]) -> String {
+        git_in(dir, self.home.path(), args)
     }
 
     pub(crate) fn tip(&self, ns: &str) -> Option<String> {
@@ -117,17 +141,7 @@ impl Clones {
     /// Runs `git <args>` in `dir` with extra environment variables; asserts it succeeds.
     #[track_caller]
     pub(crate) fn git_with_env(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
-        let mut c = Command::new("git");
-        c.current_dir(dir).args(args);
-        isolate(&mut c, self.home.path());
-        c.envs(env.iter().copied());
-        let out = c.output().unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        git_in_env(dir, self.home.path(), args, env)
     }
 
     /// Runs `squad -C <dir> <args>` with `stdin` on its standard input.
@@ -174,9 +188,16 @@ pub(crate) fn isolate(c: &mut Command, home: &Path) {
 /// Runs `git <args>` in `dir`, asserts it succeeds and returns its output.
 #[track_caller]
 fn git_in(dir: &Path, home: &Path, args: &[&str]) -> String {
+    git_in_env(dir, home, args, &[])
+}
+
+/// [`git_in`] with extra environment variables, set after the isolation.
+#[track_caller]
+fn git_in_env(dir: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     let mut c = Command::new("git");
     c.current_dir(dir).args(args);
     isolate(&mut c, home);
+    c.envs(env.iter().copied());
     let out = c.output().unwrap();
     assert!(
         out.status.success(),

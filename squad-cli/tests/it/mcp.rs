@@ -18,7 +18,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::git_repo::Repo;
+use crate::git_repo::{RISK_GATE_REQUEST, Repo};
 
 /// Every tool, and the ones `--read-only` keeps.
 const TOOLS: [&str; 10] = [
@@ -413,20 +413,7 @@ async fn every_tool_works_on_a_real_repository_and_the_cli_sees_what_it_wrote() 
     )
     .await;
     let message = tool_error(&again);
-    let cli = repo.squad(&[
-        "approval",
-        "request",
-        "--mode",
-        "autopilot",
-        "--trigger",
-        "risk-gate",
-        "--topic",
-        "t",
-        "--awaiting",
-        "a",
-        "--detail",
-        "d",
-    ]);
+    let cli = repo.squad(&RISK_GATE_REQUEST);
     let cli_stderr = String::from_utf8(cli.stderr).unwrap();
     assert_eq!(cli.status.code(), Some(1));
     assert_eq!(

@@ -3,6 +3,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::git_repo::run_with_stdin;
+
 fn squad(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_squad"))
         .arg("-C")
@@ -434,35 +436,25 @@ fn the_three_command_walkthrough_works_on_a_real_history() {
 #[test]
 fn add_search_show_supersede_round_trip_with_json() {
     let dir = repo();
-    let o = Command::new(env!("CARGO_BIN_EXE_squad"))
-        .arg("-C")
-        .arg(dir.path())
-        .args([
-            "memory",
-            "add",
-            "--agent",
-            "data",
-            "--kind",
-            "decision",
-            "--title",
-            "keep RS256",
-            "--body-file",
-            "-",
-            "--json",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin
-                .take()
-                .unwrap()
-                .write_all(b"Keys rotate monthly.\n")?;
-            c.wait_with_output()
-        })
-        .unwrap();
+    let o = run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_squad"))
+            .arg("-C")
+            .arg(dir.path())
+            .args([
+                "memory",
+                "add",
+                "--agent",
+                "data",
+                "--kind",
+                "decision",
+                "--title",
+                "keep RS256",
+                "--body-file",
+                "-",
+                "--json",
+            ]),
+        Some("Keys rotate monthly.\n"),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let e: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(e["kind"], "decision");

@@ -229,18 +229,7 @@ fn entries_of(text: &str) -> (BTreeMap<String, Value>, usize) {
 fn squad_reads_writes_and_syncs_every_state_of_gits_notes_tests() {
     let repo = Repo::new();
     let objects = build_states(&repo);
-    let git = |dir: &Path, args: &[&str]| -> String {
-        let mut c = std::process::Command::new("git");
-        c.current_dir(dir).args(args);
-        repo.env(&mut c);
-        let out = c.output().unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let git = |dir: &Path, args: &[&str]| repo.git_at(dir, args);
     let before = git_show_all(repo.path(), &git);
     assert_eq!(
         before.len(),

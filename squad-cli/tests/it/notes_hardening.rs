@@ -104,24 +104,19 @@ fn entries_are_append_only_and_an_explicit_id_makes_retries_safe() {
         args.extend_from_slice(extra);
         repo.squad(&args)
     };
-    let first = write(&[
+    let same = [
         "--id",
         id,
         "--fields",
         r#"{"decision":"Use JWT"}"#,
         "--promote",
-    ]);
+    ];
+    let first = write(&same);
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
     assert_eq!(stdout(&first).trim(), id);
     let tip = repo.tip("data");
     // The same write again (a retry): exit 0, nothing written.
-    let again = write(&[
-        "--id",
-        id,
-        "--fields",
-        r#"{"decision":"Use JWT"}"#,
-        "--promote",
-    ]);
+    let again = write(&same);
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
     assert_eq!(repo.tip("data"), tip);
     // Another entry with that id, through --id or through --fields: refused, nothing written.

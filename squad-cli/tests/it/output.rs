@@ -6,7 +6,7 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::process::{Command, Output, Stdio};
 
-use crate::git_repo::Repo;
+use crate::git_repo::{RISK_GATE_REQUEST, Repo};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -141,24 +141,9 @@ fn usage_errors_are_one_error_line_and_one_hint() {
 #[test]
 fn negative_and_oversized_numbers_are_out_of_range() {
     let repo = Repo::new();
-    let base = [
-        "approval",
-        "request",
-        "--mode",
-        "autopilot",
-        "--trigger",
-        "risk-gate",
-        "--topic",
-        "t",
-        "--awaiting",
-        "a",
-        "--detail",
-        "d",
-        "--expires-in",
-    ];
     for value in ["-1", "0", "300000000000", "31536001"] {
-        let mut args = base.to_vec();
-        args.push(value);
+        let mut args = RISK_GATE_REQUEST.to_vec();
+        args.extend(["--expires-in", value]);
         let out = repo.squad(&args);
         assert_one_error_and_hint(&out, 2, value);
         let err = stderr(&out);

@@ -17,7 +17,8 @@ const TRACE: &str = r#"{"kind":"workspace","id":"w1","issue_prefix":"SQ"}
 {"kind":"event","at":"2026-11-30T10:00:00Z","event":{"type":"create_squad","actor":"00000000-0000-4000-8000-0000000000e1","workspace_id":"w1","squad_id":"00000000-0000-4000-8000-0000000000s1","name":"Core","leader_id":"00000000-0000-4000-8000-0000000000a1"}}
 "#;
 
-fn run(args: &[&str], stdin: Option<&str>, dir: &std::path::Path) -> Output {
+/// Runs `squad <args>` in `dir` with `stdin` on its standard input.
+pub(crate) fn run(args: &[&str], stdin: Option<&str>, dir: &std::path::Path) -> Output {
     run_with_stdin(squad().args(args).current_dir(dir), stdin)
 }
 

@@ -1,18 +1,8 @@
 //! `squad route simulate` and the workloads of `squad route generate`.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-use crate::git_repo::run_with_stdin;
-
-fn run(args: &[&str], stdin: Option<&str>, dir: &Path) -> Output {
-    run_with_stdin(
-        Command::new(env!("CARGO_BIN_EXE_squad"))
-            .args(args)
-            .current_dir(dir),
-        stdin,
-    )
-}
+use crate::route::run;
 
 fn ok(args: &[&str], stdin: Option<&str>, dir: &Path) -> String {
     let out = run(args, stdin, dir);

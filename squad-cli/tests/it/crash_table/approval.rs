@@ -45,10 +45,7 @@ fn entries(log: &str) -> usize {
 /// files exist.
 fn with_history() -> (Fixture, usize) {
     let f = Fixture::new();
-    let env = Env {
-        root: f.path(),
-        home: f.home(),
-    };
+    let env = f.env();
     env.git(".", &["init", "-q", "-b", "main"]);
     env.ok(".", &request_args("first"));
     let o = env.squad(".", &["approval", "wait"], Some("/approve\n"));
@@ -131,10 +128,7 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
     let (request, n_request) = with_history();
 
     let (pending, _) = with_history();
-    let env = Env {
-        root: pending.path(),
-        home: pending.home(),
-    };
+    let env = pending.env();
     let gate = env.ok(".", &request_args("second")).trim().to_owned();
     let wait_args = ["approval", "wait", "--gate", &gate];
 
@@ -142,10 +136,7 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
     let text = log(tampered.path());
     let cut = &text[..text.rfind("\n### ").unwrap() + 1];
     std::fs::write(tampered.path().join(".squad/notifications.md"), cut).unwrap();
-    let env = Env {
-        root: tampered.path(),
-        home: tampered.home(),
-    };
+    let env = tampered.env();
     let o = env.squad(".", &["approval", "status"], None);
     assert!(String::from_utf8_lossy(&o.stdout).contains("TAMPERED"));
 

@@ -54,19 +54,12 @@ const DECISIONS: &str = "\
 Because of JSONB.
 ";
 
-fn env(f: &Fixture) -> Env<'_> {
-    Env {
-        root: f.path(),
-        home: f.home(),
-    }
-}
-
 /// A repository whose `.squad/memory` has all four tiers: cold and the archive from an
 /// imported history and a first Scribe run, a wiki topic, and hot with entries and the
 /// template lines.
 fn memory() -> Fixture {
     let f = Fixture::new();
-    let e = env(&f);
+    let e = f.env();
     e.git(".", &["init", "-q", "-b", "main"]);
     std::fs::write(f.path().join("history.md"), HISTORY).unwrap();
     std::fs::write(f.path().join("history2.md"), HISTORY2).unwrap();
@@ -419,7 +412,7 @@ pub(crate) fn doctor_scenarios() -> Vec<Scenario> {
     let memory_dir = f.path().join(".squad/memory");
     std::fs::write(memory_dir.join("hot/.data.md.tmp-999999999-0"), "half").unwrap();
     std::fs::write(memory_dir.join("cold/.data.md.tmp-999999999-1"), "half").unwrap();
-    let e = env(&f);
+    let e = f.env();
     e.git(".", &["commit", "-q", "--allow-empty", "-m", "c1"]);
     std::fs::write(f.path().join(".git/refs/heads/feature.lock"), "").unwrap();
     let before = lines(&files(f.path()), &[]);

@@ -129,6 +129,14 @@ impl Fixture {
     pub(crate) fn home(&self) -> &Path {
         self.home.path()
     }
+
+    /// An [`Env`] on the fixture itself (for building it).
+    pub(crate) fn env(&self) -> Env<'_> {
+        Env {
+            root: self.path(),
+            home: self.home(),
+        }
+    }
 }
 
 /// Runs programs in one copy (or the fixture itself) with the fixture's isolated environment.
@@ -182,18 +190,10 @@ impl Env<'_> {
         self.try_git(dir, args).unwrap()
     }
 
+    /// [`crate::git_repo::isolate`] with the fixture's `HOME`, and no webhook secret either.
     fn isolate(&self, c: &mut Command) {
-        c.env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.home)
-            .env("GIT_AUTHOR_NAME", "Squad Test")
-            .env("GIT_AUTHOR_EMAIL", "squad@test.invalid")
-            .env("GIT_COMMITTER_NAME", "Squad Test")
-            .env("GIT_COMMITTER_EMAIL", "squad@test.invalid")
-            .env_remove("GIT_DIR")
-            .env_remove("GITHUB_TOKEN")
-            .env_remove("GH_TOKEN")
-            .env_remove("SQUAD_WEBHOOK_URL")
-            .env_remove("SQUAD_WEBHOOK_SECRET");
+        crate::git_repo::isolate(c, self.home);
+        c.env_remove("SQUAD_WEBHOOK_SECRET");
     }
 }
 

@@ -16,17 +16,10 @@ use super::{Check, Env, Fixture, GIT_SYSCALLS, Scenario, count_lines, lines_kept
 /// Every note of every `refs/notes/*` ref: `(ref, object) -> text`.
 type Notes = BTreeMap<(String, String), String>;
 
-fn env(f: &Fixture) -> Env<'_> {
-    Env {
-        root: f.path(),
-        home: f.home(),
-    }
-}
-
 /// A repository `repo` with two commits on `main`, its default branch for promotion.
 fn repo() -> Fixture {
     let f = Fixture::new();
-    let e = env(&f);
+    let e = f.env();
     e.git(".", &["init", "-q", "-b", "main", "repo"]);
     e.git("repo", &["commit", "-q", "--allow-empty", "-m", "c1"]);
     e.git("repo", &["commit", "-q", "--allow-empty", "-m", "c2"]);
@@ -231,7 +224,7 @@ pub(crate) fn write_scenarios() -> Vec<Scenario> {
     let mut out = Vec::new();
     for with_id in [false, true] {
         let f = repo();
-        let e = env(&f);
+        let e = f.env();
         // Notes on both commits, in the agent's namespace and in research.
         write(
             e,
@@ -362,7 +355,7 @@ pub(crate) fn ledger_scenarios() -> Vec<Scenario> {
 /// Flagged decisions on main in three namespaces, one of them promoted before.
 fn promote() -> Scenario {
     let f = repo();
-    let e = env(&f);
+    let e = f.env();
     let mut flagged = vec![write(
         e,
         "repo",
@@ -461,7 +454,7 @@ fn promote() -> Scenario {
 /// A closed branch `spike` with entries flagged for archiving in three namespaces.
 fn archive() -> Scenario {
     let f = repo();
-    let e = env(&f);
+    let e = f.env();
     e.git("repo", &["checkout", "-q", "-b", "spike"]);
     e.git("repo", &["commit", "-q", "--allow-empty", "-m", "s1"]);
     let mut flagged = vec![
@@ -564,7 +557,7 @@ fn archive() -> Scenario {
 /// whose new commit already has a note.
 fn carry() -> Scenario {
     let f = repo();
-    let e = env(&f);
+    let e = f.env();
     let base = rev(e, "repo", "HEAD");
     e.git("repo", &["checkout", "-q", "-b", "feature"]);
     e.git("repo", &["commit", "-q", "--allow-empty", "-m", "f1"]);
@@ -684,7 +677,7 @@ pub(crate) fn remote_scenarios() -> Vec<Scenario> {
 /// A clone whose configuration has the user's own refspecs and settings.
 fn setup() -> Scenario {
     let f = Fixture::new();
-    let e = env(&f);
+    let e = f.env();
     e.git(".", &["init", "-q", "--bare", "-b", "main", "remote.git"]);
     e.git(".", &["init", "-q", "-b", "main", "repo"]);
     let remote = f.path().join("remote.git");
@@ -802,7 +795,7 @@ impl Drop for Daemon {
 fn sync() -> Option<Scenario> {
     let daemon = Daemon::start()?;
     let f = Fixture::new();
-    let e = env(&f);
+    let e = f.env();
     e.git(".", &["init", "-q", "--bare", "-b", "main", "remote.git"]);
     e.git(".", &["init", "-q", "-b", "main", "seed"]);
     e.git("seed", &["commit", "-q", "--allow-empty", "-m", "seed"]);
