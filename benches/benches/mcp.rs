@@ -28,22 +28,16 @@
 )]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use squad_bench::squad_bin;
 
 const CALLS: usize = 1_000;
 const WARM_UP: usize = 20;
 const TASK: &str = "the staging deploy times out after the token rotation";
-
-fn squad_bin() -> Option<PathBuf> {
-    std::env::var_os("SQUAD_BIN")
-        .map(PathBuf::from)
-        .or_else(|| Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/squad")))
-        .filter(|p| p.is_file())
-}
 
 struct Fixture {
     _tmp: tempfile::TempDir,

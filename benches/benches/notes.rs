@@ -59,7 +59,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use squad_bench::{FixtureRepo, decision_entry, run, run_stdin};
+use squad_bench::{FixtureRepo, decision_entry, run, run_stdin, squad_bin};
 use squad_model::{AgentName, NoteEntry};
 use squad_notes::{GixNotes, Notes, Oid};
 
@@ -310,14 +310,6 @@ mod list_json_cli {
     #[divan::bench(args = SIZES, sample_count = 10, sample_size = 1)]
     fn git_cli_reading(b: divan::Bencher<'_, '_>, n: usize) {
         read_all_git_reading(b, fixture(n));
-    }
-
-    /// The release `squad` binary: `SQUAD_BIN`, else `target/release/squad` of this workspace.
-    fn squad_bin() -> Option<std::path::PathBuf> {
-        std::env::var_os("SQUAD_BIN")
-            .map(std::path::PathBuf::from)
-            .or_else(|| Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/squad")))
-            .filter(|p| p.is_file())
     }
 }
 

@@ -227,7 +227,7 @@ fn fixture(squads: usize) -> &'static Fixture {
         };
         Fixture {
             state: Mutex::new((g.directory(), 0)),
-            entities: g.entities.clone(),
+            entities: g.entities,
             events: g.events,
             jsonl,
         }

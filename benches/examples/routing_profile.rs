@@ -58,14 +58,14 @@ fn main() {
     let squads: usize = std::env::args()
         .nth(1)
         .map_or(1_000, |s| s.parse().unwrap());
+    let g = generate(&GenConfig {
+        squads,
+        issues_per_squad: 4,
+        events: CHUNK * 2,
+        seed: 42,
+    })
+    .unwrap();
     if let Some(mode) = std::env::args().nth(2) {
-        let g = generate(&GenConfig {
-            squads,
-            issues_per_squad: 4,
-            events: CHUNK * 2,
-            seed: 42,
-        })
-        .unwrap();
         let trace = Trace::from_generated(&g);
         let t = std::time::Instant::now();
         let n = match mode.as_str() {
@@ -95,13 +95,6 @@ fn main() {
         );
         return;
     }
-    let g = generate(&GenConfig {
-        squads,
-        issues_per_squad: 4,
-        events: CHUNK * 2,
-        seed: 42,
-    })
-    .unwrap();
     let mut dir = g.directory();
     let engine = Engine::default();
     // Warm-up chunk, then the measured one.

@@ -23,6 +23,15 @@ pub fn git(dir: &Path) -> Command {
     c
 }
 
+/// The release `squad` binary: `SQUAD_BIN`, else `target/release/squad` of this workspace;
+/// `None` when it is not built.
+pub fn squad_bin() -> Option<std::path::PathBuf> {
+    std::env::var_os("SQUAD_BIN")
+        .map(std::path::PathBuf::from)
+        .or_else(|| Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/squad")))
+        .filter(|p| p.is_file())
+}
+
 /// A fixture repository cached under `target/squad-bench-fixtures/`, and the `HOME` its git
 /// commands run with.
 #[derive(Debug, Clone)]
