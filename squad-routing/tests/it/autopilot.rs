@@ -8,16 +8,6 @@ use squad_routing::{AutopilotTrigger, Decision, Directory, Event, TriggerSource}
 use crate::world::*;
 use squad_routing::event::*;
 
-fn skips(d: &squad_routing::Decisions) -> Vec<(String, &'static str)> {
-    d.decisions
-        .iter()
-        .filter_map(|d| match d {
-            Decision::SkipAutopilotRun { reason, code, .. } => Some((reason.clone(), *code)),
-            _ => None,
-        })
-        .collect()
-}
-
 fn autopilot(w: &mut World, squad: &squad_model::SquadId, mode: ExecutionMode) -> AutopilotId {
     let id = AutopilotId::new(format!("ap-{}", w.dir.counts().0)).unwrap();
     w.dir.put_autopilot(Autopilot {
@@ -31,19 +21,6 @@ fn autopilot(w: &mut World, squad: &squad_model::SquadId, mode: ExecutionMode) -
         creator: squad_model::Actor::Member(w.alice.clone()),
     });
     id
-}
-
-fn fire(
-    w: &mut World,
-    ap: &AutopilotId,
-    trigger: AutopilotTrigger,
-    actor: Option<squad_model::UserId>,
-) -> squad_routing::Decisions {
-    w.event(Event::TriggerAutopilot(TriggerAutopilot {
-        autopilot_id: ap.clone(),
-        trigger,
-        actor,
-    }))
 }
 
 #[test]

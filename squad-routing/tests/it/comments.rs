@@ -320,10 +320,9 @@ fn suppress_agent_ids_removes_the_leader() {
     assert_eq!(noops(&d), ["suppressed"]);
 }
 
-#[test]
-fn a_member_reply_to_an_agent_wakes_it_and_escalates_to_the_leader_later() {
-    let mut s = setup();
-    let alice = s.w.alice.clone();
+/// The worker asks on the issue (`c-agent`, to @all) and `replier` answers in its thread
+/// (`c-reply`): the decisions for the reply.
+fn question_and_reply(s: &mut S, replier: &squad_model::UserId) -> squad_routing::Decisions {
     let parent = CommentId::new("c-agent").unwrap();
     s.w.event(Event::Comment(PostComment {
         comment_id: parent.clone(),
@@ -334,15 +333,22 @@ fn a_member_reply_to_an_agent_wakes_it_and_escalates_to_the_leader_later() {
         content: "[@all](mention://all/all) question: which DB?".into(),
         suppress_agent_ids: vec![],
     }));
-    let d = s.w.event(Event::Comment(PostComment {
+    s.w.event(Event::Comment(PostComment {
         comment_id: CommentId::new("c-reply").unwrap(),
         issue_id: s.issue.clone(),
-        author: member(&alice),
+        author: member(replier),
         task_id: None,
         parent_id: Some(parent),
         content: "postgres".into(),
         suppress_agent_ids: vec![],
-    }));
+    }))
+}
+
+#[test]
+fn a_member_reply_to_an_agent_wakes_it_and_escalates_to_the_leader_later() {
+    let mut s = setup();
+    let alice = s.w.alice.clone();
+    let d = question_and_reply(&mut s, &alice);
     assert_eq!(
         enqueued(&d),
         vec![
@@ -547,25 +553,7 @@ fn a_zero_escalation_delay_disables_the_escalation() {
                 }));
             }
         }
-        let parent = CommentId::new("c-agent").unwrap();
-        s.w.event(Event::Comment(PostComment {
-            comment_id: parent.clone(),
-            issue_id: s.issue.clone(),
-            author: agent(&s.worker),
-            task_id: None,
-            parent_id: None,
-            content: "[@all](mention://all/all) question: which DB?".into(),
-            suppress_agent_ids: vec![],
-        }));
-        let d = s.w.event(Event::Comment(PostComment {
-            comment_id: CommentId::new("c-reply").unwrap(),
-            issue_id: s.issue.clone(),
-            author: member(&alice),
-            task_id: None,
-            parent_id: Some(parent),
-            content: "postgres".into(),
-            suppress_agent_ids: vec![],
-        }));
+        let d = question_and_reply(&mut s, &alice);
         let escalations: Vec<Option<u32>> = d
             .decisions
             .iter()

@@ -16,17 +16,7 @@ use squad_routing::{
     RoutingPolicy, SimpleDirectory, SqliteDirectory, User, Workspace, WorkspaceRole, apply,
 };
 
-use crate::world::{mention, uuid};
-
-const STATUSES: [IssueStatus; 7] = [
-    IssueStatus::Backlog,
-    IssueStatus::Todo,
-    IssueStatus::InProgress,
-    IssueStatus::InReview,
-    IssueStatus::Done,
-    IssueStatus::Blocked,
-    IssueStatus::Cancelled,
-];
+use crate::world::{STATUSES, mention, uuid};
 
 const TASK_STATUSES: [TaskStatus; 6] = [
     TaskStatus::Queued,

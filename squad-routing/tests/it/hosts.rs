@@ -10,16 +10,6 @@ use squad_routing::{AutopilotTrigger, Decision, Decisions, Directory, Event, Tri
 
 use crate::world::*;
 
-fn skips(d: &Decisions) -> Vec<(String, &'static str)> {
-    d.decisions
-        .iter()
-        .filter_map(|d| match d {
-            Decision::SkipAutopilotRun { reason, code, .. } => Some((reason.clone(), *code)),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The claim decision's fields: (is_leader_task, squad_id, squad_name, owns, instructions).
 type ClaimView = (
     bool,
@@ -72,14 +62,6 @@ fn put_autopilot(
     id
 }
 
-fn fire(w: &mut World, ap: &AutopilotId, trigger: AutopilotTrigger) -> Decisions {
-    w.event(Event::TriggerAutopilot(TriggerAutopilot {
-        autopilot_id: ap.clone(),
-        trigger,
-        actor: None,
-    }))
-}
-
 #[test]
 fn an_autopilot_without_assignee_skips_its_runs() {
     let mut w = World::new();
@@ -87,7 +69,7 @@ fn an_autopilot_without_assignee_skips_its_runs() {
     for mode in [ExecutionMode::CreateIssue, ExecutionMode::RunOnly] {
         let ap = put_autopilot(&mut w, None, Actor::Member(alice.clone()), mode);
         for trigger in [AutopilotTrigger::Schedule, AutopilotTrigger::Manual] {
-            let d = fire(&mut w, &ap, trigger);
+            let d = fire(&mut w, &ap, trigger, None);
             assert_eq!(
                 skips(&d),
                 [("autopilot has no assignee".to_owned(), "target_unavailable")],

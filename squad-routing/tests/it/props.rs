@@ -12,16 +12,6 @@ use squad_routing::{
 use crate::world::*;
 use squad_routing::event::*;
 
-const STATUSES: [IssueStatus; 7] = [
-    IssueStatus::Backlog,
-    IssueStatus::Todo,
-    IssueStatus::InProgress,
-    IssueStatus::InReview,
-    IssueStatus::Done,
-    IssueStatus::Blocked,
-    IssueStatus::Cancelled,
-];
-
 #[derive(Debug, Clone)]
 enum Op {
     /// (actor, issue, target): target < 2 is a squad, else an agent.

@@ -21,7 +21,7 @@ use squad_routing::{
     Workspace, WorkspaceRole,
 };
 
-use crate::world::{mention, uuid};
+use crate::world::{mention, update, uuid};
 
 /// Writes a trace record by record, replaying it as it goes (under the default policy) so that
 /// the events can name the tasks the engine mints.
@@ -219,16 +219,12 @@ impl Builder {
     fn update(&mut self, secs: i64, issue: &IssueId, status: IssueStatus) -> Vec<TaskId> {
         self.ev(
             secs,
-            UpdateIssue {
-                actor: Principal::Member(self.human.clone()),
-                task_id: None,
-                issue_id: issue.clone(),
-                status: Some(status),
-                assignee_type: None,
-                assignee_id: None,
-                unassign: false,
-                suppress_run: false,
-            },
+            update(
+                Principal::Member(self.human.clone()),
+                issue,
+                Some(status),
+                None,
+            ),
         )
     }
 }
@@ -515,41 +511,14 @@ fn counts_by_kind_cancellations_rejections_coalescing_and_escalations() {
     let issue = b.issue(IssueStatus::Todo, None);
     let human = Principal::Member(b.human.clone());
     // Assigned to the squad: a leader task; a second comment while it is queued coalesces.
-    let assign = UpdateIssue {
-        actor: human.clone(),
-        task_id: None,
-        issue_id: issue.clone(),
-        status: None,
-        assignee_type: Some("squad".into()),
-        assignee_id: Some(squad.to_string()),
-        unassign: false,
-        suppress_run: false,
-    };
+    let assign = update(human.clone(), &issue, None, Some(("squad", squad.as_str())));
     assert_eq!(b.ev(1, assign).len(), 1);
     b.comment(1, &issue, human.clone(), None, "Ping");
     // Reassigned to Ada: the leader's task is cancelled (decision (a)), Ada is woken.
-    let to_ada = UpdateIssue {
-        actor: human.clone(),
-        task_id: None,
-        issue_id: issue.clone(),
-        status: None,
-        assignee_type: Some("agent".into()),
-        assignee_id: Some(ada.to_string()),
-        unassign: false,
-        suppress_run: false,
-    };
+    let to_ada = update(human.clone(), &issue, None, Some(("agent", ada.as_str())));
     let t = b.ev(1, to_ada).pop().unwrap();
     // A bad assignment is refused with 400.
-    let bad = UpdateIssue {
-        actor: human.clone(),
-        task_id: None,
-        issue_id: issue.clone(),
-        status: None,
-        assignee_type: Some("robot".into()),
-        assignee_id: Some("x".into()),
-        unassign: false,
-        suppress_run: false,
-    };
+    let bad = update(human.clone(), &issue, None, Some(("robot", "x")));
     b.ev(1, bad);
     // Ada comments from her task (an agent's comment on an agent-assigned issue wakes nobody).
     b.ev(1, ClaimTask { task_id: t.clone() });
@@ -567,16 +536,7 @@ fn counts_by_kind_cancellations_rejections_coalescing_and_escalations() {
         },
     );
     b.status(1, &t, TaskStatus::Completed);
-    let back = UpdateIssue {
-        actor: human.clone(),
-        task_id: None,
-        issue_id: issue.clone(),
-        status: None,
-        assignee_type: Some("squad".into()),
-        assignee_id: Some(squad.to_string()),
-        unassign: false,
-        suppress_run: false,
-    };
+    let back = update(human.clone(), &issue, None, Some(("squad", squad.as_str())));
     // Back to the squad (nothing active to cancel): the leader is woken.
     let lt = b.ev(1, back).pop().unwrap();
     b.work(&lt);

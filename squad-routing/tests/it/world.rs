@@ -1,13 +1,13 @@
 //! A small world builder for the tests: one workspace, users, agents, squads, issues.
 
 use squad_model::{
-    Agent, AgentId, Assignee, InvocationTarget, Issue, IssueId, IssueStatus, MemberRef,
-    PermissionMode, RuntimeBinding, RuntimeId, RuntimeStatus, Squad, SquadId, SquadMember,
-    SquadMemberId, Task, TaskId, TaskStatus, Timestamp, UserId, WorkspaceId,
+    Agent, AgentId, Assignee, AutopilotId, InvocationTarget, Issue, IssueId, IssueStatus,
+    MemberRef, PermissionMode, RuntimeBinding, RuntimeId, RuntimeStatus, Squad, SquadId,
+    SquadMember, SquadMemberId, Task, TaskId, TaskStatus, Timestamp, UserId, WorkspaceId,
 };
 use squad_routing::{
-    Decision, Decisions, Directory, Engine, Event, InMemoryDirectory, Membership, Principal,
-    RoutingPolicy, TriggerSource, User, Workspace, WorkspaceRole, apply,
+    AutopilotTrigger, Decision, Decisions, Directory, Engine, Event, InMemoryDirectory, Membership,
+    Principal, RoutingPolicy, TriggerSource, User, Workspace, WorkspaceRole, apply,
 };
 
 pub(crate) fn uuid(kind: u32, n: u64) -> String {
@@ -302,6 +302,42 @@ pub(crate) fn update(
         unassign: false,
         suppress_run: false,
     })
+}
+
+/// Every issue status, in the order the property tests index them.
+pub(crate) const STATUSES: [IssueStatus; 7] = [
+    IssueStatus::Backlog,
+    IssueStatus::Todo,
+    IssueStatus::InProgress,
+    IssueStatus::InReview,
+    IssueStatus::Done,
+    IssueStatus::Blocked,
+    IssueStatus::Cancelled,
+];
+
+/// Fires autopilot `ap` (`actor` the member who ran it by hand, if any).
+pub(crate) fn fire(
+    w: &mut World,
+    ap: &AutopilotId,
+    trigger: AutopilotTrigger,
+    actor: Option<UserId>,
+) -> Decisions {
+    w.event(Event::TriggerAutopilot(TriggerAutopilot {
+        autopilot_id: ap.clone(),
+        trigger,
+        actor,
+    }))
+}
+
+/// The skipped autopilot runs as (reason, code).
+pub(crate) fn skips(d: &Decisions) -> Vec<(String, &'static str)> {
+    d.decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::SkipAutopilotRun { reason, code, .. } => Some((reason.clone(), *code)),
+            _ => None,
+        })
+        .collect()
 }
 
 pub(crate) fn member(u: &UserId) -> Principal {
