@@ -1,8 +1,8 @@
 //! Autopilots (§6): save-time validation and dispatch (`create_issue`, `run_only`).
 
 use squad_model::{
-    Actor, Agent, AgentId, Assignee, Autopilot, AutopilotStatus, ExecutionMode, Issue, IssueId,
-    IssueStatus, Origin, SquadId, UserId,
+    Actor, Agent, Assignee, Autopilot, AutopilotStatus, ExecutionMode, Issue, IssueId, IssueStatus,
+    Origin, SquadId, UserId,
 };
 
 use super::{Cx, IdKind, NewTask};
@@ -28,10 +28,7 @@ pub(super) fn save_autopilot(cx: &mut Cx<'_>, e: &SaveAutopilot) {
     let active = *status == AutopilotStatus::Active;
     let assignee = match assignee_type.as_str() {
         "squad" => {
-            let Some(squad) = SquadId::new(assignee_id.as_str())
-                .ok()
-                .and_then(|s| cx.squad_in(&s, workspace_id))
-            else {
+            let Some(squad) = cx.squad_in_str(assignee_id, workspace_id) else {
                 return cx.reject(400, "assignee must be a valid squad in this workspace");
             };
             if squad.is_archived() {
@@ -58,10 +55,7 @@ pub(super) fn save_autopilot(cx: &mut Cx<'_>, e: &SaveAutopilot) {
             Assignee::Squad(squad.id.clone())
         }
         "agent" => {
-            let Some(agent) = AgentId::new(assignee_id.as_str())
-                .ok()
-                .and_then(|a| cx.agent_in(&a, workspace_id))
-            else {
+            let Some(agent) = cx.agent_in_str(assignee_id, workspace_id) else {
                 return cx.reject(400, "assignee must be a valid agent in this workspace");
             };
             if agent.is_archived() {

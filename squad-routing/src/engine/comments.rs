@@ -308,6 +308,7 @@ fn finish(
     {
         return cx.coalesce(task_id, agent.clone(), req.comment_id.clone());
     }
+    let mut delay_seconds = delay;
     if let Some(squad) = leader_of
         && req.barrier > 0
         && delay.is_none()
@@ -318,16 +319,7 @@ fn finish(
         if let Some(task_id) = barrier_task(cx, &req.issue.id, agent, squad, req.barrier) {
             return cx.coalesce(task_id, agent.clone(), req.comment_id.clone());
         }
-        cx.enqueue(NewTask {
-            agent,
-            issue: Some(&req.issue.id),
-            leader_of,
-            trigger: Some(req.comment_id),
-            originator: req.originator.cloned(),
-            source,
-            delay_seconds: Some(req.barrier),
-        });
-        return;
+        delay_seconds = Some(req.barrier);
     }
     cx.enqueue(NewTask {
         agent,
@@ -336,7 +328,7 @@ fn finish(
         trigger: Some(req.comment_id),
         originator: req.originator.cloned(),
         source,
-        delay_seconds: delay,
+        delay_seconds,
     });
 }
 

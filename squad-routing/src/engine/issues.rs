@@ -1,13 +1,16 @@
 //! Issues (§3): assignment validation, the run decision, cancellation on reassignment; creation,
 //! updates, batch updates and deletion. Child-done runs from here (see `child_done.rs`).
 
-use squad_model::{Actor, Assignee, Issue, IssueId, IssueStatus, TaskId, UserId, WorkspaceId};
+use squad_model::{
+    Actor, Agent, Assignee, Issue, IssueId, IssueStatus, Squad, TaskId, UserId, WorkspaceId,
+};
 
 use std::borrow::Cow;
 
 use super::child_done::wake_parent;
 use super::{Cx, NewTask, bound, online};
 use crate::decision::{Decision, NoopReason, Rule, TriggerSource};
+use crate::directory::Directory;
 use crate::event::{BatchUpdate, CreateIssue, DeleteIssue, UpdateIssue};
 use crate::invoke::can_invoke_agent;
 use crate::records::Principal;
@@ -245,17 +248,7 @@ pub(super) fn validate_assignee(
                 400,
                 "assignee_id does not refer to a squad in this workspace",
             ))?;
-            if squad.is_archived() {
-                return Err((400, "cannot assign to an archived squad"));
-            }
-            let leader = cx
-                .dir
-                .agent(&squad.leader_id)
-                .filter(|a| !a.is_archived())
-                .ok_or((400, "squad leader is archived; cannot assign to this squad"))?;
-            if !can_invoke_agent(cx.dir, leader, actor, originator) {
-                return Err((403, "cannot assign to squad with private leader"));
-            }
+            assignable_leader(cx.dir, squad, actor, originator)?;
             Ok(Some(Assignee::Squad(squad.id.clone())))
         }
         "agent" => {
@@ -263,12 +256,7 @@ pub(super) fn validate_assignee(
                 400,
                 "assignee_id does not refer to an agent in this workspace",
             ))?;
-            if agent.is_archived() {
-                return Err((400, "cannot assign to archived agent"));
-            }
-            if !can_invoke_agent(cx.dir, agent, actor, originator) {
-                return Err((403, "cannot assign to private agent"));
-            }
+            check_assignable_agent(cx.dir, agent, actor, originator)?;
             Ok(Some(Assignee::Agent(agent.id.clone())))
         }
         "member" => {
@@ -283,6 +271,53 @@ pub(super) fn validate_assignee(
         }
         _ => Err((400, "assignee_type must be 'member', 'agent', or 'squad'")),
     }
+}
+
+/// The leader of a squad the caller found, when `actor` may assign to the squad (§3.1): the
+/// squad is not archived, its leader exists and is not archived, and the actor (or the request's
+/// originator) may invoke the leader.
+///
+/// # Errors
+///
+/// The rejection's code and message.
+pub(super) fn assignable_leader<'a>(
+    dir: &'a dyn Directory,
+    squad: &Squad,
+    actor: &Principal,
+    originator: Option<&UserId>,
+) -> Result<&'a Agent, (u16, &'static str)> {
+    if squad.is_archived() {
+        return Err((400, "cannot assign to an archived squad"));
+    }
+    let leader = dir
+        .agent(&squad.leader_id)
+        .filter(|a| !a.is_archived())
+        .ok_or((400, "squad leader is archived; cannot assign to this squad"))?;
+    if !can_invoke_agent(dir, leader, actor, originator) {
+        return Err((403, "cannot assign to squad with private leader"));
+    }
+    Ok(leader)
+}
+
+/// Whether `actor` may assign to an agent the caller found (§3.1): the agent is not archived
+/// and the actor (or the request's originator) may invoke it.
+///
+/// # Errors
+///
+/// The rejection's code and message.
+pub(super) fn check_assignable_agent(
+    dir: &dyn Directory,
+    agent: &Agent,
+    actor: &Principal,
+    originator: Option<&UserId>,
+) -> Result<(), (u16, &'static str)> {
+    if agent.is_archived() {
+        return Err((400, "cannot assign to archived agent"));
+    }
+    if !can_invoke_agent(dir, agent, actor, originator) {
+        return Err((403, "cannot assign to private agent"));
+    }
+    Ok(())
 }
 
 /// Applies one issue update and its run decision. `issue` is the stored record and `current`
@@ -338,21 +373,8 @@ fn update_one<'a>(
         cx.cancel_active(&issue.id, "issue_cancelled");
     }
     if let Some(a) = &*next_assignee {
-        if assignee_changed {
-            run(
-                cx,
-                &Run {
-                    issue,
-                    status: new_status,
-                    assignee: a,
-                    source: TriggerSource::Assign,
-                    suppress_run,
-                    gate: Gate::Update {
-                        actor,
-                        originator: cx.request_originator(actor, task_id, Some(issue)),
-                    },
-                },
-            );
+        let source = if assignee_changed {
+            Some(TriggerSource::Assign)
         } else if old_status == IssueStatus::Backlog
             && new_status != IssueStatus::Backlog
             && !new_status.is_terminal()
@@ -364,22 +386,28 @@ fn update_one<'a>(
             if self_loop {
                 cx.rule = Rule::Promote;
                 cx.noop(NoopReason::SelfLoop);
+                None
             } else {
-                run(
-                    cx,
-                    &Run {
-                        issue,
-                        status: new_status,
-                        assignee: a,
-                        source: TriggerSource::Status,
-                        suppress_run,
-                        gate: Gate::Update {
-                            actor,
-                            originator: cx.request_originator(actor, task_id, Some(issue)),
-                        },
-                    },
-                );
+                Some(TriggerSource::Status)
             }
+        } else {
+            None
+        };
+        if let Some(source) = source {
+            run(
+                cx,
+                &Run {
+                    issue,
+                    status: new_status,
+                    assignee: a,
+                    source,
+                    suppress_run,
+                    gate: Gate::Update {
+                        actor,
+                        originator: cx.request_originator(actor, task_id, Some(issue)),
+                    },
+                },
+            );
         }
     }
     completed.then_some(&issue.id)

@@ -1,8 +1,6 @@
 //! Squad management (§2): create, update, archive, members, leader evaluations.
 
-use squad_model::{
-    AgentId, MemberRef, Squad, SquadId, SquadMember, SquadMemberId, TaskId, UserId, WorkspaceId,
-};
+use squad_model::{AgentId, MemberRef, Squad, SquadId, SquadMember, SquadMemberId, TaskId, UserId};
 
 use super::Cx;
 use crate::decision::Decision;
@@ -31,7 +29,7 @@ pub(super) fn update_squad(cx: &mut Cx<'_>, e: &UpdateSquad) {
     let mut next = squad.clone();
     let mut leader_changed = None;
     if let Some(l) = leader_id {
-        let Some(agent) = leader_candidate(cx, l, &squad.workspace_id) else {
+        let Some(agent) = cx.agent_in_str(l, &squad.workspace_id) else {
             return cx.reject(400, "leader must be a valid agent in this workspace");
         };
         if !role.is_admin()
@@ -63,12 +61,7 @@ pub(super) fn update_squad(cx: &mut Cx<'_>, e: &UpdateSquad) {
     });
     if let Some(agent) = leader_changed {
         let member = MemberRef::Agent(agent.id.clone());
-        if !cx
-            .dir
-            .squad_members(squad_id)
-            .iter()
-            .any(|m| m.member == member)
-        {
+        if !has_member(cx, squad_id, &member) {
             let row = member_row(cx, squad_id, member, "leader");
             cx.push(Decision::AddMember {
                 member: Box::new(row),
@@ -132,10 +125,7 @@ pub(super) fn add_member(cx: &mut Cx<'_>, e: &AddMember) {
     }
     let ws = &squad.workspace_id;
     let member = if member_type == "agent" {
-        let Some(agent) = AgentId::new(member_id.as_str())
-            .ok()
-            .and_then(|a| cx.agent_in(&a, ws))
-        else {
+        let Some(agent) = cx.agent_in_str(member_id, ws) else {
             return cx.reject(400, "agent not found in this workspace");
         };
         if !ws_role.is_admin()
@@ -153,12 +143,7 @@ pub(super) fn add_member(cx: &mut Cx<'_>, e: &AddMember) {
         };
         MemberRef::Member(user)
     };
-    if cx
-        .dir
-        .squad_members(squad_id)
-        .iter()
-        .any(|m| m.member == member)
-    {
+    if has_member(cx, squad_id, &member) {
         return cx.reject(409, "member already in squad");
     }
     let row = member_row(cx, squad_id, member, role);
@@ -185,12 +170,7 @@ pub(super) fn remove_member(cx: &mut Cx<'_>, e: &RemoveMember) {
     {
         return cx.reject(400, "cannot remove the squad leader; change leader first");
     }
-    match member.filter(|m| {
-        cx.dir
-            .squad_members(squad_id)
-            .iter()
-            .any(|r| &r.member == m)
-    }) {
+    match member.filter(|m| has_member(cx, squad_id, m)) {
         Some(member) => cx.push(Decision::RemoveMember {
             squad_id: squad_id.clone(),
             member,
@@ -211,12 +191,7 @@ pub(super) fn set_member_role(cx: &mut Cx<'_>, e: &SetMemberRole) {
     if managed(cx, actor, squad_id).is_none() {
         return;
     }
-    match member_ref(member_type, member_id).filter(|m| {
-        cx.dir
-            .squad_members(squad_id)
-            .iter()
-            .any(|r| &r.member == m)
-    }) {
+    match member_ref(member_type, member_id).filter(|m| has_member(cx, squad_id, m)) {
         Some(member) => cx.push(Decision::SetMemberRole {
             squad_id: squad_id.clone(),
             member,
@@ -302,10 +277,7 @@ pub(super) fn create_squad(cx: &mut Cx<'_>, e: &CreateSquad) {
     if !is_uuid(leader_id) {
         return cx.reject(400, "invalid leader_id: not a UUID");
     }
-    let Some(agent) = AgentId::new(leader_id)
-        .ok()
-        .and_then(|a| cx.agent_in(&a, ws))
-    else {
+    let Some(agent) = cx.agent_in_str(leader_id, ws) else {
         return cx.reject(400, "leader must be a valid agent in this workspace");
     };
     if !role.is_admin() && !can_invoke_agent(cx.dir, agent, &Principal::Member(actor.clone()), None)
@@ -360,8 +332,12 @@ fn managed<'a>(
     Some((squad, role))
 }
 
-fn leader_candidate<'a>(cx: &Cx<'a>, id: &str, ws: &WorkspaceId) -> Option<&'a squad_model::Agent> {
-    AgentId::new(id).ok().and_then(|a| cx.agent_in(&a, ws))
+/// Whether the squad has a row for the member.
+fn has_member(cx: &Cx<'_>, squad: &SquadId, member: &MemberRef) -> bool {
+    cx.dir
+        .squad_members(squad)
+        .iter()
+        .any(|m| &m.member == member)
 }
 
 fn member_ref(member_type: &str, member_id: &str) -> Option<MemberRef> {

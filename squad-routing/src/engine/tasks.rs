@@ -2,10 +2,10 @@
 
 use squad_model::{Agent, Assignee, Squad, Task, TaskContext, TaskStatus};
 
+use super::issues::{assignable_leader, check_assignable_agent};
 use super::{Cx, bound};
 use crate::decision::{Decision, NoopReason, Rule, TriggerSource};
 use crate::event::{ClaimTask, QuickCreate, SetTaskStatus};
-use crate::invoke::can_invoke_agent;
 use crate::records::Principal;
 
 /// A task changes status. Tasks only move forward: a finished task stays finished, and a task
@@ -175,16 +175,10 @@ pub(super) fn quick_create(cx: &mut Cx<'_>, e: &QuickCreate) {
             let Some(squad) = cx.squad_in_str(&e.target_id, ws) else {
                 return cx.reject(400, "target_id does not refer to a squad in this workspace");
             };
-            if squad.is_archived() {
-                return cx.reject(400, "cannot assign to an archived squad");
+            match assignable_leader(dir, squad, &actor, None) {
+                Ok(leader) => (leader, Some(squad)),
+                Err((code, message)) => return cx.reject(code, message),
             }
-            let Some(leader) = dir.agent(&squad.leader_id).filter(|a| !a.is_archived()) else {
-                return cx.reject(400, "squad leader is archived; cannot assign to this squad");
-            };
-            if !can_invoke_agent(dir, leader, &actor, None) {
-                return cx.reject(403, "cannot assign to squad with private leader");
-            }
-            (leader, Some(squad))
         }
         "agent" => {
             let Some(agent) = cx.agent_in_str(&e.target_id, ws) else {
@@ -193,11 +187,8 @@ pub(super) fn quick_create(cx: &mut Cx<'_>, e: &QuickCreate) {
                     "target_id does not refer to an agent in this workspace",
                 );
             };
-            if agent.is_archived() {
-                return cx.reject(400, "cannot assign to archived agent");
-            }
-            if !can_invoke_agent(dir, agent, &actor, None) {
-                return cx.reject(403, "cannot assign to private agent");
+            if let Err((code, message)) = check_assignable_agent(dir, agent, &actor, None) {
+                return cx.reject(code, message);
             }
             (agent, None)
         }
