@@ -2,7 +2,6 @@
 //! machine may repair (stale locks, temporary files) and nothing a human must judge.
 
 use std::process::Output;
-use std::time::Duration;
 
 use crate::crash_table::age;
 use crate::git_repo::{RISK_GATE_REQUEST, Repo};
@@ -75,11 +74,20 @@ fn a_lock_a_live_process_holds_is_never_removed() {
     // A live process keeps the lock file open, as a running git does.
     let mut holder = std::process::Command::new("sh")
         .arg("-c")
-        .arg("exec 3<\"$0\"; sleep 30")
+        .arg("exec 3<\"$0\"; echo ready; sleep 30")
         .arg(&lock)
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    // Doctor looks only once the holder says it has the lock open: a fixed sleep raced on a
+    // loaded machine.
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    assert_eq!(ready.trim(), "ready");
     let o = repo.squad(&["doctor", "--fix"]);
     holder.kill().unwrap();
     let _ = holder.wait();

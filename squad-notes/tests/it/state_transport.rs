@@ -585,12 +585,22 @@ fn a_left_over_git_lock_is_named_and_a_held_one_is_waited_for() {
     );
 
     // Held by a running process that finishes in a moment: waited for, then fetched.
+    // The holder says `ready` once it has the lock open, so the fetch never looks before it does
+    // (on a loaded machine `spawn` returns long before `sh` runs).
     let mut holder = std::process::Command::new("sh")
         .arg("-c")
-        .arg("exec 3<\"$0\"; sleep 1; rm \"$0\"")
+        .arg("exec 3<\"$0\"; echo ready; sleep 1; rm \"$0\"")
         .arg(&lock)
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    assert_eq!(ready.trim(), "ready");
     let fetched = transport.fetch("origin", &[FetchRefspec::notes("origin")]);
     holder.wait().unwrap();
     let fetched = fetched.unwrap();
