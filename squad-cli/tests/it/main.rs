@@ -8,6 +8,7 @@ mod approval;
 mod approval_github;
 mod cli_contract;
 mod crash_table;
+mod doc_examples;
 mod doctor;
 mod e2e;
 mod git_repo;
