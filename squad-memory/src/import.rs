@@ -434,7 +434,7 @@ pub fn import(
             stored.insert(normalize(&l.text));
         }
         for e in back.entries() {
-            stored.insert(normalize(&format!("### {}", e.heading)));
+            stored.insert(normalize(&e.heading_line()));
             stored.extend(crate::entry::lines(&e.body).map(normalize));
             // Each entry is written ending with `---`.
             stored.insert("---".into());

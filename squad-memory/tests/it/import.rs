@@ -47,8 +47,13 @@ fn every_heading_shape_imports_and_every_line_is_stored() {
     )
     .unwrap();
     assert_eq!(r.lines_in, r.lines_stored);
-    assert_eq!(r.entries, 10);
-    assert_eq!((r.added, r.merged), (9, 1), "the union duplicate is merged");
+    // Ten `###` sections and the dated `## 📌 INCIDENT REPORT … (2026-03-XX)`.
+    assert_eq!(r.entries, 11);
+    assert_eq!(
+        (r.added, r.merged),
+        (10, 1),
+        "the union duplicate is merged"
+    );
     assert_eq!(r.hot_lines, 2);
     // Round trip: every non-blank input line is in some tier.
     let lines = all_lines(&store);

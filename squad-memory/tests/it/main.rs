@@ -15,6 +15,7 @@ mod ops;
 mod realistic;
 mod render;
 mod scribe;
+mod shapes;
 
 use squad_model::{AgentName, Timestamp};
 

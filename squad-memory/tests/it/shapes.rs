@@ -1,0 +1,140 @@
+//! The shapes of issue 24: hand-written histories from squads nobody here wrote.
+
+use squad_memory::{
+    DocRef, ExtractiveSummarizer, ImportOptions, ImportSource, ImportTarget, InMemoryStore,
+    MemoryStore, Scribe, ScribeConfig, Tier,
+};
+
+use crate::{agent, at};
+
+fn all_text(store: &dyn MemoryStore) -> String {
+    let mut all = String::new();
+    for tier in Tier::ALL {
+        for name in store.list(tier).unwrap() {
+            all.push_str(
+                &store
+                    .read(&DocRef::new(tier, &name).unwrap())
+                    .unwrap()
+                    .unwrap(),
+            );
+            all.push('\n');
+        }
+    }
+    all
+}
+
+fn assert_every_line_kept(input: &str, store: &dyn MemoryStore) {
+    let all = all_text(store);
+    let kept: std::collections::HashSet<&str> = all.lines().map(str::trim).collect();
+    for l in input.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let l = l.trim_start_matches('#').trim();
+        assert!(
+            kept.iter().any(|k| k.trim_start_matches('#').trim() == l),
+            "lost {l:?}:\n{all}"
+        );
+    }
+}
+
+/// A `##` heading with no body, directly followed by a `##` heading that repeats an earlier one.
+const BODILESS_REPEAT: &str = "# WORF\n\n## Learnings\n\n### Retry budget\n- three tries, then page\n\n## Open questions\n## Learnings\n\n### Queue depth alarm\n- alarm at 500 messages\n";
+
+#[test]
+fn a_bodiless_heading_before_a_repeated_heading_goes_through_the_scribe_from_hot() {
+    let store = InMemoryStore::new();
+    let who = agent("worf");
+    store
+        .write(&DocRef::Hot(who.clone()), BODILESS_REPEAT)
+        .unwrap();
+    let scribe = Scribe::new(&store, &ExtractiveSummarizer, ScribeConfig::default());
+    scribe.run(&who, at("2026-11-30T12:00:00Z")).unwrap();
+    assert_every_line_kept(BODILESS_REPEAT, &store);
+    scribe.run(&who, at("2026-12-30T12:00:00Z")).unwrap();
+    assert_every_line_kept(BODILESS_REPEAT, &store);
+}
+
+#[test]
+fn a_bodiless_heading_before_a_repeated_heading_goes_through_the_scribe_after_import() {
+    let store = InMemoryStore::new();
+    let who = agent("worf");
+    let src = ImportSource {
+        name: "history.md".into(),
+        text: BODILESS_REPEAT.into(),
+    };
+    squad_memory::import(
+        &store,
+        &ImportTarget::Agent(who.clone()),
+        &[src],
+        &ImportOptions::new(at("2026-11-01T00:00:00Z")),
+    )
+    .unwrap();
+    let scribe = Scribe::new(&store, &ExtractiveSummarizer, ScribeConfig::default());
+    scribe.run(&who, at("2026-11-30T12:00:00Z")).unwrap();
+    scribe.run(&who, at("2027-03-30T12:00:00Z")).unwrap();
+    assert_every_line_kept(BODILESS_REPEAT, &store);
+}
+
+/// Dated headings at levels other than `###`, in free text and inside an entry.
+const DATED_LEVELS: &str = "# RIKER\n\n## Learnings\n\n### Canary rollout\n- five percent first\n#### 2026-03-03 follow-up inside the entry\n- stays in the canary entry\n\n## 2026-04-01 Deploy timeout\n- the deploy job timed out after 20 minutes\n- raised the runner timeout to 45 minutes\n\n## Runbook notes\nFree text under an undated heading.\n\n#### 2026-04-09: Cache warmer stalls\n- the warmer waits on a lock nobody holds\n\n# 2026-05-02 Quarter review\nShipped three releases.\n";
+
+#[test]
+fn dated_headings_of_any_level_are_entries_with_ids() {
+    let store = InMemoryStore::new();
+    let who = agent("riker");
+    let src = ImportSource {
+        name: "history.md".into(),
+        text: DATED_LEVELS.into(),
+    };
+    let r = squad_memory::import(
+        &store,
+        &ImportTarget::Agent(who.clone()),
+        &[src],
+        &ImportOptions::new(at("2026-11-01T00:00:00Z")),
+    )
+    .unwrap();
+    assert_eq!(r.lines_in, r.lines_stored);
+    assert_eq!(r.entries, 4, "{r:?}");
+    let hits = squad_memory::search(&store, &who, "deploy timeout", &[], 5).unwrap();
+    let top = &hits[0];
+    assert_eq!(top.title, "2026-04-01 Deploy timeout");
+    let id = top
+        .id
+        .clone()
+        .expect("a dated ## heading is an entry with an id");
+    let found = squad_memory::show(&store, &id.parse().unwrap()).unwrap();
+    assert_eq!(
+        found.entry.date.unwrap().to_string(),
+        "2026-04-01T00:00:00Z"
+    );
+    assert!(found.entry.body.contains("45 minutes"));
+    for (q, heading) in [
+        ("cache warmer lock", "2026-04-09: Cache warmer stalls"),
+        ("quarter review releases", "2026-05-02 Quarter review"),
+    ] {
+        let hits = squad_memory::search(&store, &who, q, &[], 1).unwrap();
+        assert_eq!(hits[0].title, heading);
+        assert!(hits[0].id.is_some(), "{q}: {hits:?}");
+    }
+    // Inside an entry, a dated `####` heading is part of its body.
+    let hits = squad_memory::search(&store, &who, "canary follow-up", &[], 1).unwrap();
+    assert_eq!(hits[0].title, "Canary rollout");
+    // Written back at their own level, and a second import changes nothing.
+    let cold = store.read(&DocRef::Cold(who.clone())).unwrap().unwrap();
+    assert!(cold.contains("\n## 2026-04-01 Deploy timeout\n"), "{cold}");
+    assert!(
+        cold.contains("\n#### 2026-04-09: Cache warmer stalls\n"),
+        "{cold}"
+    );
+    let src = ImportSource {
+        name: "history.md".into(),
+        text: DATED_LEVELS.into(),
+    };
+    let again = squad_memory::import(
+        &store,
+        &ImportTarget::Agent(who.clone()),
+        &[src],
+        &ImportOptions::new(at("2026-11-02T00:00:00Z")),
+    )
+    .unwrap();
+    assert_eq!((again.added, again.merged), (0, 4));
+    assert_eq!(store.read(&DocRef::Cold(who)).unwrap().unwrap(), cold);
+}
