@@ -138,3 +138,59 @@ fn dated_headings_of_any_level_are_entries_with_ids() {
     assert_eq!((again.added, again.merged), (0, 4));
     assert_eq!(store.read(&DocRef::Cold(who)).unwrap().unwrap(), cold);
 }
+
+/// Sections naming products and packages as identifiers, and one that only shares common words.
+const COMPOUNDS: [&str; 7] = [
+    "Retries in BlobStorageClient\nThe upload retried forever: BlobStorageClient had no retry cap.",
+    "Contoso.Extensions.Http pinned\nWe pin Contoso.Extensions.Http to 4.2 because 4.3 drops proxies.",
+    "EventGrid subscription lag\nThe EventGrid subscription lagged ten minutes behind the topic.",
+    "EG dead letters\nEG dead-lettered 40 messages during the outage.",
+    "Renamed the queue-depth-alarm\nThe queue-depth-alarm pages at 500 messages now.",
+    "retry_budget_ms is per call\nretry_budget_ms counts per call, not per request.",
+    "Client storage notes\nThe storage client was slow and the client kept storage open; event handlers and grid layouts.",
+];
+
+#[test]
+fn compound_names_match_their_words_and_acronyms_weigh_less() {
+    let idx = squad_memory::Bm25::new(COMPOUNDS);
+    let top = |q: &str| idx.rank(q).first().map(|r| r.0);
+    // Separate words against one identifier, of every shape.
+    assert_eq!(
+        top("why did the Blob Storage Client retry forever"),
+        Some(0)
+    );
+    assert_eq!(
+        top("which contoso extensions http version is pinned"),
+        Some(1)
+    );
+    assert_eq!(top("Event Grid subscription lag"), Some(2));
+    assert_eq!(top("when does the queue depth alarm page"), Some(4));
+    assert_eq!(top("is the retry budget ms per call"), Some(5));
+    // And one identifier against its parts written apart.
+    let idx2 = squad_memory::Bm25::new(["the blob storage client had no retry cap", "lunch menu"]);
+    assert_eq!(idx2.rank("BlobStorageClient retries")[0].0, 0);
+    // A part of a camelCase word counts on its own.
+    assert_eq!(top("storage client retry cap"), Some(0));
+    // An acronym of the query's phrase counts, but less than the phrase's words.
+    let scores = idx.scores("Event Grid dead letters");
+    assert!(scores[3] > 0.0, "EG is Event Grid: {scores:?}");
+    let acro =
+        squad_memory::Bm25::new(["EG outage", "EventGrid outage"]).scores("Event Grid outage");
+    assert!(acro[1] > acro[0] && acro[0] > 0.0, "{acro:?}");
+}
+
+#[test]
+fn compound_names_are_found_by_search() {
+    let store = InMemoryStore::new();
+    let who = agent("data");
+    let mut cold = String::from("# DATA\n\n## Learnings\n\n");
+    for s in COMPOUNDS {
+        let (h, b) = s.split_once('\n').unwrap();
+        cold.push_str(&format!("### {h}\n{b}\n\n"));
+    }
+    store.write(&DocRef::Cold(who.clone()), &cold).unwrap();
+    let hits = squad_memory::search(&store, &who, "Blob Storage Client retry", &[], 3).unwrap();
+    assert_eq!(hits[0].title, "Retries in BlobStorageClient", "{hits:?}");
+    let hits = squad_memory::search(&store, &who, "contoso extensions http pin", &[], 3).unwrap();
+    assert_eq!(hits[0].title, "Contoso.Extensions.Http pinned", "{hits:?}");
+}
