@@ -599,11 +599,22 @@ fn pack<'t>(blocks: Vec<Vec<&'t str>>) -> Vec<Vec<&'t str>> {
     let mut out: Vec<Vec<&'t str>> = Vec::new();
     for b in split {
         match out.last_mut() {
-            Some(last) if size(last) + size(&b) <= PIECE_TARGET => last.extend(b),
+            Some(last)
+                if size(last) + size(&b) <= PIECE_TARGET
+                    && !b.first().is_some_and(|l| opens_part(l)) =>
+            {
+                last.extend(b)
+            }
             _ => out.push(b),
         }
     }
     out
+}
+
+/// `true` for a line that starts a part of its own: a heading (`####` and below; a heading of
+/// a higher level already starts its own section).
+fn opens_part(line: &str) -> bool {
+    line.starts_with("####")
 }
 
 /// `true` for a line holding only whitespace (most lines are told by their first byte).
@@ -684,6 +695,8 @@ struct Span {
     fence: Option<Fence>,
     bytes: usize,
     fenced: bool,
+    /// It starts with a heading: never merged into the part before it.
+    heading: bool,
 }
 
 impl Span {
@@ -700,6 +713,7 @@ impl Span {
             fence,
             bytes: 0,
             fenced,
+            heading: opens_part(line),
         });
         s.end = next;
         s.bytes += line.len() + 1;
@@ -711,7 +725,7 @@ fn pieces(body: &str) -> Vec<Piece<'_>> {
     // Blocks are cut, split when large and merged as they come: one pass, one list.
     let mut out: Vec<Span> = Vec::new();
     let merge = |out: &mut Vec<Span>, p: Span| match out.last_mut() {
-        Some(last) if last.bytes + p.bytes <= PIECE_TARGET => {
+        Some(last) if last.bytes + p.bytes <= PIECE_TARGET && !p.heading => {
             last.end = p.end;
             last.bytes += p.bytes;
         }

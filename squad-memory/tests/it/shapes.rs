@@ -194,3 +194,35 @@ fn compound_names_are_found_by_search() {
     let hits = squad_memory::search(&store, &who, "contoso extensions http pin", &[], 3).unwrap();
     assert_eq!(hits[0].title, "Contoso.Extensions.Http pinned", "{hits:?}");
 }
+
+#[test]
+fn a_heading_of_any_level_starts_its_own_part() {
+    use squad_memory::{Budget, LoadPlan, Situation, Touch, spawn};
+    let store = InMemoryStore::new();
+    let who = agent("data");
+    let filler = "- the nightly job ran and the dashboards stayed green every day\n".repeat(9);
+    let cold = format!(
+        "### Release train notes\n**id:** train\n{filler}#### Rollback drill\n- the rollback took 4 minutes on the canary ring\n#### Freeze window\n- no merges after Thursday noon\n{filler}---\n"
+    );
+    store.write(&DocRef::Cold(who.clone()), &cold).unwrap();
+    let plan = LoadPlan::new(Situation::Debugging).task("how long did the rollback drill take");
+    let out = spawn(&store, &who, &plan, &Budget::default(), Touch::No).unwrap();
+    let loaded: Vec<&str> = out
+        .manifest
+        .loaded
+        .iter()
+        .map(|l| l.item.as_str())
+        .collect();
+    assert_eq!(loaded, ["train (part 2 of 3)"]);
+    // The part that answers starts at its own heading and holds nothing of the filler before it
+    // nor of the next `####` section.
+    let start = out
+        .prompt
+        .find("#### Release train notes (part")
+        .expect(&out.prompt);
+    let part = &out.prompt[start..];
+    let body = part.split_once('\n').unwrap().1;
+    assert!(body.starts_with("#### Rollback drill\n"), "{part}");
+    assert!(!part.contains("Freeze window"), "{part}");
+    assert!(!part.contains("nightly job"), "{part}");
+}
