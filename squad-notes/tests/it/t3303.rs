@@ -250,3 +250,91 @@ fn one_write_folds_every_duplicate_of_a_flat_and_fanned_out_tree() {
     assert_eq!(backend.read(&new, &target).unwrap().unwrap(), b"changed\n");
     repo.fsck();
 }
+
+mod random_layouts {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A note of one object: its layout (directory widths) and text, and maybe a second entry
+    /// at another layout (`Some(true)`: the same text, `Some(false)`: another text).
+    #[derive(Debug, Clone)]
+    struct Placed {
+        object: [u8; 20],
+        layout: usize,
+        twin: Option<(usize, bool)>,
+    }
+
+    const LAYOUTS: [&[usize]; 4] = [&[], &[2], &[2, 2], &[2, 2, 2]];
+
+    fn placed() -> impl Strategy<Value = Placed> {
+        (
+            any::<[u8; 20]>(),
+            0..LAYOUTS.len(),
+            proptest::option::of((0..LAYOUTS.len(), any::<bool>())),
+        )
+            .prop_map(|(object, layout, twin)| Placed {
+                object,
+                layout,
+                twin,
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// Any mix of flat and fanned-out entries, some objects twice (same or different text,
+        /// at two layouts): one write through `GixNotes` gives the tree `git notes add` gives.
+        #[test]
+        fn any_mixed_tree_writes_as_git_writes(
+            notes in proptest::collection::vec(placed(), 1..48),
+            pick in any::<proptest::sample::Index>(),
+            fresh in any::<[u8; 20]>(),
+            to_fresh in any::<bool>(),
+        ) {
+            let repo = Repo::new();
+            repo.commit("base");
+            let mut stream = format!(
+                "commit {REF}\ncommitter C O Mitter <committer@example.com> 1112920000 -0700\n\
+                 data 6\nnotes\n"
+            );
+            for (i, p) in notes.iter().enumerate() {
+                let hex = hex::encode(p.object);
+                if let Some((layout, same)) = p.twin
+                    && layout != p.layout
+                {
+                    let text = if same { format!("note {i}") } else { format!("twin {i}") };
+                    stream.push_str(&format!(
+                        "M 100644 inline {}\ndata <<EOF\n{text}\nEOF\n\n",
+                        path(&hex, LAYOUTS[layout])
+                    ));
+                }
+                stream.push_str(&format!(
+                    "M 100644 inline {}\ndata <<EOF\nnote {i}\nEOF\n\n",
+                    path(&hex, LAYOUTS[p.layout])
+                ));
+            }
+            repo.git_stdin(&["fast-import", "--quiet"], stream.as_bytes());
+            let target = if to_fresh {
+                hex::encode(fresh)
+            } else {
+                hex::encode(notes[pick.index(notes.len())].object)
+            };
+            let backend = repo.backend();
+            let nr = NotesRef::new(REF).unwrap();
+            let tip = backend.tip(&nr).unwrap().unwrap();
+            repo.git_ok(&["notes", "--ref=commits", "add", "-f", "-m", "edited", &target]);
+            let git_tree = tree_of(&repo, REF);
+            repo.git_ok(&["update-ref", REF, tip.as_str()]);
+            let ours = backend
+                .update(
+                    &nr,
+                    Some(&tip),
+                    &[NoteEdit::set(target.parse().unwrap(), b"edited\n".to_vec())],
+                    "Notes added by 'git notes add'",
+                )
+                .unwrap();
+            prop_assert_eq!(tree_of(&repo, ours.as_str()), git_tree);
+        }
+    }
+}
