@@ -4,7 +4,6 @@ use std::path::Path;
 
 use gix::bstr::ByteSlice;
 use gix::error::ResultExt as _;
-use gix::note::plumbing::State;
 use gix::refs::transaction::PreviousValue;
 
 use crate::backend::{NoteEdit, NotesBackend, WriteLock};
@@ -22,10 +21,11 @@ use crate::parallel::{self, PARALLEL_MIN};
 /// - **Bulk reads** (`read_all`, used by [`Notes::read_all`](crate::Notes::read_all) and
 ///   promotion) walk large trees on several threads and decode the blobs straight from the
 ///   pack files in pack order, each blob's delta base usually decoded just before it.
-/// - **Writes** use `gix_note::State`, a fresh one per update: git's progressive fanout, non-note
-///   entries preserved, every old entry of an edited object removed. A tree that holds several
-///   entries for one object is first repaired (all entries of such objects merged into one, as
-///   git would show them), then edited.
+/// - **Writes** rebuild git's own notes trie (lazily loaded fanout directories, git's fanout
+///   rule per subtree, non-note entries preserved), so the tree written is the one `git notes
+///   add` writes on the same state, id for id. A tree holding several entries for one object
+///   (a flat one and one under `xx/`, say) is folded as git folds it: identical blobs count
+///   once, different ones are joined with a blank line.
 /// - **Ref updates** are compare-and-swap (`MustExistAndMatch` / `MustNotExist`), with the reflog
 ///   message `notes: <message>` as git writes it. A lost race or a ref lock held by another writer
 ///   is [`ErrorKind::Conflict`].
@@ -743,81 +743,6 @@ fn join_git(parts: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
     acc
 }
 
-fn apply_edits(
-    repo: &(impl gix::objs::Find + gix::objs::Write),
-    root: gix::ObjectId,
-    edits: &[(gix::ObjectId, Option<gix::ObjectId>)],
-) -> std::result::Result<gix::ObjectId, gix::Error> {
-    let mut state = State::new(root, repo)?;
-    for (object, blob) in edits {
-        state.edit(*object, *blob, repo)?;
-    }
-    state.write(repo)
-}
-
-/// Applies `edits` to a tree that gix's notes trie refuses (several entries for one object):
-/// every entry of an edited object is removed, at every depth, and its new note goes where the
-/// tree's existing 2-hex directories lead. Entries of objects the write does not touch stay as
-/// they are (git still shows them as before), and so do non-note entries.
-fn edit_around_duplicates(
-    repo: &gix::Repository,
-    root: gix::ObjectId,
-    edits: &[(gix::ObjectId, Option<gix::ObjectId>)],
-) -> Result<gix::ObjectId> {
-    const OP: &str = "notes.update";
-    let walked = walk_notes(None, None, repo, root, true)?;
-    let mut dirs: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
-    for (_, _, path) in &walked {
-        for (i, b) in path.iter().enumerate() {
-            if *b == b'/' {
-                dirs.insert(path[..i].to_vec());
-            }
-        }
-    }
-    let last: std::collections::HashMap<gix::ObjectId, Option<gix::ObjectId>> =
-        edits.iter().copied().collect();
-    let mut editor = repo
-        .edit_tree(root)
-        .map_err(backend_err(OP, "cannot edit the notes tree"))?;
-    for (object, _, path) in &walked {
-        if last.contains_key(object) {
-            editor
-                .remove(path.as_bstr())
-                .map_err(backend_err(OP, "cannot edit the notes tree"))?;
-        }
-    }
-    for (object, blob) in &last {
-        let Some(blob) = blob else { continue };
-        let hex = object.to_hex().to_string().into_bytes();
-        let mut dir: Vec<u8> = Vec::new();
-        let mut at = 0;
-        while at + 2 < hex.len() {
-            let mut candidate = dir.clone();
-            if !candidate.is_empty() {
-                candidate.push(b'/');
-            }
-            candidate.extend_from_slice(&hex[at..at + 2]);
-            if !dirs.contains(&candidate) {
-                break;
-            }
-            dir = candidate;
-            at += 2;
-        }
-        let mut path = dir;
-        if !path.is_empty() {
-            path.push(b'/');
-        }
-        path.extend_from_slice(&hex[at..]);
-        editor
-            .upsert(path.as_bstr(), gix::object::tree::EntryKind::Blob, *blob)
-            .map_err(backend_err(OP, "cannot edit the notes tree"))?;
-    }
-    Ok(editor
-        .write()
-        .map_err(backend_err(OP, "cannot write the notes tree"))?
-        .detach())
-}
-
 /// How long a writer waits for its turn before writing without it (CAS still protects it).
 const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -1072,19 +997,13 @@ fn build_commit(
         Some(tip) => root_tree(repo, tip)?,
         None => gix::ObjectId::empty_tree(repo.object_hash()),
     };
-    let tree = match apply_edits(objects, root, staged) {
-        Ok(tree) => tree,
-        // Most likely several entries for one object (mixed fanout), which gix's trie refuses:
-        // edit the tree directly, touching only the objects written.
-        Err(e) => edit_around_duplicates(repo, root, staged).map_err(|_| {
-            Error::new(
-                ErrorKind::Corrupt,
-                OP,
-                format!("the notes tree of {notes_ref} cannot be edited"),
-            )
-            .with_source(e)
-        })?,
-    };
+    // git's own notes trie, so the tree is the one `git notes add` would write: the same
+    // fanout, and several entries of one object folded where git folds them.
+    let mut trie = crate::git_trie::Trie::open(objects, repo.object_hash(), root)?;
+    for (object, blob) in staged {
+        trie.edit(object, *blob)?;
+    }
+    let tree = trie.write()?;
     if let Some(pack) = pack {
         // The tree and blobs go to disk as one pack before the commit that refers to them.
         write_pack(repo, &pack())?;

@@ -102,7 +102,7 @@ pub fn stale_locks(repo_dir: &Path) -> Result<Vec<StaleLock>> {
 
 /// The lock files that block an update of `ref_name` (its own `.lock` and `packed-refs.lock`)
 /// and that are left over (see the module docs).
-#[cfg(feature = "gix")]
+#[cfg(any(feature = "gix", feature = "git2"))]
 fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock> {
     let mut candidates = vec![
         ref_lock_path(common_dir, ref_name),
@@ -124,7 +124,7 @@ fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock> {
 
 /// The error of an update of `ref_name` that failed as `op` when a left-over lock file blocks
 /// it (the first of [`blocking_locks`]): retrying cannot help. `None` when nothing blocks it.
-#[cfg(feature = "gix")]
+#[cfg(any(feature = "gix", feature = "git2"))]
 pub(crate) fn stale_lock_error(
     op: &'static str,
     common_dir: &Path,
@@ -136,7 +136,7 @@ pub(crate) fn stale_lock_error(
 }
 
 /// The lock file git and gix take to update the loose ref `ref_name`: `<common_dir>/<ref>.lock`.
-#[cfg(feature = "gix")]
+#[cfg(any(feature = "gix", feature = "git2"))]
 pub(crate) fn ref_lock_path(common_dir: &Path, ref_name: &str) -> PathBuf {
     let mut path = common_dir.to_owned();
     path.extend(ref_name.split('/'));
