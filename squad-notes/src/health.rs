@@ -114,7 +114,8 @@ fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock> {
         .iter()
         .filter_map(|path| {
             let age = age_of(path)?;
-            (!held.holds(path, age)).then(|| StaleLock {
+            // A holder that let go while the processes were read is not a left-over lock.
+            (!held.holds(path, age) && path.exists()).then(|| StaleLock {
                 path: path.clone(),
                 age,
             })
@@ -164,6 +165,9 @@ pub(crate) fn lock_state(path: &Path) -> LockState {
     };
     if HeldFiles::new().holds(path, age) {
         LockState::Held
+    } else if !path.exists() {
+        // Its holder let go while the processes were read: the file is gone, not left over.
+        LockState::Gone
     } else {
         LockState::Stale(StaleLock {
             path: path.to_owned(),
