@@ -71,6 +71,12 @@ pub(crate) struct ConfigureArgs {
     /// Courtesy email address (never an approval path).
     #[arg(long, value_name = "ADDR")]
     email: Option<String>,
+    /// How many distinct authorized approvers must approve a gate (1 to 100; default 1;
+    /// above 1 only with github-issue). The same login counts once; bots and the squad's own
+    /// identity never count; one /changes or /stop decides at once.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::ctx::bounded(1, u64::from(squad_notify::MAX_QUORUM)),
+          allow_negative_numbers = true)]
+    quorum: u64,
 }
 
 /// Arguments of `squad approval request`, and the input of the MCP tool `approval_request`.
@@ -112,20 +118,29 @@ fn default_expires_in() -> u64 {
     squad_notify::DEFAULT_EXPIRES_IN_SECS
 }
 
-/// Arguments of `squad approval status`, and the input of the MCP tool `approval_status`: none.
+/// Arguments of `squad approval status`, and the input of the MCP tool `approval_status`.
 #[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct StatusArgs {}
+pub(crate) struct StatusArgs {
+    /// Show only this run: its pending gate, its runs record and its decisions.
+    #[arg(long, value_name = "ID")]
+    #[serde(default)]
+    pub(crate) run: Option<String>,
+}
 
 /// Arguments of `squad approval wait`, and the input of the MCP tool `approval_wait`. None of
 /// them can carry a decision: decisions come only from the human, through a channel.
 #[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WaitArgs {
-    /// The gate to wait for (default: the pending gate).
-    #[arg(long, value_name = "ID")]
+    /// The gate to wait for (default: the only pending gate; with several pending, name one).
+    #[arg(long, value_name = "ID", conflicts_with = "run")]
     #[serde(default)]
     pub(crate) gate: Option<String>,
+    /// Wait for the pending gate of this run.
+    #[arg(long, value_name = "ID")]
+    #[serde(default)]
+    pub(crate) run: Option<String>,
     /// Give up after SECS seconds, leaving the gate pending (the CLI's exit 5; a tool call
     /// returns `state: pending`). Without it the CLI waits until a decision or the end of
     /// input, and a tool call for 30 seconds.
@@ -168,7 +183,7 @@ pub(crate) fn run(cmd: Cmd, ctx: &Ctx) -> CmdResult {
     match cmd {
         Cmd::Configure(args) => configure(&args, ctx),
         Cmd::Request(args) => crate::ctx::runtime()?.block_on(request(&args, ctx)),
-        Cmd::Status(_) => status(ctx),
+        Cmd::Status(args) => status(&args, ctx),
         Cmd::Wait(args) => crate::ctx::runtime()?.block_on(wait::wait(&args, ctx)),
         Cmd::AcknowledgeTamper(args) => acknowledge(&args, ctx),
     }
@@ -238,7 +253,7 @@ fn configure(args: &ConfigureArgs, ctx: &Ctx) -> CmdResult {
             "--channel github-issue needs --handle <login> (and --repo <owner/repo> outside a GitHub clone)",
         ));
     }
-    let settings = NotifySettings {
+    let mut settings = NotifySettings {
         approval_channel: args.channel,
         enabled: args.channel != ChannelKind::InChat,
         email: args.email.clone().unwrap_or_default(),
@@ -246,6 +261,14 @@ fn configure(args: &ConfigureArgs, ctx: &Ctx) -> CmdResult {
         trigger: None,
         extra: Default::default(),
     };
+    let quorum = u32::try_from(args.quorum).unwrap_or(u32::MAX);
+    if quorum > 1 && args.channel != ChannelKind::GithubIssue {
+        return Err(CliError::usage(format!(
+            "--quorum {quorum} needs --channel github-issue: {} has one human and no identity to count",
+            args.channel
+        )));
+    }
+    settings.set_quorum(quorum);
     let svc = approvals(ctx.state_dir()?);
     svc.configure(settings.clone()).map_err(|e| cli_err(&e))?;
     if ctx.json {
@@ -370,13 +393,28 @@ pub(crate) async fn open_gate(
 }
 
 /// `approval status` without its printing: the status document (`--json`) and its lines.
-pub(crate) fn status_of(ctx: &Ctx) -> Result<squad_notify::Status, CliError> {
+pub(crate) fn status_of(args: &StatusArgs, ctx: &Ctx) -> Result<squad_notify::Status, CliError> {
+    let run = args
+        .run
+        .as_deref()
+        .map(RunId::new)
+        .transpose()
+        .map_err(|e| cli_err(&e))?;
     let dir = ctx.existing_state_dir()?;
-    approvals(dir).status().map_err(|e| cli_err(&e))
+    let mut st = approvals(dir).status().map_err(|e| cli_err(&e))?;
+    if let Some(run) = run {
+        if st.state.approval.run(&run).is_none() {
+            return Err(CliError::usage(format!(
+                "unknown run {run}: state.json records no such run"
+            )));
+        }
+        st.only_run(&run);
+    }
+    Ok(st)
 }
 
-fn status(ctx: &Ctx) -> CmdResult {
-    let st = status_of(ctx)?;
+fn status(args: &StatusArgs, ctx: &Ctx) -> CmdResult {
+    let st = status_of(args, ctx)?;
     if ctx.json {
         return ctx.print_json(&st.to_json()).map(|()| 0);
     }

@@ -356,9 +356,9 @@ async fn approval_request(args: Map<String, Value>, ctx: Arc<Ctx>) -> Result<Out
 }
 
 async fn approval_status(args: Map<String, Value>, ctx: Arc<Ctx>) -> Result<Output, CliError> {
-    let _: StatusArgs = parse("approval_status", args)?;
+    let input: StatusArgs = parse("approval_status", args)?;
     blocking(move || {
-        let status = crate::approval_cmd::status_of(&ctx)?;
+        let status = crate::approval_cmd::status_of(&input, &ctx)?;
         Ok(Output::new(status.to_json()))
     })
     .await

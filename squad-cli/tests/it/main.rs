@@ -6,6 +6,7 @@
 
 mod approval;
 mod approval_github;
+mod approval_runs;
 mod cli_contract;
 mod crash_table;
 mod doctor;

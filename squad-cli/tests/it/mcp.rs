@@ -394,10 +394,13 @@ async fn every_tool_works_on_a_real_repository_and_the_cli_sees_what_it_wrote() 
 
     // approval_request, approval_status, approval_wait (no elicitation: polls, then pending).
     let status = ok(&call(&client, "approval_status", json!({})).await);
-    assert!(status["pending"].is_null(), "{status}");
+    assert!(
+        status["pending"].as_array().is_some_and(Vec::is_empty),
+        "{status}"
+    );
     let gate = open_risk_gate(&client).await;
     let status = ok(&call(&client, "approval_status", json!({})).await);
-    assert_eq!(status["pending"]["id"], gate.as_str());
+    assert_eq!(status["pending"][0]["id"], gate.as_str());
     assert_eq!(status, squad_json(&repo, &["approval", "status"]));
     let started = Instant::now();
     let waited = call(&client, "approval_wait", json!({"timeout_secs": 1})).await;
@@ -520,7 +523,10 @@ async fn an_elicitation_answered_approve_decides_the_gate_through_the_log() {
     assert_eq!(schema["required"], json!(["answer"]));
     // The decision is the CLI's: recorded in state.json and notifications.md.
     let status = squad_json(&repo, &["approval", "status"]);
-    assert!(status["pending"].is_null(), "{status}");
+    assert!(
+        status["pending"].as_array().is_some_and(Vec::is_empty),
+        "{status}"
+    );
     let log = std::fs::read_to_string(repo.path().join(".squad/notifications.md")).unwrap();
     assert!(log.contains(&gate) && log.contains("approve"), "{log}");
     // Waiting again on the decided gate returns the decision without asking.
@@ -548,7 +554,7 @@ async fn changes_carry_the_note_and_a_decline_or_cancel_leaves_the_gate_pending(
     }
     client.cancel().await.unwrap();
     let status = squad_json(&repo, &["approval", "status"]);
-    assert_eq!(status["pending"]["id"], gate.as_str());
+    assert_eq!(status["pending"][0]["id"], gate.as_str());
 
     let cancel = Human::answering(ElicitationAction::Cancel, Value::Null);
     let client = connect(&repo, &[], &[], cancel.clone()).await;
@@ -574,7 +580,7 @@ async fn changes_carry_the_note_and_a_decline_or_cancel_leaves_the_gate_pending(
     assert_eq!(doc["note"], "Keep a backup of users_old first");
     client.cancel().await.unwrap();
     let status = squad_json(&repo, &["approval", "status"]);
-    assert!(status["pending"].is_null());
+    assert!(status["pending"].as_array().is_some_and(Vec::is_empty));
 }
 
 fn text_of_all(result: &CallToolResult) -> String {
@@ -608,7 +614,7 @@ async fn a_decision_made_elsewhere_ends_the_wait_and_state_is_read_on_every_call
     assert!(out.status.success());
     let gate = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     let status = ok(&call(&client, "approval_status", json!({})).await);
-    assert_eq!(status["pending"]["id"], gate.as_str());
+    assert_eq!(status["pending"][0]["id"], gate.as_str());
     // A human approves at a terminal while the tool call waits (it cannot ask: no elicitation).
     let mut human = repo.command(&["approval", "wait", "--timeout", "30"]);
     let terminal = std::thread::spawn(move || {
@@ -1248,7 +1254,7 @@ async fn text_in_tool_calls_never_decides_a_gate() {
     .await);
     assert_eq!(waited["state"], "pending");
     let status = squad_json(&repo, &["approval", "status"]);
-    assert_eq!(status["pending"]["id"], gate.as_str());
+    assert_eq!(status["pending"][0]["id"], gate.as_str());
     client.cancel().await.unwrap();
 }
 
@@ -1304,5 +1310,8 @@ fn a_plain_client_answers_the_elicitation_over_the_same_lines() {
     }
     plain.finish();
     let status = squad_json(&repo, &["approval", "status"]);
-    assert!(status["pending"].is_null(), "{status}");
+    assert!(
+        status["pending"].as_array().is_some_and(Vec::is_empty),
+        "{status}"
+    );
 }

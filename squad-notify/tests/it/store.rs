@@ -123,7 +123,8 @@ async fn the_pending_gate_and_runs_are_in_state_json() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(e.approvals.dir().state_path()).unwrap())
             .unwrap();
-    let p = &v["approval"]["pendingGate"];
+    let p = &v["approval"]["pendingGates"][0];
+    assert!(v["approval"].get("pendingGate").is_none());
     assert_eq!(p["id"], g.id.as_str());
     assert_eq!(p["state"], "pending");
     assert_eq!(p["trigger"], "final-outcome");

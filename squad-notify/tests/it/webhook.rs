@@ -156,7 +156,9 @@ async fn a_500_gets_bounded_retries_a_logged_failure_and_the_gate_stays_pending(
             .state()
             .unwrap()
             .approval
-            .pending_gate
+            .pending_gates
+            .first()
+            .cloned()
             .unwrap()
             .id,
         gate.id
@@ -221,7 +223,9 @@ async fn a_slow_server_times_out_with_bounded_retries_and_the_gate_stays_pending
             .state()
             .unwrap()
             .approval
-            .pending_gate
+            .pending_gates
+            .first()
+            .cloned()
             .unwrap()
             .id,
         gate.id
