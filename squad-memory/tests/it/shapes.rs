@@ -226,3 +226,102 @@ fn a_heading_of_any_level_starts_its_own_part() {
     assert!(!part.contains("Freeze window"), "{part}");
     assert!(!part.contains("nightly job"), "{part}");
 }
+
+/// A cold file where ten sections share a question's common words, one long section repeats
+/// them all, and the answer shares only the question's rare word.
+fn common_words_trap() -> String {
+    let mut cold = String::from("# DATA\n\n## Learnings\n\n");
+    cold.push_str("### Release tests handbook\n");
+    for i in 0..30 {
+        cold.push_str(&format!(
+            "- Step {i}: the release tests fail when the release branch is stale; rerun the release tests.\n"
+        ));
+    }
+    cold.push('\n');
+    for i in 0..14 {
+        cold.push_str(&format!(
+            "### Release {i} notes\n- The release tests were green and the release shipped on day {i}.\n- Tests fail rarely on this release.\n\n"
+        ));
+    }
+    let topics = [
+        "lunch menu",
+        "office plants",
+        "parking rules",
+        "desk booking",
+        "coffee machine",
+    ];
+    for i in 0..200 {
+        let t = topics[i % topics.len()];
+        cold.push_str(&format!(
+            "### Note {i} on the {t}\n- The {t} changed in week {i}; nobody minded.\n\n"
+        ));
+    }
+    cold.push_str("### Flaky aarch64 job\n- That job fails every time: its runner lacks the emulator image.\n- Moved it to the nightly pipeline until the image ships for arm64 hosts.\n");
+    cold
+}
+
+#[test]
+fn the_answer_that_shares_only_the_rare_word_is_not_cut() {
+    use squad_memory::{Budget, LoadPlan, Situation, Touch, spawn};
+    let store = InMemoryStore::new();
+    let who = agent("data");
+    store
+        .write(&DocRef::Cold(who.clone()), &common_words_trap())
+        .unwrap();
+    let plan = LoadPlan::new(Situation::Debugging)
+        .task("Why do the release tests fail on the ARM runner?");
+    let out = spawn(&store, &who, &plan, &Budget::default(), Touch::No).unwrap();
+    let rank: Vec<(String, f64)> = out
+        .manifest
+        .loaded
+        .iter()
+        .map(|l| (l.title.clone(), l.score.unwrap_or(0.0)))
+        .collect();
+    assert!(
+        out.prompt.contains("its runner lacks the emulator image"),
+        "loaded: {rank:?}\nleft: {:?}",
+        out.manifest
+            .left_out
+            .iter()
+            .filter(|l| l.title.contains("aarch64"))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn top_k_grows_over_near_ties_and_only_over_them() {
+    use squad_memory::{Budget, LoadPlan, Reason, Situation, Touch, spawn};
+    let store = InMemoryStore::new();
+    let who = agent("data");
+    let mut cold = String::new();
+    // Fourteen sections that match the task equally (their order among themselves is noise).
+    for i in 10..24 {
+        cold.push_str(&format!(
+            "### Canary {i}\n- the canary deploy stalled at step {i}\n\n"
+        ));
+    }
+    // And sections that match it clearly less.
+    for i in 0..6 {
+        cold.push_str(&format!(
+            "### Other {i}\n- a deploy went fine on day {i}, after a long wait for the build queue to drain and the cache to warm\n\n"
+        ));
+    }
+    store.write(&DocRef::Cold(who.clone()), &cold).unwrap();
+    let plan = LoadPlan::new(Situation::Debugging).task("why did the canary deploy stall");
+    let out = spawn(&store, &who, &plan, &Budget::default(), Touch::No).unwrap();
+    let loaded: Vec<&str> = out
+        .manifest
+        .loaded
+        .iter()
+        .map(|l| l.title.as_str())
+        .collect();
+    assert_eq!(loaded.len(), 14, "{loaded:?}");
+    assert!(loaded.iter().all(|t| t.starts_with("Canary")), "{loaded:?}");
+    let mut others = out
+        .manifest
+        .left_out
+        .iter()
+        .filter(|l| l.title.starts_with("Other"));
+    assert_eq!(others.clone().count(), 6);
+    assert!(others.all(|l| matches!(l.reason, Reason::Rank | Reason::NotRelevant)));
+}
