@@ -10,6 +10,7 @@ use rust_stemmers::{Algorithm, Stemmer};
 type FnvMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 const K1: f64 = 1.2;
+
 const B: f64 = 0.75;
 
 /// Common English words that carry no topic (articles, pronouns, auxiliaries, question words),
@@ -412,7 +413,8 @@ fn starts_of(p: &str, out: &mut Vec<Vec<u8>>) {
 }
 
 /// A query ready to score documents with Okapi BM25 (k1 = 1.2, b = 0.75), reading each
-/// document once.
+/// document once. Each term's IDF is scaled by its rarity relative to the query's rarest term
+/// present in the documents (IDF / that IDF): rare words decide, shared common words do not.
 ///
 /// Only the query's terms are counted: a document word counts when its stem is one of the
 /// query's stems (weight 1.0), the short or long form of one (`PR` and `pull request`,
@@ -806,9 +808,20 @@ impl Scorer {
             self.lens.iter().map(|&l| l as f64).sum::<f64>() / n
         };
         let mut scores = vec![0.0; self.lens.len()];
+        let idf_of = |df: usize| ((n - df as f64 + 0.5) / (df as f64 + 0.5) + 1.0).ln();
+        // The rarest of the query's terms in these documents (the squad's own files) sets the
+        // scale: a term weighs by its IDF times its rarity relative to that one, so sections
+        // sharing only the question's common words fall behind one sharing its rare word.
+        let rarest = self
+            .postings
+            .iter()
+            .filter(|l| !l.is_empty())
+            .map(|l| idf_of(l.len()))
+            .fold(0.0f64, f64::max);
         for (list, weight) in self.postings.iter().zip(&self.weights) {
-            let df = list.len() as f64;
-            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln() * weight;
+            let raw = idf_of(list.len());
+            let rarity = if rarest > 0.0 { raw / rarest } else { 1.0 };
+            let idf = raw * rarity * weight;
             for &(doc, tf) in list {
                 let d = doc as usize;
                 let norm = if avg > 0.0 {
@@ -824,7 +837,8 @@ impl Scorer {
     }
 }
 
-/// Okapi BM25 over a fixed set of documents (k1 = 1.2, b = 0.75). Terms come from
+/// Okapi BM25 over a fixed set of documents (k1 = 1.2, b = 0.75), each term's IDF scaled by
+/// its rarity relative to the query's rarest term in these documents. Terms come from
 /// [`tokenize`]'s rules; a query also matches the short and long forms of developer
 /// abbreviations (`PR`/`pull request`, `config`/`configuration`, ...) and near forms of its
 /// words (`licence`/`license`, `subdirectory`/`directory`) at a lower weight. Scoring reads

@@ -309,9 +309,15 @@ impl Entry {
         })
     }
 
-    /// What makes two entries duplicates: the same heading and body, whitespace-normalised.
+    /// What makes two entries duplicates: the same heading (at the same level) and body,
+    /// whitespace-normalised.
     pub fn content_key(&self) -> (String, String) {
-        (normalize(&self.heading), normalize(&self.body))
+        let heading = if self.level == ENTRY_LEVEL {
+            normalize(&self.heading)
+        } else {
+            normalize(&self.heading_line())
+        };
+        (heading, normalize(&self.body))
     }
 
     /// The text searched for this entry: heading and body.
