@@ -294,7 +294,8 @@ async fn tools_have_schemas_annotations_and_no_argument_that_could_carry_a_decis
             assert!(have.contains(*p), "{tool} lacks {p}: {have:?}");
         }
     }
-    assert_eq!(props("approval_status"), BTreeSet::new());
+    // `approval status --run`: one run's gate; nothing else, and nothing that could decide.
+    assert_eq!(props("approval_status"), BTreeSet::from(["run".to_owned()]));
     client.cancel().await.unwrap();
 }
 
