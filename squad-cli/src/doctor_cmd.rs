@@ -1,7 +1,8 @@
 //! `squad doctor [--fix]`: what a killed process or a careless edit left behind.
 //!
 //! Reports git lock files that no running process holds (they block every later update of a
-//! ref), temporary files of writers that died, interrupted state batches (approval state and
+//! ref), temporary files of writers that died, the memory lock's tickets of waiters that were
+//! killed, interrupted state batches (approval state and
 //! the work-tree state store's journal), a tampered `notifications.md`, and symbolic links or
 //! special files under the state directory (never followed; each one needs a human look).
 //! `--fix` removes the stale locks and temporary files and completes interrupted batches; it
@@ -37,6 +38,8 @@ const JOURNAL: &str = ".squad-journal";
 struct Report {
     stale_locks: Vec<(PathBuf, u64)>,
     temp_files: Vec<(PathBuf, u32)>,
+    /// Tickets of the memory lock's queue whose process is gone: (path, pid, command).
+    dead_tickets: Vec<(String, u32, String)>,
     interrupted: Vec<String>,
     tamper: Option<String>,
     problems: Vec<String>,
@@ -47,6 +50,7 @@ impl Report {
     fn healthy(&self) -> bool {
         self.stale_locks.is_empty()
             && self.temp_files.is_empty()
+            && self.dead_tickets.is_empty()
             && self.interrupted.is_empty()
             && self.tamper.is_none()
             && self.problems.is_empty()
@@ -151,6 +155,8 @@ fn check_state_dir(state: &Path, fix: bool, report: &mut Report) -> Result<(), C
         }
     }
 
+    check_memory_queue(state, fix, report)?;
+
     // Symbolic links and special files: never followed, never removed automatically.
     for finding in dir.audit().map_err(fs_err)? {
         // The approval checks name the same file when they meet it: one line per file is enough.
@@ -174,12 +180,35 @@ fn check_state_dir(state: &Path, fix: bool, report: &mut Report) -> Result<(), C
     Ok(())
 }
 
+/// The memory lock's queue: a waiter killed while in line leaves its ticket, which blocks no
+/// one (the next writer removes it) but stays until someone comes; `--fix` removes it now.
+fn check_memory_queue(state: &Path, fix: bool, report: &mut Report) -> Result<(), CliError> {
+    let store = squad_memory::FsStore::new(state);
+    let lib_err = |e: squad_memory::Error| CliError::failure(e.to_string());
+    if fix {
+        for t in store.remove_dead_tickets().map_err(lib_err)? {
+            report.fixed.push(format!(
+                "removed dead lock ticket {} (process {} is gone)",
+                t.path, t.pid
+            ));
+        }
+    } else {
+        for t in store.lock_queue().map_err(lib_err)? {
+            if !t.alive {
+                report.dead_tickets.push((t.path, t.pid, t.command));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn print(ctx: &Ctx, r: &Report, fix: bool) -> Result<(), CliError> {
     if ctx.json {
         let value: Value = json!({
             "healthy": r.healthy(),
             "stale_locks": r.stale_locks.iter().map(|(p, age)| json!({"path": p, "age_secs": age})).collect::<Vec<_>>(),
             "temp_files": r.temp_files.iter().map(|(p, pid)| json!({"path": p, "pid": pid})).collect::<Vec<_>>(),
+            "dead_tickets": r.dead_tickets.iter().map(|(p, pid, c)| json!({"path": p, "pid": pid, "command": c})).collect::<Vec<_>>(),
             "interrupted": r.interrupted,
             "tamper": r.tamper,
             "problems": r.problems,
@@ -204,6 +233,17 @@ fn print(ctx: &Ctx, r: &Report, fix: bool) -> Result<(), CliError> {
             path.display()
         )?;
     }
+    for (path, pid, command) in &r.dead_tickets {
+        let what = if command.is_empty() {
+            String::new()
+        } else {
+            format!(", `{command}`")
+        };
+        outln!(
+            ctx,
+            "dead lock ticket: {path} (its waiter, process {pid}{what}, is gone; it blocks no one)"
+        )?;
+    }
     for line in &r.interrupted {
         outln!(ctx, "interrupted: {line}")?;
     }
@@ -213,8 +253,10 @@ fn print(ctx: &Ctx, r: &Report, fix: bool) -> Result<(), CliError> {
     for line in &r.problems {
         outln!(ctx, "problem: {line}")?;
     }
-    let fixable =
-        !(r.stale_locks.is_empty() && r.temp_files.is_empty() && r.interrupted.is_empty());
+    let fixable = !(r.stale_locks.is_empty()
+        && r.temp_files.is_empty()
+        && r.dead_tickets.is_empty()
+        && r.interrupted.is_empty());
     if r.healthy() {
         outln!(ctx, "all is well")?;
     } else if fixable && !fix {

@@ -544,8 +544,9 @@ fn overflow_to_archive(
             cold.doc.path(),
             1,
             format!(
-                "{moved} entries moved to {} to keep cold within its {cap}-byte cap (searchable, \
+                "{moved} {} moved to {} to keep cold within its {cap}-byte cap (searchable, \
                  and loaded when relevant)",
+                if moved == 1 { "entry" } else { "entries" },
                 archive.doc.path()
             ),
         ));

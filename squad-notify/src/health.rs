@@ -483,7 +483,8 @@ impl Status {
                 t.detected, t.problem
             ),
             (None, LogStatus::Intact { entries, .. }) => {
-                format!("log: {entries} entries, hash chain intact")
+                let noun = if *entries == 1 { "entry" } else { "entries" };
+                format!("log: {entries} {noun}, hash chain intact")
             }
             (None, LogStatus::Broken { problem }) => format!("log: TAMPERED: {problem}"),
             (None, _) => "log: none".to_owned(),

@@ -15,6 +15,7 @@ mod git_repo;
 mod help;
 mod mcp;
 mod memory;
+mod memory_lock;
 mod notes;
 mod notes_across;
 mod notes_git_states;

@@ -232,7 +232,7 @@ fn a_malformed_file_is_reported_by_validate_and_skipped_by_spawn() {
         "{}",
         stdout(&o)
     );
-    assert!(stderr(&o).contains("1 problem(s)"));
+    assert!(stderr(&o).contains("1 problem in memory files"));
     let o = squad(dir.path(), &["memory", "scribe", "--agent", "data"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(read(dir.path(), "hot/data.md"), HOT, "nothing written");
@@ -294,10 +294,16 @@ fn a_second_scribe_is_refused_while_one_holds_the_lock() {
     let dir = repo();
     let store = squad_memory::FsStore::new(dir.path().join(".squad"));
     let held = squad_memory::MemoryStore::lock(&store).unwrap();
-    let o = squad(dir.path(), &["memory", "scribe", "--agent", "data"]);
+    let o = squad(
+        dir.path(),
+        &["memory", "scribe", "--agent", "data", "--lock-timeout", "0"],
+    );
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("another Scribe holds the memory lock"),
+        stderr(&o).contains(&format!(
+            "the memory lock is held by pid {}",
+            std::process::id()
+        )),
         "{}",
         stderr(&o)
     );

@@ -9,6 +9,7 @@ mod fixture;
 mod fs_boundary;
 mod fuzz;
 mod import;
+mod lock;
 mod logs;
 mod names;
 mod ops;

@@ -244,7 +244,7 @@ async fn refused_unreachable_and_malformed_urls_never_leak() {
     let err = hook.notify(&sample_gate()).await.unwrap_err();
     assert_eq!(
         err.to_string(),
-        "webhook delivery refused after 1 attempt(s): HTTP 404"
+        "webhook delivery refused after 1 attempt: HTTP 404"
     );
     assert_eq!(server.received().len(), 1);
 
