@@ -24,7 +24,7 @@ pub(crate) use wait::{Prepared, PreparedWait, prepare_wait, timeout_note, turn_w
 const WAIT_HELP: &str = "Example:\n  echo '/approve' | squad approval wait --timeout 600\n\n\
 With the github-issue channel it also polls the approval issue every --interval seconds (longer when\nGitHub asks), with GITHUB_TOKEN or GH_TOKEN and GITHUB_API_URL; stdin stays open for in-chat answers.\n\
 Lines inside a Markdown block (``` or ~~~ fences, quotes, HTML comments) are never commands.\n\n\
-Exit codes: 0 approved or approve-all, 3 changes requested (the note is printed on stdout),\n4 stopped, 5 still pending (timeout or end of input; a timeout never approves), 6 expired,\n1 no pending gate, or notifications.md was tampered with and not yet acknowledged.";
+Exit codes: 0 approved or approve-all, 3 changes requested (the note is printed on stdout),\n4 stopped, 5 still pending (timeout or end of input; a timeout never approves), 6 expired,\n1 no pending gate, or notifications.md was tampered with and not yet acknowledged;\n2 bad input, an unknown --run, or several gates pending and neither --gate nor --run.";
 
 /// `squad approval` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -39,13 +39,15 @@ pub(crate) enum Cmd {
     #[command(
         after_help = "Example:\n  squad approval request --mode autopilot --trigger impactful-action \\\n    --topic 'Deploy to staging' --awaiting 'approve the deploy' --detail @detail.md\n\n\
 Prints the gate id (--json: the gate record), or `no gate: <reason>` when the mode does not ping.\n\
-Exit 1 while a gate is pending, after the run was stopped, or while a tampering of notifications.md\nis not acknowledged; exit 2 for bad input. Nothing is sent before the state files were checked."
+Exit 1 while a gate of the same run is pending, after the run was stopped, or while a tampering of notifications.md\nis not acknowledged; exit 2 for bad input. Nothing is sent before the state files were checked."
     )]
     Request(RequestArgs),
-    /// Show the pending gate, the current run, the last decisions and the state files' health.
-    #[command(after_help = "Example:\n  squad approval status --json")]
+    /// Show the pending gates (one per run), the current run, the last decisions and the state files' health.
+    #[command(
+        after_help = "Example:\n  squad approval status --json\n  squad approval status --run r-7"
+    )]
     Status(StatusArgs),
-    /// Wait for an authorized decision on the pending gate (in-chat: reads stdin lines).
+    /// Wait for an authorized decision on a pending gate (in-chat: reads stdin lines).
     #[command(after_help = WAIT_HELP)]
     Wait(WaitArgs),
     /// Record that a human checked a detected tampering of notifications.md; gates can be requested again.

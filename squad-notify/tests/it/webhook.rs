@@ -78,6 +78,7 @@ async fn delivered_signed_and_verified_by_the_server() {
     assert_eq!(sig, &sign(CANARY_SECRET.as_bytes(), &r.body));
     let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(body["gate"], gate.id.as_str());
+    assert_eq!(body["run"], "run-1", "the payload names the run");
     assert_eq!(body["digest"], gate.digest);
     assert_eq!(body["deliveryId"], d.delivery_id.clone().unwrap());
     assert_eq!(body["sentAt"], "2027-01-15T08:00:00Z");

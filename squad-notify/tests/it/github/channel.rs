@@ -718,3 +718,47 @@ async fn the_github_channel_passes_the_authorizer_conformance_suite() {
     let shared: Arc<dyn squad_notify::Authorizer> = r.gh.clone();
     run_all(&shared, &accounts).await.unwrap();
 }
+
+#[tokio::test]
+async fn gates_of_two_runs_are_pending_at_once_each_on_its_own_issue() {
+    let r = Rig::new().await;
+    let fan = FanOut::new().with(r.gh.clone());
+    let req = GateRequest {
+        mode: Mode::Autopilot,
+        trigger: Trigger::ImpactfulAction,
+        topic: "Deploy".into(),
+        awaiting: "Approve".into(),
+        detail: String::new(),
+    };
+    let mut gates = Vec::new();
+    for run in ["run-a", "run-b"] {
+        let RequestOutcome::Opened { gate, .. } = r
+            .svc
+            .request(
+                &req,
+                Some(squad_notify::RunId::new(run).unwrap()),
+                3600,
+                &fan,
+            )
+            .await
+            .unwrap()
+        else {
+            panic!("autopilot pings")
+        };
+        gates.push(gate);
+    }
+    let (a, b) = (&gates[0], &gates[1]);
+    let (ia, ib) = (r.gh.issue_number(a).unwrap(), r.gh.issue_number(b).unwrap());
+    assert_ne!(ia, ib, "one issue per run");
+    assert_eq!(r.svc.state().unwrap().approval.pending_gates.len(), 2);
+    // An approval on run b's issue decides b only.
+    r.em.clock.advance(30);
+    let now = r.em.now();
+    r.em.s().add_comment(ib, APPROVER, "/approve", now);
+    assert!(r.round(a).await.decided.is_none());
+    assert_eq!(r.round(b).await.decided.unwrap().state, GateState::Approved);
+    let st = r.svc.state().unwrap();
+    assert_eq!(st.approval.pending_gates.len(), 1);
+    assert_eq!(st.approval.pending_gates[0].id, a.id);
+    r.assert_log_intact();
+}
