@@ -68,6 +68,74 @@ pub struct StaleLock {
 /// # Ok(()) }
 /// ```
 pub fn stale_locks(repo_dir: &Path) -> Result<Vec<StaleLock>> {
+    Ok(lock_files(repo_dir)?
+        .into_iter()
+        .filter(|l| l.state == LockFileState::Stale)
+        .map(|l| StaleLock {
+            path: l.path,
+            age: l.age,
+        })
+        .collect())
+}
+
+/// What a lock file found by [`lock_files`] is at the moment it was looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LockFileState {
+    /// Left over: at least [`STALE_AFTER`] old and no running process has it open. It blocks
+    /// every update of its ref until removed.
+    Stale,
+    /// Younger than [`STALE_AFTER`] and open in no process (where the system can tell): a
+    /// writer may be finishing with it, or a killed one left it. Unless it goes away, it is
+    /// [`LockFileState::Stale`] once [`STALE_AFTER`] old.
+    Young,
+    /// A running process has it open: a live writer holds it.
+    Open,
+}
+
+/// A git lock file of a repository, whatever holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockFile {
+    /// The lock file.
+    pub path: PathBuf,
+    /// How long ago it was last modified (zero when the clock or the file system cannot say).
+    pub age: Duration,
+    /// Whether it is left over, young, or held.
+    pub state: LockFileState,
+}
+
+impl LockFile {
+    /// How long until a [`LockFileState::Young`] lock file counts as left over (zero for the
+    /// other states).
+    pub fn stale_in(&self) -> Duration {
+        match self.state {
+            LockFileState::Young => STALE_AFTER.saturating_sub(self.age),
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+/// Every git lock file of the repository at `repo_dir` that [`stale_locks`] looks at, with its
+/// state, sorted by path: what blocks a write now ([`LockFileState::Stale`]), what will in
+/// less than [`STALE_AFTER`] unless its writer finishes ([`LockFileState::Young`]), and what a
+/// running process holds ([`LockFileState::Open`]).
+///
+/// # Errors
+///
+/// As [`stale_locks`].
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use squad_notes::health::{LockFileState, lock_files};
+/// let dir = tempfile::tempdir()?;
+/// std::process::Command::new("git").args(["init", "-q"]).arg(dir.path()).status()?;
+/// std::fs::write(dir.path().join(".git/packed-refs.lock"), "")?;
+/// let found = lock_files(dir.path())?;
+/// assert_eq!(found[0].state, LockFileState::Young);
+/// assert!(found[0].stale_in() <= squad_notes::health::STALE_AFTER);
+/// # Ok(()) }
+/// ```
+pub fn lock_files(repo_dir: &Path) -> Result<Vec<LockFile>> {
     let (git_dir, common_dir) = git_dirs(repo_dir)?;
     let mut candidates = Vec::new();
     let mut dirs = vec![git_dir.clone()];
@@ -95,7 +163,14 @@ pub fn stale_locks(repo_dir: &Path) -> Result<Vec<StaleLock>> {
         .into_iter()
         .filter_map(|path| {
             let age = age_of(&path)?;
-            (!held.holds(&path, age)).then_some(StaleLock { path, age })
+            let state = if held.is_open(&path) {
+                LockFileState::Open
+            } else if age < STALE_AFTER {
+                LockFileState::Young
+            } else {
+                LockFileState::Stale
+            };
+            Some(LockFile { path, age, state })
         })
         .collect())
 }
@@ -366,9 +441,11 @@ impl HeldFiles {
     /// `true` when a live process may hold `path` (a lock file of age `age`): it is young, or
     /// a process has it open.
     fn holds(&self, path: &Path, age: Duration) -> bool {
-        if age < STALE_AFTER {
-            return true;
-        }
+        age < STALE_AFTER || self.is_open(path)
+    }
+
+    /// `true` when a running process has `path` open (never, where the system cannot say).
+    fn is_open(&self, path: &Path) -> bool {
         match self.open.get_or_init(Self::scan) {
             Some(open) => {
                 let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());

@@ -27,3 +27,4 @@ mod output;
 mod route;
 mod route_simulate;
 mod schema;
+mod secrets;
