@@ -85,7 +85,7 @@ pub(crate) fn run(out: &mut impl Write) -> anyhow::Result<()> {
         end.gate().state == GateState::Approved,
         "the gate was not approved"
     );
-    writeln!(out, "gate {} is {:?}", end.gate().id, end.gate().state)?;
+    writeln!(out, "gate {} is {}", end.gate().id, end.gate().state)?;
     Ok(())
 }
 

@@ -202,7 +202,7 @@ fn approval_round(root: &Path) -> anyhow::Result<()> {
     };
     let done = block_on(approvals.consume(&polled.signals, &rules, &StaticAuthorizer::new()))?;
     let decided = done.decided.context("the gate was not decided")?;
-    println!("Decision: {:?} (gate {}).", decided.state, decided.id);
+    println!("Decision: {} (gate {}).", decided.state, decided.id);
     let log = approvals.log_text()?.unwrap_or_default();
     let head = approvals.state()?.approval.log_head;
     let verified = verify_log(&log, head.as_deref())?;
@@ -274,9 +274,15 @@ fn memory_round(root: &Path) -> anyhow::Result<()> {
         out.manifest.left_out.len()
     );
     for l in &out.manifest.left_out {
+        // The reason as `squad memory spawn --json` spells it (`not_relevant`).
+        let reason = serde_json::to_value(l.reason)?;
         println!(
-            "  - {} {} {} ({} bytes): {:?}",
-            l.tier, l.file, l.item, l.bytes, l.reason
+            "  - {} {} {} ({} bytes): {}",
+            l.tier,
+            l.file,
+            l.item,
+            l.bytes,
+            reason.as_str().unwrap_or_default()
         );
     }
     Ok(())

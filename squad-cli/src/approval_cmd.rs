@@ -93,14 +93,14 @@ pub(crate) struct RequestArgs {
     #[arg(long, value_name = "TRIGGER", value_parser = wire::<Trigger>(&Trigger::ALL.map(|t| t.as_str())))]
     #[schemars(schema_with = "crate::mcp::schema::trigger")]
     trigger: Trigger,
-    /// One-line summary of the work.
+    /// One-line summary of the work, at most 200 characters.
     #[arg(long, value_name = "TEXT")]
     topic: String,
-    /// What the human is asked to decide.
+    /// What the human is asked to decide: one line, at most 200 characters.
     #[arg(long, value_name = "TEXT")]
     awaiting: String,
-    /// A short summary: what happened, what is about to happen, any conditions (at the command
-    /// line, @FILE reads a file and - reads stdin).
+    /// A short summary: what happened, what is about to happen, any conditions; at most 2000
+    /// characters and 8 lines (at the command line, @FILE reads a file and - reads stdin).
     #[arg(long, value_name = "TEXT")]
     pub(crate) detail: String,
     /// The run the gate belongs to (default: the current run of state.json, or a new one).

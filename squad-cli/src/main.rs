@@ -59,19 +59,23 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Commit-scoped agent notes under refs/notes/squad/AGENT: write, show, list, setup, sync, promote, archive.
+    /// Commit-scoped agent notes under refs/notes/squad/AGENT: write, show, list, setup, sync, promote,
+    /// archive, carry, verify.
     Notes(notes_cmd::Args),
     /// Print a JSON Schema shipped with squad.
     Schema(schema_cmd::Args),
-    /// Tiered agent memory: import, spawn context, add, search, show, supersede, the Scribe, validation.
+    /// Tiered agent memory: spawn (a prompt's memory context), scribe, validate, import, add, supersede,
+    /// search, show.
     Memory(memory_cmd::Args),
-    /// Approval gates: configure the channel, request a gate, wait for a human's decision.
+    /// Approval gates: configure the channel, request a gate, wait for a human's decision; status,
+    /// acknowledge-tamper.
     #[command(
         subcommand,
         after_help = "Example:\n  squad approval configure --channel in-chat\n  squad approval request --mode autopilot --trigger risk-gate --topic \"Drop the users table\" --awaiting approval --detail \"Migration 42\"\n  echo /approve | squad approval wait"
     )]
     Approval(approval_cmd::Cmd),
-    /// Replay routing traces and print leader briefings (the squad routing rules).
+    /// The squad routing rules over traces: replay, briefing (the leader's), generate, simulate
+    /// (compare policies).
     Route(route_cmd::Args),
     /// Report (and with --fix repair) what killed processes left: stale locks, temporary files,
     /// interrupted batches; and a tampered log or symlinks under the state directory.
@@ -85,8 +89,12 @@ enum Command {
         #[arg(value_enum, value_name = "shell")]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff), e.g. `squad man > squad.1 && man ./squad.1`.
-    Man,
+    /// Print the man page (roff) of squad or of one command (`squad man notes write`), or write
+    /// every page with --dir.
+    #[command(
+        after_help = "Example:\n  squad man > squad.1 && man ./squad.1\n  squad man notes write > squad-notes-write.1\n  squad man --dir man1"
+    )]
+    Man(shell_cmd::ManArgs),
 }
 
 /// The command line as users see it: [`Cli`] with every value name in one style, lowercase with
@@ -139,7 +147,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor_cmd::run(&args, &ctx),
         Command::Mcp(args) => mcp::run(&args, ctx),
         Command::Completions { shell } => shell_cmd::completions(shell, &mut command(), &ctx),
-        Command::Man => shell_cmd::man(&command(), &ctx),
+        Command::Man(args) => shell_cmd::man(&args, &command(), &ctx),
     };
     // A tail still buffered when the command ends is written now, so that a failure to write it
     // is reported rather than lost at exit.

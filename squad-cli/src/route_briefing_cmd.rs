@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use squad_model::SquadId;
+use squad_routing::briefing::BriefingCommands;
 use squad_routing::{Directory, Engine, Replay, SqliteDirectory};
 
 use crate::ctx::{CliError, CmdResult, Ctx, outln};
@@ -30,6 +31,35 @@ pub(crate) struct BriefingArgs {
     #[arg(long)]
     #[serde(default)]
     owns_status: bool,
+    /// A JSON file with the wording of the commands the briefing tells the leader to run:
+    /// {"activity": "<cmd> <issue-id> <outcome> ...", "set_status": "<cmd> <issue-id> <status>"}
+    /// (at most 64 KiB; a template left out keeps its default, multica's wording).
+    #[arg(long, value_name = "FILE")]
+    #[serde(default)]
+    commands: Option<PathBuf>,
+}
+
+/// The largest `--commands` file read (64 KiB).
+const MAX_COMMANDS_BYTES: u64 = 64 * 1024;
+
+/// Reads `--commands`: any problem with the file is bad input (exit 2) naming it.
+fn read_commands(path: &Path) -> Result<BriefingCommands, CliError> {
+    use std::io::Read as _;
+    let bad = |why: String| {
+        CliError::usage(format!("--commands '{}': {why}", path.display())).with_hint(
+            "a JSON object {\"activity\": \"<cmd> <issue-id> <outcome> ...\", \"set_status\": \"<cmd> <issue-id> <status>\"}",
+        )
+    };
+    let file = std::fs::File::open(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_COMMANDS_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(format!("cannot read it: {e}")))?;
+    if bytes.len() as u64 > MAX_COMMANDS_BYTES {
+        return Err(bad("larger than the limit of 64 KiB".to_owned()));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8".to_owned()))?;
+    BriefingCommands::from_json(&text).map_err(|e| bad(e.message().to_owned()))
 }
 
 /// Where `route briefing` may read its trace from.
@@ -58,6 +88,11 @@ pub(crate) fn briefing_of(
     ctx: &Ctx,
     stdin: Stdin,
 ) -> Result<serde_json::Value, CliError> {
+    // The wording is checked before the trace is read.
+    let commands = match &args.commands {
+        Some(path) => read_commands(&ctx.resolve(path))?,
+        None => BriefingCommands::default(),
+    };
     match (&args.trace, &args.db) {
         (Some(trace), None) => {
             if stdin == Stdin::Refused && trace.as_os_str() == "-" {
@@ -72,9 +107,9 @@ pub(crate) fn briefing_of(
                     .map(|_| ())
                     .map_err(|e| CliError::usage(e.to_string()))
             })?;
-            render(replay.directory(), args)
+            render(replay.directory(), args, &commands)
         }
-        (None, Some(db)) => render(&open_db(&ctx.resolve(db))?, args),
+        (None, Some(db)) => render(&open_db(&ctx.resolve(db))?, args, &commands),
         _ => Err(CliError::usage("give exactly one of --trace and --db")),
     }
 }
@@ -93,7 +128,11 @@ fn open_db(path: &Path) -> Result<SqliteDirectory, CliError> {
     SqliteDirectory::open(path).map_err(|e| CliError::failure(format!("{}: {e}", path.display())))
 }
 
-fn render(dir: &dyn Directory, args: &BriefingArgs) -> Result<serde_json::Value, CliError> {
+fn render(
+    dir: &dyn Directory,
+    args: &BriefingArgs,
+    commands: &BriefingCommands,
+) -> Result<serde_json::Value, CliError> {
     let found = SquadId::new(args.squad.as_str())
         .ok()
         .and_then(|s| dir.squad(&s));
@@ -108,7 +147,7 @@ fn render(dir: &dyn Directory, args: &BriefingArgs) -> Result<serde_json::Value,
             args.squad
         )));
     };
-    let text = squad_routing::briefing::briefing(dir, found, args.owns_status);
+    let text = squad_routing::briefing::briefing_with(dir, found, args.owns_status, commands);
     Ok(serde_json::json!({
         "squad_id": found.id,
         "owns_issue_status": args.owns_status,

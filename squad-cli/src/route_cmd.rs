@@ -50,7 +50,7 @@ enum Sub {
     },
     /// Prints the leader briefing for a squad in the trace's final state.
     #[command(
-        after_help = "Example:\n  squad route briefing --trace trace.jsonl --squad 0000-... --owns-status\n  squad route briefing --db state.db --squad 0000-..."
+        after_help = "Example:\n  squad route briefing --trace trace.jsonl --squad 0000-... --owns-status\n  squad route briefing --db state.db --squad 0000-... --commands commands.json\n\nThe briefing tells the leader to run two commands of the host: recording its evaluation\nof each turn, and moving an issue it owns to in_review. By default they are worded as\nmultica's (multica squad activity <issue-id> <outcome> --reason \"<short reason>\",\nmultica issue status <issue-id> <status>); --commands names a JSON file with the host's\nown templates, each one line with its placeholders:\n  {\"activity\": \"acme log <issue-id> <outcome> --why '<reason>'\",\n   \"set_status\": \"acme move <issue-id> <status>\"}"
     )]
     Briefing(crate::route_briefing_cmd::BriefingArgs),
     /// Prints a synthetic trace (JSON Lines) for benchmarks and experiments.

@@ -89,6 +89,193 @@ const PROTOCOL_NOT_OWNED: &str = concat!(
     hard_rules_text!()
 );
 
+/// The wording of the commands the briefing tells a leader to run: the host's own command line.
+///
+/// The briefing asks the leader to record an evaluation of every turn and, for an issue its squad
+/// owns, to mark the issue ready for review; this names the commands that do so. Each template
+/// is one line, quoted in the briefing as code, with placeholders the leader fills in:
+///
+/// | Template | Placeholders | Default (the routing reference's wording) |
+/// |---|---|---|
+/// | `activity` | `<issue-id>`, `<outcome>` | `multica squad activity <issue-id> <outcome> --reason "<short reason>"` |
+/// | `set_status` | `<issue-id>`, `<status>` | `multica issue status <issue-id> <status>` |
+///
+/// The briefing quotes `set_status` with `<status>` as `in_review`, and each command by its name
+/// alone (the text before its first placeholder, `multica squad activity`) where it only refers
+/// to it.
+///
+/// ```
+/// use squad_routing::briefing::{BriefingCommands, protocol, protocol_with};
+///
+/// let ours = BriefingCommands::from_json(
+///     r#"{"activity": "acme log <issue-id> <outcome> -m '<why>'", "set_status": "acme move <issue-id> <status>"}"#,
+/// )
+/// .unwrap();
+/// let text = protocol_with(true, &ours);
+/// assert!(text.contains("`acme log <issue-id> <outcome> -m '<why>'`"));
+/// assert!(text.contains("`acme move <issue-id> in_review`"));
+/// assert!(text.contains("Always run `acme log` before you end a turn"));
+/// assert!(!text.contains("multica"));
+/// assert_eq!(protocol_with(false, &BriefingCommands::default()), protocol(false));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BriefingCommands {
+    activity: String,
+    set_status: String,
+}
+
+impl BriefingCommands {
+    /// The default `activity` template.
+    pub const DEFAULT_ACTIVITY: &'static str =
+        "multica squad activity <issue-id> <outcome> --reason \"<short reason>\"";
+    /// The default `set_status` template.
+    pub const DEFAULT_SET_STATUS: &'static str = "multica issue status <issue-id> <status>";
+    /// The longest template, in characters.
+    pub const MAX_LEN: usize = 300;
+
+    /// Checks and keeps two templates.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidCommands`](crate::ErrorKind::InvalidCommands) naming the template and
+    /// the rule it breaks: empty, longer than [`MAX_LEN`](Self::MAX_LEN), more than one line or
+    /// a control character, a backtick (the briefing quotes it as code), no command name before
+    /// the first `<`, or a missing placeholder.
+    pub fn new(activity: &str, set_status: &str) -> crate::Result<Self> {
+        check_template("activity", activity, &["<issue-id>", "<outcome>"])?;
+        check_template("set_status", set_status, &["<issue-id>", "<status>"])?;
+        Ok(Self {
+            activity: activity.to_owned(),
+            set_status: set_status.to_owned(),
+        })
+    }
+
+    /// Reads a JSON object `{"activity": …, "set_status": …}`; a template left out keeps its
+    /// default, an unknown key is refused.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidCommands`](crate::ErrorKind::InvalidCommands) for text that is not
+    /// such an object, and as [`new`](Self::new) for a bad template.
+    pub fn from_json(text: &str) -> crate::Result<Self> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            activity: Option<String>,
+            set_status: Option<String>,
+        }
+        let file: File = serde_json::from_str(text).map_err(|e| {
+            crate::Error::new(
+                crate::ErrorKind::InvalidCommands,
+                format!("briefing commands: {e}"),
+            )
+        })?;
+        Self::new(
+            file.activity.as_deref().unwrap_or(Self::DEFAULT_ACTIVITY),
+            file.set_status
+                .as_deref()
+                .unwrap_or(Self::DEFAULT_SET_STATUS),
+        )
+    }
+
+    /// The `activity` template.
+    pub fn activity(&self) -> &str {
+        &self.activity
+    }
+
+    /// The `set_status` template.
+    pub fn set_status(&self) -> &str {
+        &self.set_status
+    }
+
+    fn is_default(&self) -> bool {
+        self.activity == Self::DEFAULT_ACTIVITY && self.set_status == Self::DEFAULT_SET_STATUS
+    }
+}
+
+impl Default for BriefingCommands {
+    fn default() -> Self {
+        Self {
+            activity: Self::DEFAULT_ACTIVITY.to_owned(),
+            set_status: Self::DEFAULT_SET_STATUS.to_owned(),
+        }
+    }
+}
+
+fn check_template(name: &str, text: &str, placeholders: &[&str]) -> crate::Result<()> {
+    let bad = |why: String| {
+        Err(crate::Error::new(
+            crate::ErrorKind::InvalidCommands,
+            format!("briefing commands: {name} {why}"),
+        ))
+    };
+    if text.trim().is_empty() {
+        return bad("is empty".to_owned());
+    }
+    if text.chars().count() > BriefingCommands::MAX_LEN {
+        return bad(format!(
+            "is longer than {} characters",
+            BriefingCommands::MAX_LEN
+        ));
+    }
+    if text.chars().any(char::is_control) {
+        return bad("must be one line without control characters".to_owned());
+    }
+    if text.contains('`') {
+        return bad("must not contain a backtick (the briefing quotes it as code)".to_owned());
+    }
+    if command_name(text).is_empty() {
+        return bad(
+            "must start with the command's name, before its first <placeholder>".to_owned(),
+        );
+    }
+    for p in placeholders {
+        if !text.contains(p) {
+            return bad(format!("lacks the placeholder {p}"));
+        }
+    }
+    Ok(())
+}
+
+/// A template's command name: the text before its first placeholder.
+fn command_name(template: &str) -> &str {
+    template.split('<').next().unwrap_or_default().trim()
+}
+
+/// The protocol with `commands` in place of the default wording.
+fn protocol_for(
+    owns_issue_status: bool,
+    commands: &BriefingCommands,
+) -> std::borrow::Cow<'static, str> {
+    let text = protocol_text(owns_issue_status);
+    if commands.is_default() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let default_status = BriefingCommands::DEFAULT_SET_STATUS.replace("<status>", "in_review");
+    let status = commands.set_status.replace("<status>", "in_review");
+    // The full forms first, then the names alone.
+    let text = text
+        .replace(
+            &format!("`{}`", BriefingCommands::DEFAULT_ACTIVITY),
+            &format!("`{}`", commands.activity),
+        )
+        .replace(&format!("`{default_status}`"), &format!("`{status}`"))
+        .replace(
+            &format!("`{}`", command_name(BriefingCommands::DEFAULT_ACTIVITY)),
+            &format!("`{}`", command_name(&commands.activity)),
+        )
+        .replace(
+            &format!("`{}`", command_name(BriefingCommands::DEFAULT_SET_STATUS)),
+            &format!("`{}`", command_name(&commands.set_status)),
+        );
+    std::borrow::Cow::Owned(text)
+}
+
+/// The operating protocol with the host's wording of its commands (see [`BriefingCommands`]).
+pub fn protocol_with(owns_issue_status: bool, commands: &BriefingCommands) -> String {
+    protocol_for(owns_issue_status, commands).into_owned()
+}
+
 fn protocol_text(owns_issue_status: bool) -> &'static str {
     if owns_issue_status {
         PROTOCOL_OWNED
@@ -225,17 +412,51 @@ fn push_roster(out: &mut String, dir: &dyn Directory, squad: &Squad) {
 /// assert!(text.ends_with("## Squad Instructions (Core)\n\nShip small."));
 /// ```
 pub fn briefing(dir: &dyn Directory, squad: &Squad, owns_issue_status: bool) -> String {
+    briefing_with(dir, squad, owns_issue_status, &BriefingCommands::default())
+}
+
+/// [`briefing`] with the host's wording of the commands the leader runs.
+///
+/// ```
+/// use squad_routing::briefing::{BriefingCommands, briefing_with};
+/// use squad_routing::InMemoryDirectory;
+/// use squad_model::{Squad, SquadId, AgentId, UserId, WorkspaceId, Timestamp};
+///
+/// let t = Timestamp::from_unix_seconds(0).unwrap();
+/// let squad = Squad {
+///     id: SquadId::new("s1").unwrap(), workspace_id: WorkspaceId::new("w").unwrap(),
+///     name: "Core".into(), description: String::new(),
+///     leader_id: AgentId::new("0a").unwrap(), creator_id: UserId::new("u").unwrap(),
+///     instructions: String::new(), avatar_url: None, archived_at: None,
+///     archived_by: None, created_at: t, updated_at: t,
+/// };
+/// let ours = BriefingCommands::new("acme log <issue-id> <outcome>", "acme move <issue-id> <status>").unwrap();
+/// let text = briefing_with(&InMemoryDirectory::new(), &squad, false, &ours);
+/// assert!(text.contains("never run `acme move` on it"));
+/// ```
+pub fn briefing_with(
+    dir: &dyn Directory,
+    squad: &Squad,
+    owns_issue_status: bool,
+    commands: &BriefingCommands,
+) -> String {
     let mut out = String::new();
-    push_briefing(&mut out, dir, squad, owns_issue_status);
+    push_briefing(&mut out, dir, squad, owns_issue_status, commands);
     out
 }
 
 /// Appends the briefing, in one buffer sized for it.
-fn push_briefing(out: &mut String, dir: &dyn Directory, squad: &Squad, owns_issue_status: bool) {
-    let protocol = protocol_text(owns_issue_status);
+fn push_briefing(
+    out: &mut String,
+    dir: &dyn Directory,
+    squad: &Squad,
+    owns_issue_status: bool,
+    commands: &BriefingCommands,
+) {
+    let protocol = protocol_for(owns_issue_status, commands);
     let instructions = squad.instructions.trim();
     out.reserve(protocol.len() + 1024 + instructions.len());
-    out.push_str(protocol);
+    out.push_str(&protocol);
     out.push_str("\n\n");
     push_roster(out, dir, squad);
     if !instructions.is_empty() {
@@ -279,7 +500,13 @@ pub fn leader_instructions(
         out.push_str(own_instructions);
         out.push_str("\n\n");
     }
-    push_briefing(&mut out, dir, squad, owns_issue_status);
+    push_briefing(
+        &mut out,
+        dir,
+        squad,
+        owns_issue_status,
+        &BriefingCommands::default(),
+    );
     out
 }
 

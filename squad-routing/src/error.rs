@@ -20,6 +20,10 @@ pub enum ErrorKind {
     InvalidPolicy,
     /// The storage behind a directory failed (a database error); retrying may succeed.
     Storage,
+    /// The wording of the briefing's commands is not a JSON object of known templates, or a
+    /// template lacks a placeholder or is not one line (see
+    /// [`BriefingCommands`](crate::briefing::BriefingCommands)).
+    InvalidCommands,
 }
 
 /// An error from parsing or replaying a trace.

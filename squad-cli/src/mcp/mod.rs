@@ -5,6 +5,7 @@
 //! instead of ending (`transport.rs`). Nothing but JSON-RPC is written on stdout: the commands
 //! run without their printers.
 
+mod output;
 mod resources;
 pub(crate) mod schema;
 mod tools;

@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use squad_memory::{FsStore, Touch};
 
+use super::output;
 use super::schema::input_schema;
 use crate::approval_cmd::{RequestArgs, StatusArgs, WaitArgs};
 use crate::ctx::{CliError, Ctx};
@@ -34,6 +35,8 @@ pub(crate) struct ToolDef {
     open_world: bool,
     /// The input schema, derived from the command's argument type.
     schema: fn() -> Map<String, Value>,
+    /// The output schema: the shape of the structured result (see [`super::output`]).
+    output: fn() -> Map<String, Value>,
 }
 
 /// Every tool, in the order `tools/list` gives them.
@@ -50,17 +53,18 @@ pub(crate) const TOOLS: &[ToolDef] = &[
         idempotent: false,
         open_world: false,
         schema: input_schema::<WriteInput>,
+        output: output::notes_write,
     },
     ToolDef {
         name: "notes_show",
         title: "Show the note entries of a commit",
         description: "The entries of namespace `agent` on one commit, oldest first, de-duplicated by id \
-            (`squad notes show --json`). The text result is the CLI's JSON array; the structured result is \
-            `{\"entries\": [...]}`. Lines that are not valid entries are reported as warnings.",
+            (`squad notes show --json`), as `{\"entries\": [...]}`. Lines that are not valid entries are reported as warnings.",
         read_only: true,
         idempotent: true,
         open_world: false,
         schema: input_schema::<ShowInput>,
+        output: output::notes_show,
     },
     ToolDef {
         name: "notes_list",
@@ -71,6 +75,7 @@ pub(crate) const TOOLS: &[ToolDef] = &[
         idempotent: true,
         open_world: false,
         schema: input_schema::<ListInput>,
+        output: output::notes_list,
     },
     ToolDef {
         name: "memory_context",
@@ -82,6 +87,7 @@ pub(crate) const TOOLS: &[ToolDef] = &[
         idempotent: true,
         open_world: false,
         schema: input_schema::<SpawnInput>,
+        output: output::memory_context,
     },
     ToolDef {
         name: "memory_search",
@@ -92,6 +98,7 @@ pub(crate) const TOOLS: &[ToolDef] = &[
         idempotent: true,
         open_world: false,
         schema: input_schema::<SearchInput>,
+        output: output::memory_search,
     },
     ToolDef {
         name: "memory_add",
@@ -104,6 +111,7 @@ pub(crate) const TOOLS: &[ToolDef] = &[
         idempotent: false,
         open_world: false,
         schema: input_schema::<AddInput>,
+        output: output::memory_add,
     },
     ToolDef {
         name: "approval_request",
@@ -117,6 +125,7 @@ pub(crate) const TOOLS: &[ToolDef] = &[
         idempotent: false,
         open_world: true,
         schema: input_schema::<RequestArgs>,
+        output: output::approval_request,
     },
     ToolDef {
         name: "approval_status",
@@ -127,6 +136,7 @@ pub(crate) const TOOLS: &[ToolDef] = &[
         idempotent: true,
         open_world: false,
         schema: input_schema::<StatusArgs>,
+        output: output::approval_status,
     },
     ToolDef {
         name: "approval_wait",
@@ -141,6 +151,7 @@ pub(crate) const TOOLS: &[ToolDef] = &[
         idempotent: false,
         open_world: true,
         schema: input_schema::<WaitArgs>,
+        output: output::approval_wait,
     },
     ToolDef {
         name: "route_briefing",
@@ -151,6 +162,7 @@ pub(crate) const TOOLS: &[ToolDef] = &[
         idempotent: true,
         open_world: false,
         schema: input_schema::<BriefingArgs>,
+        output: output::route_briefing,
     },
 ];
 
@@ -163,6 +175,7 @@ impl ToolDef {
             .idempotent(self.idempotent)
             .open_world(self.open_world);
         Tool::new(self.name, self.description, Arc::new((self.schema)()))
+            .with_raw_output_schema(Arc::new((self.output)()))
             .with_title(self.title)
             .with_annotations(annotations)
     }
@@ -200,21 +213,23 @@ impl Output {
         self
     }
 
-    /// The tool result: the JSON document as text (as the CLI prints it), the same document as
-    /// the structured result (an array under its key: structured results are objects), and the
-    /// messages as a second text block.
+    /// The tool result: one text block holding the JSON document, and the same document as the
+    /// structured result. An array is held under its key (structured results are objects), and
+    /// the messages go inside the document under `messages`, so that a client reading the text
+    /// gets one JSON document, however it joins blocks.
     pub(crate) fn into_result(self) -> CallToolResult {
-        let text = serde_json::to_string_pretty(&self.json).unwrap_or_default();
-        let structured = match self.key {
+        let mut document = match self.key {
             Some(key) => json!({ key: self.json }),
             None => self.json,
         };
-        let mut content = vec![ContentBlock::text(text)];
-        if !self.messages.is_empty() {
-            content.push(ContentBlock::text(self.messages.join("\n")));
+        if !self.messages.is_empty()
+            && let Value::Object(o) = &mut document
+        {
+            o.insert("messages".to_owned(), json!(self.messages));
         }
-        let mut result = CallToolResult::success(content);
-        result.structured_content = Some(structured);
+        let text = serde_json::to_string_pretty(&document).unwrap_or_default();
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        result.structured_content = Some(document);
         result
     }
 }

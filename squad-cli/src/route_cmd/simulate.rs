@@ -68,7 +68,8 @@ pub(crate) struct Args {
     /// its rule.
     #[arg(long, value_name = "ISSUE")]
     explain: Option<String>,
-    /// Print one row per policy and metric (`policy,metric,value`) instead of the table.
+    /// Print one row per policy and metric (`policy,metric,value`) instead of the table; with
+    /// --diff, also one row per policy and differing event (metric `diff.<line>.<event>`).
     #[arg(long)]
     csv: bool,
     /// Also write a chart of the cumulative wakes over trace time, one line per policy (SVG).
@@ -182,7 +183,7 @@ pub(super) fn run(a: &Args, ctx: &Ctx) -> CmdResult {
         return Ok(0);
     }
     if a.csv {
-        return print_csv(ctx, &report).map(|()| 0);
+        return print_csv(ctx, &report, a.diff).map(|()| 0);
     }
     print_table(ctx, &report)?;
     if a.diff {
@@ -329,7 +330,9 @@ fn print_table(ctx: &Ctx, report: &Report) -> Result<(), CliError> {
     Ok(())
 }
 
-fn print_csv(ctx: &Ctx, report: &Report) -> Result<(), CliError> {
+/// The metric rows, then with `--diff` one row per policy and differing event: metric
+/// `diff.<line>.<event>`, value the decisions as the table's diff describes them (or `skipped`).
+fn print_csv(ctx: &Ctx, report: &Report, diff: bool) -> Result<(), CliError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let err = |e: csv::Error| CliError::failure(format!("cannot write CSV: {e}"));
     w.write_record(["policy", "metric", "value"]).map_err(err)?;
@@ -337,6 +340,24 @@ fn print_csv(ctx: &Ctx, report: &Report) -> Result<(), CliError> {
         for (k, v) in metric_rows(&p.metrics) {
             w.write_record([p.name.as_str(), k.as_str(), v.as_str()])
                 .map_err(err)?;
+        }
+    }
+    if diff {
+        for d in &report.diff {
+            let metric = format!("diff.{}.{}", d.line, d.event);
+            for side in &d.policies {
+                let value = if side.skipped {
+                    "skipped".to_owned()
+                } else {
+                    side.decisions
+                        .iter()
+                        .map(describe)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                };
+                w.write_record([side.name.as_str(), metric.as_str(), value.as_str()])
+                    .map_err(err)?;
+            }
         }
     }
     let bytes = w

@@ -9,6 +9,7 @@ mod approval_github;
 mod approval_runs;
 mod cli_contract;
 mod crash_table;
+mod doc_examples;
 mod doctor;
 mod e2e;
 mod git_repo;

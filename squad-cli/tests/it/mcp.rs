@@ -137,23 +137,60 @@ async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
     let Value::Object(args) = args else {
         panic!("arguments must be an object")
     };
-    client
+    let result = client
         .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
         .await
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    check_result_shape(client, name, &result).await;
+    result
 }
 
-/// The result of a successful call: its structured content, after checking that its first
-/// text block is the same document.
+/// Every result, of every call these tests make: exactly one content block, a text; for a
+/// success, that text is one JSON document, equal to `structuredContent`, and valid against the
+/// tool's `outputSchema` (jsonschema); for an error, the CLI's `error:` line and the structured
+/// `{error, hint, exit_code}`.
+async fn check_result_shape(client: &Client, name: &str, result: &CallToolResult) {
+    assert_eq!(result.content.len(), 1, "{name}: {result:?}");
+    let text = result.content[0]
+        .as_text()
+        .unwrap_or_else(|| panic!("{name}: not a text block: {result:?}"))
+        .text
+        .clone();
+    let structured = result.structured_content.clone().unwrap();
+    if result.is_error == Some(true) {
+        assert!(text.starts_with("error: "), "{name}: {text}");
+        assert!(structured["exit_code"].is_u64(), "{name}: {structured}");
+        return;
+    }
+    let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!("{name}: the text block is not one JSON document ({e}): {text}")
+    });
+    assert_eq!(doc, structured, "{name}");
+    let tools = client.list_all_tools().await.unwrap();
+    let tool = tools.iter().find(|t| t.name == name).unwrap();
+    let schema = Value::Object(
+        tool.output_schema
+            .as_deref()
+            .unwrap_or_else(|| panic!("{name} has no outputSchema"))
+            .clone(),
+    );
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{e} (at {})", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{name}: the result breaks its outputSchema: {errors:?}\n{doc:#}"
+    );
+}
+
+/// The result of a successful call: its structured content (equal to its one text block, as
+/// [`check_result_shape`] checked).
 #[track_caller]
 fn ok(result: &CallToolResult) -> Value {
     assert_eq!(result.is_error, Some(false), "{result:?}");
-    let structured = result.structured_content.clone().unwrap();
-    let text: Value = serde_json::from_str(&text_of(result)).unwrap();
-    if structured.is_object() && !text.is_array() {
-        assert_eq!(structured, text);
-    }
-    structured
+    result.structured_content.clone().unwrap()
 }
 
 fn text_of(result: &CallToolResult) -> String {
@@ -240,6 +277,21 @@ async fn tools_have_schemas_annotations_and_no_argument_that_could_carry_a_decis
         assert_eq!(ann.read_only_hint, Some(read_only), "{}", tool.name);
         assert_eq!(ann.destructive_hint, Some(false), "{}", tool.name);
         assert!(tool.description.as_ref().is_some_and(|d| !d.is_empty()));
+        // Every tool has an output schema: an object (as MCP requires), valid JSON Schema, that
+        // allows the `messages` every result may carry.
+        let output = Value::Object(
+            tool.output_schema
+                .as_deref()
+                .unwrap_or_else(|| panic!("{} has no outputSchema", tool.name))
+                .clone(),
+        );
+        assert_eq!(output["type"], "object", "{}", tool.name);
+        assert!(jsonschema::meta::is_valid(&output), "{}", tool.name);
+        assert!(
+            output["properties"]["messages"].is_object(),
+            "{}",
+            tool.name
+        );
         for (name, prop) in props {
             assert!(
                 prop.get("type").is_some() || prop.get("oneOf").is_some(),
@@ -551,7 +603,13 @@ async fn changes_carry_the_note_and_a_decline_or_cancel_leaves_the_gate_pending(
         assert_eq!(doc["state"], "pending");
         assert!(started.elapsed() < Duration::from_secs(60));
         assert_eq!(decline.questions().len(), n);
-        assert!(text_of_all(&waited).contains("declined"));
+        assert_eq!(
+            doc["messages"],
+            json!([format!(
+                "note: the human declined; gate {gate} stays pending"
+            )]),
+            "{doc}"
+        );
     }
     client.cancel().await.unwrap();
     let status = squad_json(&repo, &["approval", "status"]);
@@ -582,15 +640,6 @@ async fn changes_carry_the_note_and_a_decline_or_cancel_leaves_the_gate_pending(
     client.cancel().await.unwrap();
     let status = squad_json(&repo, &["approval", "status"]);
     assert!(status["pending"].as_array().is_some_and(Vec::is_empty));
-}
-
-fn text_of_all(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[tokio::test]
@@ -1093,8 +1142,12 @@ fn a_plain_json_rpc_client_runs_a_session_over_newline_delimited_json() {
         2,
         "{shown}"
     );
+    // The warning is inside the one JSON document, not in a second block.
+    assert_eq!(shown["content"].as_array().unwrap().len(), 1, "{shown}");
+    let doc: Value = serde_json::from_str(shown["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(doc, shown["structuredContent"], "{shown}");
     assert!(
-        shown["content"][1]["text"]
+        doc["messages"][0]
             .as_str()
             .unwrap()
             .starts_with("warning: "),

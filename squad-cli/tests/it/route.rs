@@ -216,6 +216,118 @@ fn briefing_prints_the_final_state_roster() {
     );
 }
 
+/// `--commands <file>` words the commands the briefing names; without it, multica's wording.
+#[test]
+fn briefing_commands_come_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.jsonl"), trace()).unwrap();
+    std::fs::write(
+        dir.path().join("ours.json"),
+        r#"{"activity": "squadctl record <issue-id> <outcome> --why '<reason>'", "set_status": "squadctl status <issue-id> <status>"}"#,
+    )
+    .unwrap();
+    let squad = "00000000-0000-4000-8000-0000000005a1";
+    let base = ["route", "briefing", "--trace", "t.jsonl", "--squad", squad];
+    for owns in [true, false] {
+        let mut args = base.to_vec();
+        args.extend(["--commands", "ours.json"]);
+        if owns {
+            args.push("--owns-status");
+        }
+        let out = run(&args, None, dir.path());
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains("multica"), "{text}");
+        assert!(
+            text.contains("`squadctl record <issue-id> <outcome> --why '<reason>'`"),
+            "{text}"
+        );
+        let status = if owns {
+            "`squadctl status <issue-id> in_review`"
+        } else {
+            "never run `squadctl status` on it"
+        };
+        assert!(text.contains(status), "{text}");
+    }
+    let out = run(&base, None, dir.path());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("`multica squad activity <issue-id> <outcome> --reason \"<short reason>\"`"),
+        "{text}"
+    );
+}
+
+/// Bad `--commands` files tried: missing, a directory, not UTF-8, not JSON, an unknown key, a
+/// template without its placeholder, over 64 KiB. Each is exit 2 naming the file, nothing on
+/// stdout.
+#[test]
+fn a_bad_briefing_commands_file_is_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.jsonl"), trace()).unwrap();
+    std::fs::create_dir(dir.path().join("adir")).unwrap();
+    let files: [(&str, Vec<u8>, &str); 6] = [
+        (
+            "latin1.json",
+            b"{\"activity\": \"caf\xe9\"}".to_vec(),
+            "not UTF-8",
+        ),
+        ("text.json", b"activity = x".to_vec(), "briefing commands:"),
+        (
+            "typo.json",
+            br#"{"set_staus": "x <issue-id> <status>"}"#.to_vec(),
+            "unknown field",
+        ),
+        (
+            "hole.json",
+            br#"{"set_status": "move <issue-id> done"}"#.to_vec(),
+            "lacks the placeholder <status>",
+        ),
+        (
+            "big.json",
+            format!("{{\"activity\": \"{}\"}}", "x".repeat(70_000)).into_bytes(),
+            "64 KiB",
+        ),
+        (
+            "tick.json",
+            br#"{"activity": "log `<issue-id>` <outcome>"}"#.to_vec(),
+            "backtick",
+        ),
+    ];
+    for (name, bytes, _) in &files {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    let squad = "00000000-0000-4000-8000-0000000005a1";
+    let mut cases: Vec<(&str, &str)> = files.iter().map(|(n, _, w)| (*n, *w)).collect();
+    cases.push(("missing.json", "cannot read it"));
+    cases.push(("adir", "cannot read it"));
+    for (file, want) in cases {
+        let out = run(
+            &[
+                "route",
+                "briefing",
+                "--trace",
+                "t.jsonl",
+                "--squad",
+                squad,
+                "--commands",
+                file,
+            ],
+            None,
+            dir.path(),
+        );
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        assert!(err.starts_with("error: --commands '"), "{file}: {err}");
+        assert!(err.contains(file) && err.contains(want), "{file}: {err}");
+        assert!(out.stdout.is_empty(), "{file}");
+    }
+}
+
 #[test]
 fn generate_then_replay() {
     let dir = tempfile::tempdir().unwrap();

@@ -634,3 +634,74 @@ fn each_workload_is_deterministic_and_its_knobs_are_bounded() {
     );
     assert_ne!(a, b);
 }
+
+/// `skipped` is in every diff side and every explain item, `false` included, as docs/cli.md
+/// says (it used to be left out when false).
+#[test]
+fn json_diff_and_explain_items_always_carry_skipped() {
+    let dir = storm();
+    let v: serde_json::Value = serde_json::from_str(&ok(
+        &with(&["storm.jsonl", "--json", "--diff", "--diff-limit", "5"]),
+        None,
+        dir.path(),
+    ))
+    .unwrap();
+    let sides: Vec<&serde_json::Value> = v["diff"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["policies"].as_array().unwrap())
+        .collect();
+    assert!(!sides.is_empty());
+    assert!(sides.iter().all(|s| s["skipped"].is_boolean()), "{sides:?}");
+    assert!(sides.iter().any(|s| s["skipped"] == false), "{sides:?}");
+    let trace = std::fs::read_to_string(dir.path().join("storm.jsonl")).unwrap();
+    let issue = trace
+        .lines()
+        .find(|l| l.contains(r#""type":"create_issue""#))
+        .and_then(|l| l.split(r#""issue_id":""#).nth(1))
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_owned();
+    let v: serde_json::Value = serde_json::from_str(&ok(
+        &with(&["storm.jsonl", "--json", "--explain", &issue]),
+        None,
+        dir.path(),
+    ))
+    .unwrap();
+    for p in v["policies"].as_array().unwrap() {
+        let log = p["explain"].as_array().unwrap();
+        assert!(!log.is_empty());
+        assert!(log.iter().all(|e| e["skipped"].is_boolean()), "{log:?}");
+    }
+}
+
+/// `--diff --csv` (the example of `route simulate --help`) keeps the differences, as rows of the
+/// same three columns; without `--diff` there are none.
+#[test]
+fn diff_with_csv_keeps_the_differences_as_rows() {
+    let dir = storm();
+    let parse = |text: &str| -> Vec<Vec<String>> {
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(r.headers().unwrap(), vec!["policy", "metric", "value"]);
+        r.records()
+            .map(|rec| rec.unwrap().iter().map(str::to_owned).collect())
+            .collect()
+    };
+    let rows = parse(&ok(
+        &with(&["storm.jsonl", "--csv", "--diff", "--diff-limit", "3"]),
+        None,
+        dir.path(),
+    ));
+    let diff: Vec<&Vec<String>> = rows.iter().filter(|r| r[1].starts_with("diff.")).collect();
+    // Three events, one row per policy each.
+    assert_eq!(diff.len(), 6, "{diff:?}");
+    assert_eq!(diff[0][0], "default");
+    assert_eq!(diff[1][0], "barrier");
+    assert_eq!(diff[0][1], diff[1][1]);
+    assert!(diff[0][1].ends_with(".comment"), "{diff:?}");
+    assert!(diff[1][2].contains("[leader_barrier]"), "{diff:?}");
+    let plain = parse(&ok(&with(&["storm.jsonl", "--csv"]), None, dir.path()));
+    assert!(plain.iter().all(|r| !r[1].starts_with("diff.")));
+    assert_eq!(plain.len() + 6, rows.len());
+}

@@ -253,7 +253,6 @@ pub struct ExplainEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by: Option<Principal>,
     /// The event was skipped in this (counterfactual) run.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub skipped: bool,
     /// The decisions, each with its rule.
     pub decisions: Vec<Decision>,
@@ -283,7 +282,6 @@ pub struct DiffSide {
     /// The policy's name.
     pub name: String,
     /// The event was skipped in this run.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub skipped: bool,
     /// The decisions.
     pub decisions: Vec<Decision>,

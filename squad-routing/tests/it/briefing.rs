@@ -2,7 +2,7 @@
 
 use expect_test::{Expect, expect};
 use squad_model::{Assignee, IssueStatus, MemberRef, TaskStatus};
-use squad_routing::briefing::{briefing, protocol, roster};
+use squad_routing::briefing::{BriefingCommands, briefing, briefing_with, protocol, roster};
 use squad_routing::mention::{MentionKind, parse_mentions};
 use squad_routing::{Decision, Directory, Event};
 
@@ -230,4 +230,108 @@ fn claim_injects_the_briefing_only_for_a_current_leader() {
     let swapped = w.task(&other_lead, &own, TaskStatus::Queued, Some(&squad));
     assert_eq!(claim(&mut w, &swapped), (false, None));
     assert_eq!(w.dir.task(&swapped).unwrap().status, TaskStatus::Dispatched);
+}
+
+/// The host's wording replaces every command the briefing names, in both variants; the default
+/// wording is the reference's, byte for byte.
+#[test]
+fn the_briefing_names_the_hosts_commands() {
+    let (w, squad) = team();
+    let s = w.dir.squad(&squad).unwrap();
+    let default = BriefingCommands::default();
+    for owns in [true, false] {
+        assert_eq!(
+            briefing_with(&w.dir, s, owns, &default),
+            briefing(&w.dir, s, owns)
+        );
+    }
+    assert!(
+        briefing(&w.dir, s, true)
+            .contains("`multica squad activity <issue-id> <outcome> --reason \"<short reason>\"`")
+    );
+    let ours = BriefingCommands::from_json(
+        r#"{"activity": "squadctl record <issue-id> <outcome> --why '<reason>'", "set_status": "squadctl status <issue-id> <status>"}"#,
+    )
+    .unwrap();
+    let owned = briefing_with(&w.dir, s, true, &ours);
+    let not_owned = briefing_with(&w.dir, s, false, &ours);
+    for text in [&owned, &not_owned] {
+        assert!(!text.contains("multica"), "{text}");
+        assert!(
+            text.contains("`squadctl record <issue-id> <outcome> --why '<reason>'`"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Always run `squadctl record` before you end a turn"),
+            "{text}"
+        );
+        // The roster is untouched.
+        assert!(text.contains("## Squad Roster"), "{text}");
+    }
+    assert!(
+        owned.contains("run `squadctl status <issue-id> in_review`"),
+        "{owned}"
+    );
+    assert!(
+        not_owned.contains("never run `squadctl status` on it"),
+        "{not_owned}"
+    );
+    // One template given: the other keeps its default.
+    let half =
+        BriefingCommands::from_json(r#"{"set_status": "gh-issue-move <issue-id> <status>"}"#)
+            .unwrap();
+    assert_eq!(half.activity(), BriefingCommands::DEFAULT_ACTIVITY);
+    assert_eq!(half.set_status(), "gh-issue-move <issue-id> <status>");
+}
+
+/// Bad wordings tried: not JSON, not an object, an unknown key, a template that is empty, too
+/// long, two lines, holds a backtick, starts with a placeholder, or lacks a placeholder.
+#[test]
+fn bad_briefing_commands_are_refused_naming_the_rule() {
+    let long = format!(
+        "x <issue-id> <outcome> {}",
+        "y".repeat(BriefingCommands::MAX_LEN)
+    );
+    let cases: Vec<(String, &str)> = vec![
+        ("not json".into(), "briefing commands:"),
+        ("[]".into(), "briefing commands:"),
+        (
+            r#"{"activty": "a <issue-id> <outcome>"}"#.into(),
+            "unknown field `activty`",
+        ),
+        (r#"{"activity": " "}"#.into(), "activity is empty"),
+        (
+            format!(r#"{{"activity": "{long}"}}"#),
+            "activity is longer than 300 characters",
+        ),
+        (
+            r#"{"activity": "a <issue-id>\n<outcome>"}"#.into(),
+            "activity must be one line",
+        ),
+        (
+            r#"{"activity": "a `<issue-id>` <outcome>"}"#.into(),
+            "activity must not contain a backtick",
+        ),
+        (
+            r#"{"activity": "<issue-id> <outcome>"}"#.into(),
+            "activity must start with the command's name",
+        ),
+        (
+            r#"{"activity": "log <issue-id>"}"#.into(),
+            "activity lacks the placeholder <outcome>",
+        ),
+        (
+            r#"{"set_status": "move <issue-id> done"}"#.into(),
+            "set_status lacks the placeholder <status>",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = BriefingCommands::from_json(&text).unwrap_err();
+        assert_eq!(
+            err.kind(),
+            squad_routing::ErrorKind::InvalidCommands,
+            "{text}"
+        );
+        assert!(err.to_string().contains(want), "{text}: {err}");
+    }
 }
