@@ -281,7 +281,11 @@ fn a_leader_task_failing_while_dispatched_is_retried() {
     let p = s.parent.clone();
     let child = s.w.child(IssueStatus::Todo, None, Some(&p), None);
     let d = done(&mut s, &child);
-    let t1 = d.enqueued().next().expect("child-done wakes the leader").clone();
+    let t1 = d
+        .enqueued()
+        .next()
+        .expect("child-done wakes the leader")
+        .clone();
     assert!(t1.is_leader_task);
     assert_eq!(t1.attempt, 1);
     assert!(t1.trigger_comment_id.is_some());
@@ -311,6 +315,9 @@ fn a_leader_task_failing_while_dispatched_is_retried() {
         task_id: t2.id.clone(),
         status: TaskStatus::Failed,
     }));
-    let t3 = d.enqueued().next().expect("a queued task that fails is retried");
+    let t3 = d
+        .enqueued()
+        .next()
+        .expect("a queued task that fails is retried");
     assert_eq!(t3.attempt, 3);
 }
