@@ -26,6 +26,7 @@ mod notes_sign;
 mod notes_sync;
 mod output;
 mod route;
+mod route_postgres;
 mod route_simulate;
 mod schema;
 mod secrets;
