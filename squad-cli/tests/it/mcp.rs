@@ -1369,3 +1369,107 @@ fn a_plain_client_answers_the_elicitation_over_the_same_lines() {
         "{status}"
     );
 }
+
+/// Two harnesses on one repository: two `squad mcp` servers, each driven by its own client at the
+/// same time, write notes, add memory and open gates for their own runs; nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_on_one_repository_driven_at_once_lose_nothing() {
+    const EACH: usize = 6;
+    let repo = repo_with_in_chat();
+    let (a, b) = tokio::join!(
+        connect(&repo, &[], &[], Human::absent()),
+        connect(&repo, &[], &[], Human::absent())
+    );
+    async fn drive(client: &Client, who: &str) -> (Vec<String>, Vec<String>, String) {
+        let mut notes = Vec::new();
+        let mut memories = Vec::new();
+        for i in 0..EACH {
+            let note = call(
+                client,
+                "notes_write",
+                json!({"agent": "data", "type": "progress", "content": format!("{who} step {i}")}),
+            );
+            let memory = call(
+                client,
+                "memory_add",
+                json!({"agent": "data", "kind": "note", "title": format!("{who} learned {i}")}),
+            );
+            let (note, memory) = tokio::join!(note, memory);
+            notes.push(ok(&note)["id"].as_str().unwrap().to_owned());
+            memories.push(ok(&memory)["id"].as_str().unwrap().to_owned());
+        }
+        let gate = ok(&call(
+            client,
+            "approval_request",
+            json!({
+                "mode": "autopilot",
+                "trigger": "risk-gate",
+                "topic": format!("{who} drops a table"),
+                "awaiting": "approval of the migration",
+                "detail": "Migration 42 drops users_old.",
+                "run": format!("run-{who}"),
+            }),
+        )
+        .await);
+        (notes, memories, gate["id"].as_str().unwrap().to_owned())
+    }
+    let ((notes_a, mem_a, gate_a), (notes_b, mem_b, gate_b)) =
+        tokio::join!(drive(&a, "alpha"), drive(&b, "beta"));
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+
+    // Every note of both servers is on the commit, once, as the CLI reads them.
+    let shown = squad_json(&repo, &["notes", "show", "--agent", "data"]);
+    let ids: Vec<&str> = shown
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    for id in notes_a.iter().chain(&notes_b) {
+        assert_eq!(
+            ids.iter().filter(|x| *x == id).count(),
+            1,
+            "note {id}: {ids:?}"
+        );
+    }
+    assert_eq!(ids.len(), 2 * EACH, "{ids:?}");
+
+    // Every memory entry exists exactly once, whichever server added it.
+    for id in mem_a.iter().chain(&mem_b) {
+        let entry = squad_json(&repo, &["memory", "show", id]);
+        assert_eq!(entry["id"], id.as_str());
+    }
+    let hot =
+        std::fs::read_to_string(repo.path().join(".squad/memory/hot/data.md")).unwrap_or_default();
+    for who in ["alpha", "beta"] {
+        for i in 0..EACH {
+            let title = format!("{who} learned {i}");
+            assert_eq!(hot.matches(&title).count(), 1, "{title} in {hot}");
+        }
+    }
+
+    // Both gates are pending, each in its own run, and the log's chain holds.
+    let status = squad_json(&repo, &["approval", "status"]);
+    let pending: BTreeSet<(String, String)> = status["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["id"].as_str().unwrap().to_owned(),
+                g["run"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        pending,
+        BTreeSet::from([
+            (gate_a, "run-alpha".to_owned()),
+            (gate_b, "run-beta".to_owned())
+        ])
+    );
+    let human = repo.squad(&["approval", "status"]);
+    let human = String::from_utf8(human.stdout).unwrap();
+    assert!(human.contains("hash chain intact"), "{human}");
+}
