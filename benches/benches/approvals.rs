@@ -6,7 +6,12 @@
 //!
 //! Run with `cargo bench -p squad-bench --bench approvals` after
 //! `cargo build --release -p squad-cli` (or point `SQUAD_BIN` at a binary).
-#![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
+#![expect(
+    clippy::unwrap_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a broken fixture should stop the bench; the bench reports its figures"
+)]
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -89,7 +89,7 @@ pub async fn run_all(channel: &dyn ApprovalChannel) -> Result<()> {
 
 /// A conformance suite for [`crate::Authorizer`] implementations.
 ///
-/// The backend is set up by the caller with the accounts of [`Accounts`]; each scenario checks
+/// The backend is set up by the caller with the accounts of [`authorizer::Accounts`]; each scenario checks
 /// a sentence of the trait's `# Contract` and `# Behavior`, and that [`crate::authorize`] on top
 /// of the implementation applies the rules that do not depend on it (bots, the squad's own
 /// identity, the registered approver) before the role.

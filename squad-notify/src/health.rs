@@ -149,7 +149,12 @@ impl Approvals {
             || !health.temp_files.is_empty()
             || (health.tamper.is_some() && store::read(&self.dir)?.approval.tamper.is_none());
         if !needs_repair {
-            return self.status_read_only(Vec::new());
+            let st = self.status_read_only(Vec::new())?;
+            // Read without the lock, a writer may append between the two files: a log that does
+            // not verify is judged again under the lock before it is called tampered.
+            if !matches!(st.log, LogStatus::Broken { .. }) || st.state.approval.tamper.is_some() {
+                return Ok(st);
+            }
         }
         let txn = match Txn::begin(&self.dir, now) {
             Ok(txn) => txn,

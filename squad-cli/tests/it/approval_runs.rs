@@ -148,6 +148,12 @@ fn sixteen_processes_open_gates_for_distinct_runs_and_all_land() {
             .unwrap()
         })
         .collect();
+    // Status read while the writers run never sees a torn pair of files as tampering.
+    for _ in 0..5 {
+        let st = repo.status(&[]);
+        assert!(st["tamper"].is_null(), "{st}");
+        assert_ne!(st["log"]["intact"], false, "{st}");
+    }
     let mut gates = Vec::new();
     for child in children {
         let out = child.wait_with_output().unwrap();

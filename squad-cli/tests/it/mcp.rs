@@ -337,16 +337,16 @@ async fn tools_have_schemas_annotations_and_no_argument_that_could_carry_a_decis
         ("memory_add", &["agent", "kind", "title", "body"]),
         (
             "approval_request",
-            &["mode", "trigger", "topic", "awaiting", "detail"],
+            &["mode", "trigger", "topic", "awaiting", "detail", "run"],
         ),
-        ("approval_wait", &["timeout_secs"]),
+        ("approval_wait", &["timeout_secs", "gate", "run"]),
     ] {
         let have = props(tool);
         for p in expected {
             assert!(have.contains(*p), "{tool} lacks {p}: {have:?}");
         }
     }
-    // `approval status --run`: one run's gate; nothing else, and nothing that could decide.
+    // approval_status takes one optional argument, the run to show.
     assert_eq!(props("approval_status"), BTreeSet::from(["run".to_owned()]));
     client.cancel().await.unwrap();
 }
@@ -873,6 +873,7 @@ async fn resources_are_the_memory_files_decisions_and_schemas_and_never_follow_a
         "squad://state/decisions.md",
         "squad://schema/note-entry",
         "squad://schema/notify-state",
+        "squad://schema/approval-state",
         "squad://schema/trace",
     ] {
         assert!(uris.contains(uri), "{uri} not in {uris:?}");

@@ -11,6 +11,8 @@ use squad_notify::{
 };
 use wiremock::ResponseTemplate;
 
+use crate::common::Paths;
+
 use super::emulator::{APPROVER, Emulator, SimClock, TOKEN};
 
 struct Rig {
@@ -579,6 +581,13 @@ async fn a_quorum_counts_distinct_authorized_approvers_once_each() {
     assert!(round.decided.is_none());
     let stored = r.svc.state().unwrap().approval.pending_gates[0].clone();
     assert_eq!(stored.approvers(), ["wendy"]);
+    // The file as written, votes included, has the shipped schema's shape.
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(r.svc.dir().state_path()).unwrap()).unwrap();
+    squad_model::schema::Schema::ApprovalState
+        .validate(&file["approval"])
+        .unwrap();
+    assert_eq!(file["approval"]["pendingGates"][0]["quorum"], 3);
     let st = r.svc.status().unwrap().to_json();
     assert_eq!(st["pending"][0]["quorum"], 3);
     assert_eq!(st["pending"][0]["approvals"], serde_json::json!(["wendy"]));
