@@ -174,10 +174,12 @@ fn local_remotes(repo: &Path) -> Vec<PathBuf> {
             }
             None => repo.join(url),
         };
-        if let Ok(path) = std::fs::canonicalize(&path) {
-            if path.is_dir() && path != own && !found.contains(&path) {
-                found.push(path);
-            }
+        if let Ok(path) = std::fs::canonicalize(&path)
+            && path.is_dir()
+            && path != own
+            && !found.contains(&path)
+        {
+            found.push(path);
         }
     }
     found

@@ -572,12 +572,12 @@ impl Transport for GitCliTransport {
             .any(|r| matches!(r.status, PushStatus::Rejected { .. }))
         {
             let stderr = String::from_utf8_lossy(&out.stderr);
-            if let Some(lock) = crate::health::remote_lock_in_git_message(&stderr) {
-                if let LockState::Stale(stale) = crate::health::lock_state(&lock) {
-                    let path = lock.to_string_lossy();
-                    let what = path.strip_suffix(".lock").unwrap_or(&path);
-                    return Err(crate::health::locked_error("transport.push", what, &stale));
-                }
+            if let Some(lock) = crate::health::remote_lock_in_git_message(&stderr)
+                && let LockState::Stale(stale) = crate::health::lock_state(&lock)
+            {
+                let path = lock.to_string_lossy();
+                let what = path.strip_suffix(".lock").unwrap_or(&path);
+                return Err(crate::health::locked_error("transport.push", what, &stale));
             }
         }
         Ok(results)
