@@ -89,6 +89,13 @@ fn check_git_locks(repo: &Path, fix: bool, report: &mut Report) -> Result<(), Cl
         lock_files(repo).map_err(|e| CliError::failure(format!("cannot look for lock files: {e}")))
     };
     let mut locks = look()?;
+    // The remotes on this machine: a push there runs their `git receive-pack` here, and a
+    // killed one leaves its lock file in the remote, where it blocks every later sync.
+    for remote in local_remotes(repo) {
+        if let Ok(found) = lock_files(&remote) {
+            locks.extend(found);
+        }
+    }
     if fix {
         // A young lock file no process has open belongs to a writer about to finish, or to one
         // that was killed: wait until its age decides (at most STALE_AFTER), then look again.
@@ -100,6 +107,11 @@ fn check_git_locks(repo: &Path, fix: bool, report: &mut Report) -> Result<(), Cl
         if !wait.is_zero() {
             std::thread::sleep(wait + std::time::Duration::from_millis(20));
             locks = look()?;
+            for remote in local_remotes(repo) {
+                if let Ok(found) = lock_files(&remote) {
+                    locks.extend(found);
+                }
+            }
         }
     }
     for lock in locks {
@@ -135,6 +147,46 @@ fn check_git_locks(repo: &Path, fix: bool, report: &mut Report) -> Result<(), Cl
         report.stale_locks.push((lock.path, lock.age.as_secs()));
     }
     Ok(())
+}
+
+/// The repositories that the remotes of `repo` reached by a path (or a `file://` URL) are,
+/// canonical and without duplicates; none when git cannot be asked.
+fn local_remotes(repo: &Path) -> Vec<PathBuf> {
+    let Ok(out) = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["config", "--get-regexp", r"^remote\..*\.url$"])
+        .output()
+    else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = Vec::new();
+    let own = std::fs::canonicalize(repo).unwrap_or_else(|_| repo.to_owned());
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some((_, url)) = line.split_once(' ') else {
+            continue;
+        };
+        let path = match url.strip_prefix("file://") {
+            Some(p) => PathBuf::from(p),
+            // Another scheme, or scp-like `host:path`: not on this machine.
+            None if url.contains("://") => continue,
+            None if url
+                .split_once(':')
+                .is_some_and(|(host, _)| !host.contains('/')) =>
+            {
+                continue;
+            }
+            None => repo.join(url),
+        };
+        if let Ok(path) = std::fs::canonicalize(&path)
+            && path.is_dir()
+            && path != own
+            && !found.contains(&path)
+        {
+            found.push(path);
+        }
+    }
+    found
 }
 
 fn check_state_dir(state: &Path, fix: bool, report: &mut Report) -> Result<(), CliError> {

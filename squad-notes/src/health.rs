@@ -272,6 +272,23 @@ pub(crate) fn lock_in_git_message(stderr: &str, dir: &Path) -> Option<PathBuf> {
         .map(|p| if p.is_absolute() { p } else { dir.join(p) })
 }
 
+/// The lock file a remote on this machine says blocked a push (`remote: error: … Unable to
+/// create '<x>.lock': File exists`), when it names an absolute path: a remote reached by path
+/// or `file://` runs its `git receive-pack` here, and a killed one leaves its lock behind just
+/// as a local writer does. `.` components are dropped (`/srv/r.git/./refs/…`).
+pub(crate) fn remote_lock_in_git_message(stderr: &str) -> Option<PathBuf> {
+    stderr
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("remote:"))
+        .find_map(|line| {
+            let (_, rest) = line.split_once("Unable to create '")?;
+            let (path, tail) = rest.split_once('\'')?;
+            tail.contains("File exists").then(|| PathBuf::from(path))
+        })
+        .filter(|p| p.is_absolute())
+        .map(|p| p.components().collect())
+}
+
 /// The error of an update of `what` blocked by the stale lock `lock`.
 pub(crate) fn locked_error(op: &'static str, what: &str, lock: &StaleLock) -> Error {
     Error::new(
@@ -495,6 +512,25 @@ mod tests {
                 want.map(PathBuf::from),
                 "{stderr}"
             );
+        }
+    }
+
+    #[test]
+    fn a_local_remote_names_its_lock_file() {
+        let stderr = "remote: error: cannot lock ref 'refs/notes/squad/data': Unable to create \
+                      '/srv/b.git/./refs/notes/squad/data.lock': File exists.        \n\
+                      To ../b.git\n";
+        assert_eq!(
+            remote_lock_in_git_message(stderr),
+            Some(PathBuf::from("/srv/b.git/refs/notes/squad/data.lock"))
+        );
+        // Not from the remote, relative, or another failure: none.
+        for stderr in [
+            "error: Unable to create '/r/.git/x.lock': File exists.",
+            "remote: error: Unable to create 'refs/x.lock': File exists.",
+            "remote: error: Unable to create '/r/x.lock': Permission denied",
+        ] {
+            assert_eq!(remote_lock_in_git_message(stderr), None, "{stderr}");
         }
     }
 

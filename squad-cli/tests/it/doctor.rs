@@ -490,3 +490,54 @@ fn bare_repositories_and_a_missing_state_dir() {
         assert!(stdout(&o).is_empty());
     }
 }
+
+/// Issue 25: a lock file a killed `git receive-pack` left in a remote on this machine blocked
+/// every sync for 30 rounds with "other clones kept pushing". Now the sync fails fast naming
+/// the remote's lock file, doctor reports it, and `doctor --fix` clears it.
+#[test]
+fn a_left_over_lock_in_a_local_remote_is_named_reported_and_cleared() {
+    let w = crate::git_repo::Clones::new("remote-lock");
+    let a = w.path("a");
+    w.ok(
+        &a,
+        &[
+            "notes",
+            "write",
+            "--agent",
+            "data",
+            "--type",
+            "progress",
+            "--content",
+            "a",
+        ],
+        None,
+    );
+    let lock = w.path("remote.git/refs/notes/squad/data.lock");
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    std::fs::write(&lock, "").unwrap();
+    age(&lock);
+    let started = std::time::Instant::now();
+    let o = w.squad(&a, &["notes", "sync"], None);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{err}"
+    );
+    assert!(
+        err.contains("remote.git/refs/notes/squad/data.lock")
+            && err.contains("left over")
+            && err.contains("squad doctor --fix"),
+        "{err}"
+    );
+    let o = w.squad(&a, &["doctor"], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("data.lock"), "{}", stdout(&o));
+    assert_eq!(
+        w.squad(&a, &["doctor", "--fix"], None).status.code(),
+        Some(0)
+    );
+    assert!(!lock.exists());
+    w.ok(&a, &["notes", "sync"], None);
+    assert_eq!(w.squad(&a, &["doctor"], None).status.code(), Some(0));
+}

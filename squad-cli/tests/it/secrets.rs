@@ -56,7 +56,7 @@ impl Server {
                         }
                         let head = String::from_utf8_lossy(&head);
                         let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                        let _ = stream.write_all(&response(&path));
+                        let _ = stream.write_all(&response(&path, &head));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
@@ -76,7 +76,7 @@ impl Drop for Server {
     }
 }
 
-fn response(path: &str) -> Vec<u8> {
+fn response(path: &str, head: &str) -> Vec<u8> {
     if path.starts_with("/pkt-err/") {
         let line = format!("ERR access denied for access_token={REMOTE_SAYS} {PATH_TOKEN}\n");
         let body = format!("{:04x}{line}", line.len() + 4);
@@ -89,8 +89,20 @@ fn response(path: &str) -> Vec<u8> {
     } else if path.starts_with("/auth/") {
         b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"r\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec()
     } else {
-        b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-            .to_vec()
+        // Anything else (a GitHub API call, a webhook delivery): a 500 whose JSON body echoes
+        // the request line and every header, the `Authorization` one included, as a careless
+        // proxy might.
+        let body = serde_json::json!({
+            "message": format!("upstream failed for {}", head.replace("\r\n", " | ")),
+            "documentation_url": "https://docs.github.com/rest",
+        })
+        .to_string();
+        format!(
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
     }
 }
 
@@ -190,5 +202,82 @@ fn notes_sync_and_promote_never_print_a_credential_of_the_remote() {
     );
     for url in remote_urls(&server, closed_port()) {
         check_remote_commands(&w, &dir, &url);
+    }
+}
+
+/// `squad approval request` with the github-issue channel against an API that fails echoing
+/// the request (token included) and with the webhook channel against a hook URL whose path is
+/// the secret, answered the same way: no canary in any output, at `-vv` too.
+#[test]
+fn approval_requests_against_failing_apis_never_print_a_credential() {
+    let server = Server::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_squad"));
+        c.arg("-C")
+            .arg(tmp.path())
+            .arg("--state-dir")
+            .arg("state")
+            .args(args)
+            .env("HOME", tmp.path())
+            .env("SQUAD_WEBHOOK_RETRIES", "1")
+            .env("SQUAD_WEBHOOK_TIMEOUT_MS", "2000")
+            .envs(ENV.iter().copied())
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null());
+        c.output().unwrap()
+    };
+    // An API base with a query is refused before any request (its message quotes it); one
+    // without is called and answers 500, echoing the request with its token.
+    let api_query = server.url(&format!("/{PATH_TOKEN}/api/v3?access_token={QUERY_TOKEN}"));
+    let api = server.url(&format!("/{PATH_TOKEN}/api/v3"));
+    let hook = server.url(&format!("/hooks/CANARYhookPath/{PATH_TOKEN}"));
+    let request = [
+        "approval",
+        "request",
+        "--mode",
+        "autopilot",
+        "--trigger",
+        "risk-gate",
+        "--topic",
+        "Deploy",
+        "--awaiting",
+        "approve",
+        "--detail",
+        "d",
+    ];
+    let github: &[&str] = &[
+        "approval",
+        "configure",
+        "--channel",
+        "github-issue",
+        "--handle",
+        "octocat",
+        "--repo",
+        "o/r",
+    ];
+    let webhook: &[&str] = &["approval", "configure", "--channel", "webhook"];
+    let cases = [(github, &api_query), (github, &api), (webhook, &api)];
+    for (config, api) in cases {
+        let env: [(&str, &str); 2] = [("GITHUB_API_URL", api), ("SQUAD_WEBHOOK_URL", &hook)];
+        let o = run(config, &env);
+        assert_eq!(o.status.code(), Some(0), "{o:?}");
+        for verbose in [&[][..], &["-vv"][..], &["--json"][..]] {
+            let args: Vec<&str> = verbose.iter().chain(request.iter()).copied().collect();
+            let o = run(&args, &env);
+            assert_clean(&format!("{config:?} then {args:?}"), &o);
+            let o = run(&["approval", "wait", "--timeout", "0"], &env);
+            assert_clean(&format!("{config:?} then wait"), &o);
+            // Answer in-chat so that the next request may open a gate.
+            let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_squad"));
+            c.arg("-C")
+                .arg(tmp.path())
+                .args(["--state-dir", "state", "approval", "wait", "--timeout", "5"])
+                .env("HOME", tmp.path())
+                .envs(ENV.iter().copied())
+                .envs(env.iter().copied());
+            let o = crate::git_repo::run_with_stdin(&mut c, Some("/approve\n"));
+            assert_clean(&format!("{config:?} then wait with an answer"), &o);
+        }
     }
 }

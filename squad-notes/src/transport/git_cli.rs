@@ -565,6 +565,21 @@ impl Transport for GitCliTransport {
                 None => return Err(git_failure("transport.push", &out)),
             }
         }
+        // A remote on this machine refused because a lock file a killed git left blocks the
+        // ref: no retry will help; name the file, as for a local lock.
+        if results
+            .iter()
+            .any(|r| matches!(r.status, PushStatus::Rejected { .. }))
+        {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if let Some(lock) = crate::health::remote_lock_in_git_message(&stderr)
+                && let LockState::Stale(stale) = crate::health::lock_state(&lock)
+            {
+                let path = lock.to_string_lossy();
+                let what = path.strip_suffix(".lock").unwrap_or(&path);
+                return Err(crate::health::locked_error("transport.push", what, &stale));
+            }
+        }
         Ok(results)
     }
 }
