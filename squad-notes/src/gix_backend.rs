@@ -387,6 +387,127 @@ impl GixNotes {
         self.bulk_read(tip, map)
     }
 
+    /// Every note at `tip` in object order, as [`GixNotes::read_all_map`] gives them, handed to
+    /// `sink` one batch at a time instead of all at once: a batch is the notes whose ids share
+    /// their first byte (one top-level fanout directory, with any flat entries of that byte).
+    /// Each batch is walked, read and mapped, then dropped, so memory stays bounded whatever
+    /// the number of notes: the blobs are read one by one with a delta cache of at most
+    /// `cache_bytes` bytes (see also [`GixNotes::read_all_map`], faster when all notes fit in
+    /// memory, since it decodes every pack entry exactly once in pack order).
+    ///
+    /// # Errors
+    ///
+    /// As [`NotesBackend::read_all`]; an error of `sink` stops the walk and is returned.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use squad_notes::{GixNotes, NoteEdit, NotesBackend, NotesRef};
+    /// let dir = tempfile::tempdir()?;
+    /// let git = |args: &[&str]| std::process::Command::new("git").arg("-C").arg(dir.path())
+    ///     .args(args).env("GIT_AUTHOR_NAME", "A").env("GIT_AUTHOR_EMAIL", "a@test.invalid")
+    ///     .env("GIT_COMMITTER_NAME", "A").env("GIT_COMMITTER_EMAIL", "a@test.invalid").output();
+    /// git(&["init", "-q"])?;
+    /// git(&["config", "user.name", "A"])?;
+    /// git(&["config", "user.email", "a@test.invalid"])?;
+    /// git(&["commit", "-q", "--allow-empty", "-m", "one"])?;
+    /// let head = String::from_utf8(git(&["rev-parse", "HEAD"])?.stdout)?;
+    /// let notes = GixNotes::open(dir.path())?;
+    /// let r = NotesRef::new("refs/notes/squad/data")?;
+    /// let tip = notes.update(&r, None, &[NoteEdit::set(head.trim().parse()?, "x\n")], "add")?;
+    /// let mut seen = Vec::new();
+    /// notes.stream_map(&tip, 1 << 20, <[u8]>::len, |batch| {
+    ///     seen.extend(batch);
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(seen, vec![(head.trim().parse()?, 2)]);
+    /// # Ok(()) }
+    /// ```
+    pub fn stream_map<T>(
+        &self,
+        tip: &Oid,
+        cache_bytes: usize,
+        map: impl Fn(&[u8]) -> T,
+        mut sink: impl FnMut(Vec<(Oid, T)>) -> Result<()>,
+    ) -> Result<()> {
+        let repo = self.local();
+        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
+        let packs = gix_bulk::Packs::open(&repo);
+        let tree = read_tree(&repo, root)?;
+        let top = decode_tree(&tree)?;
+        let hex_len = repo.object_hash().len_in_hex();
+        let mut reader = TreeReader {
+            repo: &repo,
+            packs: Some(&packs),
+            inflate: gix::zlib::Inflate::default(),
+        };
+        let mut bufs = vec![Vec::new(); hex_len / 2];
+        let mut blobs = gix_bulk::ChainReader::new(&packs, cache_bytes);
+        let mut blob = Vec::new();
+        let mut read = |id: gix::ObjectId, out: &mut Vec<u8>| -> Result<()> {
+            match blobs.read(&id, out)? {
+                Some(gix::object::Kind::Blob) => Ok(()),
+                Some(kind) => Err(Error::new(
+                    ErrorKind::Corrupt,
+                    "notes.read",
+                    format!("note entry {id} is a {kind}, not a blob"),
+                )),
+                None => {
+                    *out = load_blob(&repo, id)?;
+                    Ok(())
+                }
+            }
+        };
+        // The root's entries by the byte their name starts with (non-notes have no such byte).
+        let first = |name: &[u8]| {
+            (name.len() >= 2)
+                .then(|| hex::decode(&name[..2]).ok())
+                .flatten()
+                .map(|b| b[0])
+        };
+        let mut entries: Vec<(u8, gix::objs::tree::EntryRef<'_>)> = top
+            .entries
+            .iter()
+            .filter_map(|e| first(e.filename).map(|b| (b, *e)))
+            .collect();
+        entries.sort_by_key(|e| e.0);
+        for group in entries.chunk_by(|a, b| a.0 == b.0) {
+            let mut walked = Vec::new();
+            let mut state = WalkState {
+                prefix: Vec::with_capacity(hex_len),
+                path: Vec::new(),
+                hex_len,
+                paths: false,
+            };
+            walk_entries(
+                &mut reader,
+                group.iter().map(|e| Ok(e.1)),
+                &mut state,
+                &mut walked,
+                &mut bufs,
+            )?;
+            walked.sort_by_key(|w| w.0);
+            let mut out = Vec::with_capacity(walked.len());
+            for notes in walked.chunk_by(|a, b| a.0 == b.0) {
+                let value = if let [(_, id, _)] = notes {
+                    read(*id, &mut blob)?;
+                    map(&blob)
+                } else {
+                    let mut parts = Vec::with_capacity(notes.len());
+                    for (_, id, _) in notes {
+                        read(*id, &mut blob)?;
+                        parts.push(blob.clone());
+                    }
+                    map(&join_git(parts))
+                };
+                out.push((from_gix(&notes[0].0), value));
+            }
+            if !out.is_empty() {
+                sink(out)?;
+            }
+        }
+        Ok(())
+    }
+
     fn from_repo(repo: gix::ThreadSafeRepository) -> Self {
         Self {
             repo,

@@ -109,6 +109,8 @@ fn check_state(repo: &Repo, revs: &[String], name: &str) {
         read += 1;
     }
     assert_eq!(read, COMMITS, "{name}");
+    let all = backend.read_all(&tip).unwrap();
+    crate::bulk_read::check_stream(&backend, &tip, &all, name);
 
     let root_tree = tree_of(repo, "main");
     let cases: [(&str, Vec<&str>, NoteEdit); 3] = [
