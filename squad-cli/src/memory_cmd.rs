@@ -701,7 +701,19 @@ fn import(a: &ImportArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
         dry_run: a.dry_run,
         ..ImportOptions::new(now(a.now.as_deref())?)
     };
-    let report = squad_memory::import(store, &target, &sources, &options).map_err(|e| {
+    let bar = crate::ctx::progress_bar();
+    let mut show = |p: squad_memory::ImportProgress| {
+        if let Some(bar) = &bar {
+            bar.set_message(import_stage(p));
+            bar.set_position(p.done as u64);
+            bar.tick();
+        }
+    };
+    let result = squad_memory::import_with_progress(store, &target, &sources, &options, &mut show);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let report = result.map_err(|e| {
         if e.problems().is_empty() {
             lib_error(ctx, store, &e)
         } else {
@@ -762,6 +774,20 @@ fn import(a: &ImportArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
         }
     }
     Ok(0)
+}
+
+/// The progress line of an import stage (the bar adds the count done).
+fn import_stage(p: squad_memory::ImportProgress) -> String {
+    use squad_memory::ImportStage;
+    let what = match p.stage {
+        ImportStage::Read => "reading files",
+        ImportStage::Load => "reading memory",
+        ImportStage::Place => "placing sections",
+        ImportStage::Check => "checking every line is kept",
+        ImportStage::Write => "writing",
+        _ => "importing",
+    };
+    format!("memory import: {what} (of {})", p.total)
 }
 
 fn add(a: &AddArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
