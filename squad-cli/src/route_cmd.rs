@@ -400,7 +400,7 @@ fn replay_postgres(
     }
     ctx.out_bytes(&out)?;
     if stats {
-        errln!("{}", stats_line(r.workers, r.events, r.seconds));
+        errln!("{}", r.stats_line());
     }
     Ok(0)
 }

@@ -212,11 +212,13 @@ fn migrate_locked(client: &mut Client) -> Result<Migrated> {
 }
 
 /// A storage error kept until [`PostgresDirectory::check`]; `retry` when it is a serialization
-/// failure or deadlock.
+/// failure or deadlock, `unique` when a unique index refused a row (under `REPEATABLE READ`, how
+/// a lost race for the one pending task of an (issue, agent) shows).
 #[derive(Debug, Clone)]
 struct Kept {
     message: String,
     retry: bool,
+    unique: bool,
 }
 
 fn is_retryable(e: &postgres::Error) -> bool {
@@ -225,6 +227,28 @@ fn is_retryable(e: &postgres::Error) -> bool {
         Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
     )
 }
+
+fn is_unique_violation(e: &postgres::Error) -> bool {
+    e.code() == Some(&SqlState::UNIQUE_VIOLATION)
+}
+
+/// How an event's transaction is isolated ([`PostgresDirectory::set_isolation`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Isolation {
+    /// `SERIALIZABLE` (the default): any interleaving of events is equivalent to some serial
+    /// order, whatever events run at once; more transactions fail to serialize and run again.
+    #[default]
+    Serializable,
+    /// `REPEATABLE READ`, plus the schema's constraints: enough when the caller never runs two
+    /// events that touch one issue tree at once (what `replay_parallel`'s scheduler ensures); a
+    /// lost race for an (issue, agent)'s pending task is a unique violation, run again.
+    RepeatableRead,
+}
+
+/// Unique violations an event may meet (each run again) before the error is returned: a race
+/// resolves in one retry; a violation that persists is not a race.
+const MAX_UNIQUE_RETRIES: u32 = 20;
 
 /// What [`PostgresDirectory::handle_event`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -270,6 +294,7 @@ pub struct PostgresDirectory {
     error: RefCell<Option<Kept>>,
     seq: u64,
     in_transaction: bool,
+    isolation: Isolation,
     url: String,
 }
 
@@ -325,12 +350,35 @@ impl PostgresDirectory {
             error: RefCell::new(None),
             seq: 0,
             in_transaction: false,
+            isolation: Isolation::Serializable,
             url: redact(url),
         })
     }
 
-    /// Starts a `SERIALIZABLE` transaction: the writes until [`commit`](Self::commit) land
-    /// together, and the reads see one state.
+    /// Sets how each transaction is isolated (default [`Isolation::Serializable`]).
+    pub fn set_isolation(&mut self, isolation: Isolation) {
+        self.isolation = isolation;
+    }
+
+    /// Lets commits return before their WAL record reaches the disk (`synchronous_commit = off`
+    /// for this connection). A server crash may then lose the last commits, but never part of
+    /// one: an event and its `processed_events` row are lost together, and a rerun handles the
+    /// event again. What a replay wants; a host that acts on a decision outside the database
+    /// (a task started) should keep the default.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Storage`] if the server refuses.
+    pub fn relax_durability(&mut self) -> Result<()> {
+        self.client
+            .get_mut()
+            .batch_execute("SET synchronous_commit TO off")
+            .map_err(storage)
+    }
+
+    /// Starts a transaction (`SERIALIZABLE` unless [`set_isolation`](Self::set_isolation) said
+    /// otherwise): the writes until [`commit`](Self::commit) land together, and the reads see
+    /// one state.
     ///
     /// # Errors
     ///
@@ -340,10 +388,11 @@ impl PostgresDirectory {
             return Err(storage("a transaction is already open"));
         }
         self.cache.reset();
-        self.client
-            .get_mut()
-            .batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
-            .map_err(storage)?;
+        let sql = match self.isolation {
+            Isolation::Serializable => "BEGIN ISOLATION LEVEL SERIALIZABLE",
+            Isolation::RepeatableRead => "BEGIN ISOLATION LEVEL REPEATABLE READ",
+        };
+        self.client.get_mut().batch_execute(sql).map_err(storage)?;
         self.in_transaction = true;
         Ok(())
     }
@@ -371,6 +420,7 @@ impl PostgresDirectory {
                 .batch_execute("COMMIT")
                 .map_err(|e| Kept {
                     retry: is_retryable(&e),
+                    unique: is_unique_violation(&e),
                     message: e.to_string(),
                 })?;
         }
@@ -434,15 +484,17 @@ impl PostgresDirectory {
         let base = position << 16;
         let pos = position.cast_signed();
         let mut retries = 0;
+        let mut unique = 0;
         loop {
             match self.try_event(engine, base, pos, line, at, event) {
                 Ok(mut h) => {
                     h.retries = retries;
                     return Ok(h);
                 }
-                Err(Attempt::Retry(msg)) => {
+                Err(Attempt::Retry(msg, was_unique)) => {
                     retries += 1;
-                    if retries > MAX_RETRIES {
+                    unique += u32::from(was_unique);
+                    if retries > MAX_RETRIES || unique > MAX_UNIQUE_RETRIES {
                         return Err(storage(format!(
                             "line {line}: still conflicting after {MAX_RETRIES} retries: {msg}"
                         )));
@@ -637,6 +689,7 @@ impl PostgresDirectory {
                 if slot.is_none() {
                     *slot = Some(Kept {
                         retry: is_retryable(&e),
+                        unique: is_unique_violation(&e),
                         message: match e.as_db_error() {
                             Some(db) => format!("{}: {}", db.code().code(), db.message()),
                             None => e.to_string(),
@@ -654,6 +707,7 @@ impl PostgresDirectory {
             *slot = Some(Kept {
                 message,
                 retry: false,
+                unique: false,
             });
         }
     }
@@ -738,16 +792,16 @@ impl PostgresDirectory {
 
 /// One try of an event's transaction.
 enum Attempt {
-    /// A serialization failure or deadlock: run the event again.
-    Retry(String),
+    /// A serialization failure, deadlock or (`true`) unique violation: run the event again.
+    Retry(String, bool),
     /// Any other error.
     Fail(Error),
 }
 
 impl From<Kept> for Attempt {
     fn from(k: Kept) -> Self {
-        if k.retry {
-            Self::Retry(k.message)
+        if k.retry || k.unique {
+            Self::Retry(k.message, k.unique)
         } else {
             Self::Fail(storage(k.message))
         }

@@ -69,11 +69,15 @@ impl ParallelReplay {
     /// The one-line summary `--stats` prints.
     pub fn stats_line(&self) -> String {
         format!(
-            "route replay: workers {}, events {}, seconds {:.3}, events per second {:.0}",
+            "route replay: workers {}, events {}, seconds {:.3}, events per second {:.0} \
+             (retried {}, barriers {}, already handled {})",
             self.workers,
             self.events,
             self.seconds,
-            self.events_per_second()
+            self.events_per_second(),
+            self.retries,
+            self.barriers,
+            self.already
         )
     }
 }
@@ -363,7 +367,14 @@ pub fn replay_parallel(
         let url = url.to_owned();
         let engine = engine.clone();
         handles.push(std::thread::spawn(move || {
-            let mut dir = match PostgresDirectory::connect(&url) {
+            let mut dir = match PostgresDirectory::connect(&url).and_then(|mut d| {
+                // The scheduler never runs two events of one issue tree at once: repeatable
+                // read and the schema's constraints suffice, and durability may lag (a lost
+                // commit loses its processed_events row too, and a rerun redoes it).
+                d.set_isolation(super::Isolation::RepeatableRead);
+                d.relax_durability()?;
+                Ok(d)
+            }) {
                 Ok(d) => Some(d),
                 Err(e) => {
                     let _ = res_tx.send((usize::MAX, Err(e)));
