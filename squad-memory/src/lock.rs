@@ -344,9 +344,10 @@ pub(crate) fn list(state: &StateDir) -> Result<Vec<Ticket>> {
 
 /// Removes the dead tickets and returns them.
 pub(crate) fn remove_dead(state: &StateDir) -> Result<Vec<Ticket>> {
+    // Only those actually gone (`scan` removes nothing without the numbering lock).
     Ok(scan(state, true)?
         .into_iter()
-        .filter(|t| !t.alive)
+        .filter(|t| !t.alive && matches!(state.kind(&t.path), Ok(None)))
         .collect())
 }
 
@@ -355,7 +356,10 @@ fn scan(state: &StateDir, remove: bool) -> Result<Vec<Ticket>> {
     if names.is_empty() {
         return Ok(Vec::new());
     }
-    let _numbering = numbering(state, Instant::now() + Duration::from_secs(5))?;
+    // Without the numbering lock (held for seconds: a stopped process), a ticket being created
+    // may look dead for an instant: report, but remove nothing.
+    let numbered = numbering(state, Instant::now() + Duration::from_secs(5))?;
+    let remove = remove && numbered.is_some();
     let mut out = Vec::new();
     for (seq, pid, name) in names {
         let rel = format!("{QUEUE_DIR}/{name}");
