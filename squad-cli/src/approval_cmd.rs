@@ -24,7 +24,7 @@ pub(crate) use wait::{Prepared, PreparedWait, prepare_wait, timeout_note, turn_w
 const WAIT_HELP: &str = "Example:\n  echo '/approve' | squad approval wait --timeout 600\n\n\
 With the github-issue channel it also polls the approval issue every --interval seconds (longer when\nGitHub asks), with GITHUB_TOKEN or GH_TOKEN and GITHUB_API_URL; stdin stays open for in-chat answers.\n\
 Lines inside a Markdown block (``` or ~~~ fences, quotes, HTML comments) are never commands.\n\n\
-Exit codes: 0 approved or approve-all, 3 changes requested (the note is printed on stdout),\n4 stopped, 5 still pending (timeout or end of input; a timeout never approves), 6 expired,\n1 no pending gate, or notifications.md was tampered with and not yet acknowledged.";
+Exit codes: 0 approved or approve-all, 3 changes requested (the note is printed on stdout),\n4 stopped, 5 still pending (timeout or end of input; a timeout never approves), 6 expired,\n1 no pending gate, or notifications.md was tampered with and not yet acknowledged;\n2 bad input, an unknown --run, or several gates pending and neither --gate nor --run.";
 
 /// `squad approval` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -39,13 +39,15 @@ pub(crate) enum Cmd {
     #[command(
         after_help = "Example:\n  squad approval request --mode autopilot --trigger impactful-action \\\n    --topic 'Deploy to staging' --awaiting 'approve the deploy' --detail @detail.md\n\n\
 Prints the gate id (--json: the gate record), or `no gate: <reason>` when the mode does not ping.\n\
-Exit 1 while a gate is pending, after the run was stopped, or while a tampering of notifications.md\nis not acknowledged; exit 2 for bad input. Nothing is sent before the state files were checked."
+Exit 1 while a gate of the same run is pending, after the run was stopped, or while a tampering of notifications.md\nis not acknowledged; exit 2 for bad input. Nothing is sent before the state files were checked."
     )]
     Request(RequestArgs),
-    /// Show the pending gate, the current run, the last decisions and the state files' health.
-    #[command(after_help = "Example:\n  squad approval status --json")]
+    /// Show the pending gates (one per run), the current run, the last decisions and the state files' health.
+    #[command(
+        after_help = "Example:\n  squad approval status --json\n  squad approval status --run r-7"
+    )]
     Status(StatusArgs),
-    /// Wait for an authorized decision on the pending gate (in-chat: reads stdin lines).
+    /// Wait for an authorized decision on a pending gate (in-chat: reads stdin lines).
     #[command(after_help = WAIT_HELP)]
     Wait(WaitArgs),
     /// Record that a human checked a detected tampering of notifications.md; gates can be requested again.
@@ -71,6 +73,12 @@ pub(crate) struct ConfigureArgs {
     /// Courtesy email address (never an approval path).
     #[arg(long, value_name = "ADDR")]
     email: Option<String>,
+    /// How many distinct authorized approvers must approve a gate (1 to 100; default 1;
+    /// above 1 only with github-issue). The same login counts once; bots and the squad's own
+    /// identity never count; one /changes or /stop decides at once.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::ctx::bounded(1, u64::from(squad_notify::MAX_QUORUM)),
+          allow_negative_numbers = true)]
+    quorum: u64,
 }
 
 /// Arguments of `squad approval request`, and the input of the MCP tool `approval_request`.
@@ -112,20 +120,29 @@ fn default_expires_in() -> u64 {
     squad_notify::DEFAULT_EXPIRES_IN_SECS
 }
 
-/// Arguments of `squad approval status`, and the input of the MCP tool `approval_status`: none.
+/// Arguments of `squad approval status`, and the input of the MCP tool `approval_status`.
 #[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct StatusArgs {}
+pub(crate) struct StatusArgs {
+    /// Show only this run: its pending gate, its runs record and its decisions.
+    #[arg(long, value_name = "ID")]
+    #[serde(default)]
+    pub(crate) run: Option<String>,
+}
 
 /// Arguments of `squad approval wait`, and the input of the MCP tool `approval_wait`. None of
 /// them can carry a decision: decisions come only from the human, through a channel.
 #[derive(Debug, clap::Args, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WaitArgs {
-    /// The gate to wait for (default: the pending gate).
-    #[arg(long, value_name = "ID")]
+    /// The gate to wait for (default: the only pending gate; with several pending, name one).
+    #[arg(long, value_name = "ID", conflicts_with = "run")]
     #[serde(default)]
     pub(crate) gate: Option<String>,
+    /// Wait for the pending gate of this run.
+    #[arg(long, value_name = "ID")]
+    #[serde(default)]
+    pub(crate) run: Option<String>,
     /// Give up after SECS seconds, leaving the gate pending (the CLI's exit 5; a tool call
     /// returns `state: pending`). Without it the CLI waits until a decision or the end of
     /// input, and a tool call for 30 seconds.
@@ -168,7 +185,7 @@ pub(crate) fn run(cmd: Cmd, ctx: &Ctx) -> CmdResult {
     match cmd {
         Cmd::Configure(args) => configure(&args, ctx),
         Cmd::Request(args) => crate::ctx::runtime()?.block_on(request(&args, ctx)),
-        Cmd::Status(_) => status(ctx),
+        Cmd::Status(args) => status(&args, ctx),
         Cmd::Wait(args) => crate::ctx::runtime()?.block_on(wait::wait(&args, ctx)),
         Cmd::AcknowledgeTamper(args) => acknowledge(&args, ctx),
     }
@@ -238,7 +255,7 @@ fn configure(args: &ConfigureArgs, ctx: &Ctx) -> CmdResult {
             "--channel github-issue needs --handle <login> (and --repo <owner/repo> outside a GitHub clone)",
         ));
     }
-    let settings = NotifySettings {
+    let mut settings = NotifySettings {
         approval_channel: args.channel,
         enabled: args.channel != ChannelKind::InChat,
         email: args.email.clone().unwrap_or_default(),
@@ -246,6 +263,14 @@ fn configure(args: &ConfigureArgs, ctx: &Ctx) -> CmdResult {
         trigger: None,
         extra: Default::default(),
     };
+    let quorum = u32::try_from(args.quorum).unwrap_or(u32::MAX);
+    if quorum > 1 && args.channel != ChannelKind::GithubIssue {
+        return Err(CliError::usage(format!(
+            "--quorum {quorum} needs --channel github-issue: {} has one human and no identity to count",
+            args.channel
+        )));
+    }
+    settings.set_quorum(quorum);
     let svc = approvals(ctx.state_dir()?);
     svc.configure(settings.clone()).map_err(|e| cli_err(&e))?;
     if ctx.json {
@@ -370,13 +395,28 @@ pub(crate) async fn open_gate(
 }
 
 /// `approval status` without its printing: the status document (`--json`) and its lines.
-pub(crate) fn status_of(ctx: &Ctx) -> Result<squad_notify::Status, CliError> {
+pub(crate) fn status_of(args: &StatusArgs, ctx: &Ctx) -> Result<squad_notify::Status, CliError> {
+    let run = args
+        .run
+        .as_deref()
+        .map(RunId::new)
+        .transpose()
+        .map_err(|e| cli_err(&e))?;
     let dir = ctx.existing_state_dir()?;
-    approvals(dir).status().map_err(|e| cli_err(&e))
+    let mut st = approvals(dir).status().map_err(|e| cli_err(&e))?;
+    if let Some(run) = run {
+        if st.state.approval.run(&run).is_none() {
+            return Err(CliError::usage(format!(
+                "unknown run {run}: state.json records no such run"
+            )));
+        }
+        st.only_run(&run);
+    }
+    Ok(st)
 }
 
-fn status(ctx: &Ctx) -> CmdResult {
-    let st = status_of(ctx)?;
+fn status(args: &StatusArgs, ctx: &Ctx) -> CmdResult {
+    let st = status_of(args, ctx)?;
     if ctx.json {
         return ctx.print_json(&st.to_json()).map(|()| 0);
     }

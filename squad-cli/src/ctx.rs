@@ -36,9 +36,24 @@ macro_rules! errln {
 }
 pub(crate) use errln;
 
-/// Writes to stderr, ignoring failures (see [`errln!`]).
+/// Writes to stderr, ignoring failures (see [`errln!`]). Every line goes through the
+/// redactor ([`redact`]): warnings and errors relay git's, HTTP's and the OS's words.
 pub(crate) fn write_stderr(args: fmt::Arguments<'_>) {
-    let _ = io::stderr().lock().write_fmt(args);
+    let text = args.to_string();
+    let _ = io::stderr().lock().write_all(redact(&text).as_bytes());
+}
+
+/// The process's one redactor: [`squad_model::redact`]'s rules plus the secret environment
+/// variables as they were when it was first needed.
+pub(crate) fn redactor() -> &'static squad_model::redact::Redactor {
+    static REDACTOR: std::sync::OnceLock<squad_model::redact::Redactor> =
+        std::sync::OnceLock::new();
+    REDACTOR.get_or_init(squad_model::redact::Redactor::from_env)
+}
+
+/// `text` with every credential replaced (see [`redactor`]).
+pub(crate) fn redact(text: &str) -> std::borrow::Cow<'_, str> {
+    redactor().redact(text)
 }
 
 /// Maps a failure to write to stdout: a reader that went away (closed pipe) ends the command
@@ -75,7 +90,7 @@ impl CliError {
     pub(crate) fn usage(message: impl Into<String>) -> Self {
         Self {
             code: 2,
-            message: message.into(),
+            message: redact(&message.into()).into_owned(),
             hint: None,
         }
     }
@@ -84,7 +99,7 @@ impl CliError {
     pub(crate) fn failure(message: impl Into<String>) -> Self {
         Self {
             code: 1,
-            message: message.into(),
+            message: redact(&message.into()).into_owned(),
             hint: None,
         }
     }
@@ -100,7 +115,7 @@ impl CliError {
 
     /// Adds a hint line.
     pub(crate) fn with_hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = Some(hint.into());
+        self.hint = Some(redact(&hint.into()).into_owned());
         self
     }
 
@@ -129,6 +144,19 @@ impl CliError {
         }
         ExitCode::from(self.code)
     }
+}
+
+/// `true` when `dir` is a bare git repository (`HEAD`, `objects/` and `core.bare = true` in its
+/// `config`): git's own test, without running git. A `.git` directory is not one.
+fn is_bare_repo(dir: &Path) -> bool {
+    dir.join("HEAD").is_file()
+        && dir.join("objects").is_dir()
+        && std::fs::read_to_string(dir.join("config")).is_ok_and(|c| {
+            c.lines().any(|l| {
+                let l = l.trim().to_ascii_lowercase();
+                l.replace(' ', "") == "bare=true"
+            })
+        })
 }
 
 /// Global options, resolved once.
@@ -178,7 +206,7 @@ impl Ctx {
     pub(crate) fn repo_root(&self) -> Result<PathBuf, CliError> {
         self.dir
             .ancestors()
-            .find(|p| p.join(".git").exists())
+            .find(|p| p.join(".git").exists() || is_bare_repo(p))
             .map(Path::to_path_buf)
             .ok_or_else(|| {
                 CliError::usage(format!(
@@ -190,12 +218,29 @@ impl Ctx {
     }
 
     /// Where squad state lives: `--state-dir`, else `<repo root>/.squad` (which needs a git
-    /// repository). For commands that write state; the directory need not exist yet.
+    /// repository with a work tree: a bare repository has no place for it). For commands that
+    /// write state; the directory need not exist yet.
     pub(crate) fn state_dir(&self) -> Result<PathBuf, CliError> {
         match &self.state_dir {
             Some(dir) => Ok(dir.clone()),
-            None => Ok(self.repo_root()?.join(".squad")),
+            None => {
+                let root = self.repo_root()?;
+                if is_bare_repo(&root) {
+                    return Err(CliError::usage(format!(
+                        "{} is a bare git repository: it has no work tree to hold .squad/",
+                        root.display()
+                    ))
+                    .with_hint("run in a clone with a work tree, or pass --state-dir <dir>"));
+                }
+                Ok(root.join(".squad"))
+            }
         }
+    }
+
+    /// `true` when the repository is bare and no `--state-dir` was given: there is no state
+    /// directory to look at.
+    pub(crate) fn bare_without_state_dir(&self) -> bool {
+        self.state_dir.is_none() && self.repo_root().is_ok_and(|r| is_bare_repo(&r))
     }
 
     /// The state directory for commands that only read state: an explicit `--state-dir` that

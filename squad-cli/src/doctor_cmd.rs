@@ -1,8 +1,11 @@
 //! `squad doctor [--fix]`: what a killed process or a careless edit left behind.
 //!
 //! Reports git lock files that no running process holds (they block every later update of a
-//! ref), temporary files of writers that died, interrupted state batches (approval state and
-//! the work-tree state store's journal), a tampered `notifications.md`, and symbolic links or
+//! ref; one younger than two seconds is reported with the time left before it counts as left
+//! over, and `--fix` waits that long for it), those a running process holds (left alone),
+//! temporary files of writers that died, the memory lock's tickets of waiters that were killed,
+//! interrupted state batches (approval state and the work-tree state store's journal), a
+//! tampered `notifications.md`, and symbolic links or
 //! special files under the state directory (never followed; each one needs a human look).
 //! `--fix` removes the stale locks and temporary files and completes interrupted batches; it
 //! never touches a lock a live process holds and never rewrites the log.
@@ -36,7 +39,14 @@ const JOURNAL: &str = ".squad-journal";
 #[derive(Debug, Default)]
 struct Report {
     stale_locks: Vec<(PathBuf, u64)>,
+    /// Lock files younger than the stale threshold that no process has open: path, age and
+    /// how long until they count as left over (milliseconds).
+    young_locks: Vec<(PathBuf, u128, u128)>,
+    /// Lock files a running process has open (never touched; not a problem by themselves).
+    held_locks: Vec<(PathBuf, u64)>,
     temp_files: Vec<(PathBuf, u32)>,
+    /// Tickets of the memory lock's queue whose process is gone: (path, pid, command).
+    dead_tickets: Vec<(String, u32, String)>,
     interrupted: Vec<String>,
     tamper: Option<String>,
     problems: Vec<String>,
@@ -46,7 +56,9 @@ struct Report {
 impl Report {
     fn healthy(&self) -> bool {
         self.stale_locks.is_empty()
+            && self.young_locks.is_empty()
             && self.temp_files.is_empty()
+            && self.dead_tickets.is_empty()
             && self.interrupted.is_empty()
             && self.tamper.is_none()
             && self.problems.is_empty()
@@ -55,10 +67,16 @@ impl Report {
 
 pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
     let repo = ctx.repo_root()?;
-    let state = ctx.state_dir()?;
+    // A bare repository has no work tree, so no state directory unless one is named; a named
+    // one must exist (a typo is not "all is well").
+    let state = if ctx.bare_without_state_dir() {
+        None
+    } else {
+        Some(ctx.existing_state_dir()?)
+    };
     let mut report = Report::default();
     check_git_locks(&repo, args.fix, &mut report)?;
-    if state.is_dir() {
+    if let Some(state) = state.filter(|s| s.is_dir()) {
         check_state_dir(&state, args.fix, &mut report)?;
     }
     print(ctx, &report, args.fix)?;
@@ -66,9 +84,52 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
 }
 
 fn check_git_locks(repo: &Path, fix: bool, report: &mut Report) -> Result<(), CliError> {
-    let locks = squad_notes::health::stale_locks(repo)
-        .map_err(|e| CliError::failure(format!("cannot look for lock files: {e}")))?;
+    use squad_notes::health::{LockFile, LockFileState, lock_files};
+    let look = || {
+        lock_files(repo).map_err(|e| CliError::failure(format!("cannot look for lock files: {e}")))
+    };
+    let mut locks = look()?;
+    // The remotes on this machine: a push there runs their `git receive-pack` here, and a
+    // killed one leaves its lock file in the remote, where it blocks every later sync.
+    for remote in local_remotes(repo) {
+        if let Ok(found) = lock_files(&remote) {
+            locks.extend(found);
+        }
+    }
+    if fix {
+        // A young lock file no process has open belongs to a writer about to finish, or to one
+        // that was killed: wait until its age decides (at most STALE_AFTER), then look again.
+        let wait = locks
+            .iter()
+            .map(LockFile::stale_in)
+            .max()
+            .unwrap_or_default();
+        if !wait.is_zero() {
+            std::thread::sleep(wait + std::time::Duration::from_millis(20));
+            locks = look()?;
+            for remote in local_remotes(repo) {
+                if let Ok(found) = lock_files(&remote) {
+                    locks.extend(found);
+                }
+            }
+        }
+    }
     for lock in locks {
+        match lock.state {
+            LockFileState::Open => {
+                report.held_locks.push((lock.path, lock.age.as_secs()));
+                continue;
+            }
+            LockFileState::Young => {
+                report.young_locks.push((
+                    lock.path.clone(),
+                    lock.age.as_millis(),
+                    lock.stale_in().as_millis(),
+                ));
+                continue;
+            }
+            _ => {}
+        }
         if fix {
             match std::fs::remove_file(&lock.path) {
                 Ok(()) => {
@@ -86,6 +147,46 @@ fn check_git_locks(repo: &Path, fix: bool, report: &mut Report) -> Result<(), Cl
         report.stale_locks.push((lock.path, lock.age.as_secs()));
     }
     Ok(())
+}
+
+/// The repositories that the remotes of `repo` reached by a path (or a `file://` URL) are,
+/// canonical and without duplicates; none when git cannot be asked.
+fn local_remotes(repo: &Path) -> Vec<PathBuf> {
+    let Ok(out) = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["config", "--get-regexp", r"^remote\..*\.url$"])
+        .output()
+    else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = Vec::new();
+    let own = std::fs::canonicalize(repo).unwrap_or_else(|_| repo.to_owned());
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some((_, url)) = line.split_once(' ') else {
+            continue;
+        };
+        let path = match url.strip_prefix("file://") {
+            Some(p) => PathBuf::from(p),
+            // Another scheme, or scp-like `host:path`: not on this machine.
+            None if url.contains("://") => continue,
+            None if url
+                .split_once(':')
+                .is_some_and(|(host, _)| !host.contains('/')) =>
+            {
+                continue;
+            }
+            None => repo.join(url),
+        };
+        if let Ok(path) = std::fs::canonicalize(&path)
+            && path.is_dir()
+            && path != own
+            && !found.contains(&path)
+        {
+            found.push(path);
+        }
+    }
+    found
 }
 
 fn check_state_dir(state: &Path, fix: bool, report: &mut Report) -> Result<(), CliError> {
@@ -151,6 +252,8 @@ fn check_state_dir(state: &Path, fix: bool, report: &mut Report) -> Result<(), C
         }
     }
 
+    check_memory_queue(state, fix, report)?;
+
     // Symbolic links and special files: never followed, never removed automatically.
     for finding in dir.audit().map_err(fs_err)? {
         // The approval checks name the same file when they meet it: one line per file is enough.
@@ -174,12 +277,37 @@ fn check_state_dir(state: &Path, fix: bool, report: &mut Report) -> Result<(), C
     Ok(())
 }
 
+/// The memory lock's queue: a waiter killed while in line leaves its ticket, which blocks no
+/// one (the next writer removes it) but stays until someone comes; `--fix` removes it now.
+fn check_memory_queue(state: &Path, fix: bool, report: &mut Report) -> Result<(), CliError> {
+    let store = squad_memory::FsStore::new(state);
+    let lib_err = |e: squad_memory::Error| CliError::failure(e.to_string());
+    if fix {
+        for t in store.remove_dead_tickets().map_err(lib_err)? {
+            report.fixed.push(format!(
+                "removed dead lock ticket {} (process {} is gone)",
+                t.path, t.pid
+            ));
+        }
+    } else {
+        for t in store.lock_queue().map_err(lib_err)? {
+            if !t.alive {
+                report.dead_tickets.push((t.path, t.pid, t.command));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn print(ctx: &Ctx, r: &Report, fix: bool) -> Result<(), CliError> {
     if ctx.json {
         let value: Value = json!({
             "healthy": r.healthy(),
             "stale_locks": r.stale_locks.iter().map(|(p, age)| json!({"path": p, "age_secs": age})).collect::<Vec<_>>(),
+            "young_locks": r.young_locks.iter().map(|(p, age, left)| json!({"path": p, "age_ms": age, "stale_in_ms": left})).collect::<Vec<_>>(),
+            "held_locks": r.held_locks.iter().map(|(p, age)| json!({"path": p, "age_secs": age})).collect::<Vec<_>>(),
             "temp_files": r.temp_files.iter().map(|(p, pid)| json!({"path": p, "pid": pid})).collect::<Vec<_>>(),
+            "dead_tickets": r.dead_tickets.iter().map(|(p, pid, c)| json!({"path": p, "pid": pid, "command": c})).collect::<Vec<_>>(),
             "interrupted": r.interrupted,
             "tamper": r.tamper,
             "problems": r.problems,
@@ -197,11 +325,38 @@ fn print(ctx: &Ctx, r: &Report, fix: bool) -> Result<(), CliError> {
             path.display()
         )?;
     }
+    for (path, age, left) in &r.young_locks {
+        outln!(
+            ctx,
+            "young lock: {} ({age} ms old, no process has it open; a writer may be finishing \
+             with it, else it counts as left over in {left} ms: 'squad doctor --fix' waits that \
+             long, then removes it)",
+            path.display()
+        )?;
+    }
+    for (path, age) in &r.held_locks {
+        outln!(
+            ctx,
+            "lock held: {} ({age} s old, a running process has it open; left alone)",
+            path.display()
+        )?;
+    }
     for (path, pid) in &r.temp_files {
         outln!(
             ctx,
             "temporary file: {} (its writer, process {pid}, is gone)",
             path.display()
+        )?;
+    }
+    for (path, pid, command) in &r.dead_tickets {
+        let what = if command.is_empty() {
+            String::new()
+        } else {
+            format!(", `{command}`")
+        };
+        outln!(
+            ctx,
+            "dead lock ticket: {path} (its waiter, process {pid}{what}, is gone; it blocks no one)"
         )?;
     }
     for line in &r.interrupted {
@@ -213,8 +368,11 @@ fn print(ctx: &Ctx, r: &Report, fix: bool) -> Result<(), CliError> {
     for line in &r.problems {
         outln!(ctx, "problem: {line}")?;
     }
-    let fixable =
-        !(r.stale_locks.is_empty() && r.temp_files.is_empty() && r.interrupted.is_empty());
+    let fixable = !(r.stale_locks.is_empty()
+        && r.young_locks.is_empty()
+        && r.temp_files.is_empty()
+        && r.dead_tickets.is_empty()
+        && r.interrupted.is_empty());
     if r.healthy() {
         outln!(ctx, "all is well")?;
     } else if fixable && !fix {

@@ -75,7 +75,7 @@ enum Command {
     )]
     Approval(approval_cmd::Cmd),
     /// The squad routing rules over traces: replay, briefing (the leader's), generate, simulate
-    /// (compare policies).
+    /// (compare policies), migrate (a PostgreSQL database's schema).
     Route(route_cmd::Args),
     /// Report (and with --fix repair) what killed processes left: stale locks, temporary files,
     /// interrupted batches; and a tampered log or symlinks under the state directory.

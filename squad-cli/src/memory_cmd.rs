@@ -2,6 +2,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use squad_memory::{
     Budget, Entry, ErrorKind, ExtractiveSummarizer, FsStore, ImportOptions, ImportSource,
@@ -10,7 +11,7 @@ use squad_memory::{
 };
 use squad_model::{AgentName, Timestamp};
 
-use crate::ctx::{CliError, CmdResult, Ctx, errln, outln};
+use crate::ctx::{CliError, CmdResult, Ctx, count, errln, outln};
 
 const MEMORY_HELP: &str = "\
 Layout (under the state directory, .squad/ by default):
@@ -185,10 +186,31 @@ impl From<TierArg> for Tier {
     }
 }
 
+/// How long a writer waits for the memory lock (`--lock-timeout`).
+#[derive(Debug, Clone, Copy, clap::Args)]
+struct LockArgs {
+    /// How long to wait in line for the memory lock, in seconds (0 to 3600): writers take
+    /// turns in the order they arrive; when the wait runs out, exit 1 naming the holder.
+    #[arg(long, value_name = "secs", default_value_t = DEFAULT_LOCK_TIMEOUT,
+          allow_negative_numbers = true, value_parser = crate::ctx::bounded(0, MAX_LOCK_TIMEOUT))]
+    lock_timeout: u64,
+}
+
+/// The default `--lock-timeout` (seconds).
+const DEFAULT_LOCK_TIMEOUT: u64 = 30;
+/// The largest `--lock-timeout` (seconds).
+const MAX_LOCK_TIMEOUT: u64 = 3600;
+
+fn default_lock_timeout() -> u64 {
+    DEFAULT_LOCK_TIMEOUT
+}
+
 #[derive(Debug, clap::Args)]
 struct SpawnArgs {
     #[command(flatten)]
     input: SpawnInput,
+    #[command(flatten)]
+    lock: LockArgs,
     /// Record `last_loaded` on the cold entries loaded (restarts their TTL; the one write a
     /// spawn can make, under the Scribe lock).
     #[arg(long, conflicts_with = "no_touch")]
@@ -234,6 +256,8 @@ struct ScribeArgs {
     /// The Scribe's clock (RFC 3339 UTC; default: now).
     #[arg(long, value_name = "rfc3339")]
     now: Option<String>,
+    #[command(flatten)]
+    lock: LockArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -254,6 +278,8 @@ struct ImportArgs {
     /// The time recorded as `entered` (RFC 3339 UTC; default: now).
     #[arg(long, value_name = "rfc3339")]
     now: Option<String>,
+    #[command(flatten)]
+    lock: LockArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -286,6 +312,14 @@ pub(crate) struct AddInput {
     #[arg(long, value_name = "text")]
     #[serde(default)]
     pub(crate) body: Option<String>,
+    /// How long to wait in line for the memory lock, in seconds (0 to 3600; default 30):
+    /// writers take turns in the order they arrive; when the wait runs out, the error names
+    /// the holder.
+    #[arg(long, value_name = "secs", default_value_t = DEFAULT_LOCK_TIMEOUT,
+          allow_negative_numbers = true, value_parser = crate::ctx::bounded(0, MAX_LOCK_TIMEOUT))]
+    #[serde(default = "default_lock_timeout")]
+    #[schemars(range(min = 0, max = 3600), default = "default_lock_timeout")]
+    pub(crate) lock_timeout: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -296,6 +330,8 @@ struct SupersedeArgs {
     /// The entry that replaces it.
     #[arg(long, value_name = "id")]
     by: String,
+    #[command(flatten)]
+    lock: LockArgs,
 }
 
 /// What `squad memory search` and the MCP tool `memory_search` take.
@@ -343,16 +379,75 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
         }
     };
     let store = FsStore::new(&state_dir);
+    // Writers wait in line for the memory lock; the ticket names the command for whoever gives
+    // up waiting behind it.
+    let writer = |secs: u64, command: String| writer_store(&state_dir, secs, command);
     match &args.cmd {
-        Cmd::Spawn(a) => spawn(a, ctx, &store),
-        Cmd::Scribe(a) => scribe(a, ctx, &store),
+        Cmd::Spawn(a) => spawn(
+            a,
+            ctx,
+            &writer(
+                a.lock.lock_timeout,
+                format!("squad memory spawn --touch --agent {}", a.input.agent),
+            )?,
+        ),
+        Cmd::Scribe(a) => scribe(
+            a,
+            ctx,
+            &writer(
+                a.lock.lock_timeout,
+                format!("squad memory scribe --agent {}", a.agent),
+            )?,
+        ),
         Cmd::Validate => validate(ctx, &store),
-        Cmd::Import(a) => import(a, ctx, &store),
-        Cmd::Add(a) => add(a, ctx, &store),
-        Cmd::Supersede(a) => supersede(a, ctx, &store),
+        Cmd::Import(a) => {
+            let target = match (&a.agent, &a.wiki) {
+                (Some(name), _) => format!("--agent {name}"),
+                (None, Some(t)) => format!("--wiki {t}"),
+                (None, None) => String::new(),
+            };
+            import(
+                a,
+                ctx,
+                &writer(a.lock.lock_timeout, format!("squad memory import {target}"))?,
+            )
+        }
+        Cmd::Add(a) => add(
+            a,
+            ctx,
+            &writer(
+                a.input.lock_timeout,
+                format!("squad memory add --agent {}", a.input.agent),
+            )?,
+        ),
+        Cmd::Supersede(a) => supersede(
+            a,
+            ctx,
+            &writer(
+                a.lock.lock_timeout,
+                format!("squad memory supersede {} --by {}", a.id, a.by),
+            )?,
+        ),
         Cmd::Search(a) => search(a, ctx, &store),
         Cmd::Show(a) => show(a, ctx, &store),
     }
+}
+
+/// The store of a command that writes: it waits up to `secs` (0 to 3600) for the memory lock,
+/// in line, and names itself `command` in its ticket.
+pub(crate) fn writer_store(
+    state_dir: &Path,
+    secs: u64,
+    command: String,
+) -> Result<FsStore, CliError> {
+    if secs > MAX_LOCK_TIMEOUT {
+        return Err(CliError::usage(format!(
+            "lock timeout: {secs} is out of range (0 to {MAX_LOCK_TIMEOUT} seconds)"
+        )));
+    }
+    Ok(FsStore::new(state_dir)
+        .with_lock_wait(Duration::from_secs(secs))
+        .with_lock_command(command))
 }
 
 fn display_path(ctx: &Ctx, store: &FsStore, file: &str) -> String {
@@ -395,8 +490,9 @@ fn lib_error(ctx: &Ctx, store: &FsStore, e: &squad_memory::Error) -> CliError {
             .join("; ")
     };
     match e.kind() {
+        // The message names the holder and the wait; the hint only says what to do.
         ErrorKind::Locked => CliError::failure(message).with_hint(
-            "another `squad memory` writer (the Scribe) is running; try again when it finishes",
+            "try again once it finishes, or wait longer (--lock-timeout <secs>, up to 3600)",
         ),
         _ if e.is_user_error() => CliError::usage(message),
         _ => CliError::failure(crate::ctx::with_sources(&e)),
@@ -527,22 +623,22 @@ fn scribe(a: &ScribeArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
             .collect();
         outln!(
             ctx,
-            "entries before {} = kept {} + moved {} + merged {}; created {} from {} hot line(s); after {}",
+            "entries before {} = kept {} + moved {} + merged {}; created {} from {}; after {}",
             report.before,
             report.kept,
             report.moved_total(),
             report.merged,
             report.created,
-            report.summarized_lines,
+            count(report.summarized_lines, "hot line"),
             report.after
         )?;
         outln!(
             ctx,
-            "text: {} line(s), {} bytes before; {} line(s), {} bytes after (none lost)",
-            report.text_lines_before,
-            report.text_bytes_before,
-            report.text_lines_after,
-            report.text_bytes_after
+            "text: {}, {} before; {}, {} after (none lost)",
+            count(report.text_lines_before, "line"),
+            count(report.text_bytes_before, "byte"),
+            count(report.text_lines_after, "line"),
+            count(report.text_bytes_after, "byte")
         )?;
         if !moved.is_empty() {
             outln!(ctx, "moved: {}", moved.join(", "))?;
@@ -580,7 +676,7 @@ fn validate(ctx: &Ctx, store: &FsStore) -> CmdResult {
         Ok(0)
     } else {
         Err(
-            CliError::usage(format!("{errors} problem(s) in memory files"))
+            CliError::usage(format!("{} in memory files", count(errors, "problem")))
                 .with_hint("fix the files named above; `squad memory --help` describes the format"),
         )
     }
@@ -605,7 +701,19 @@ fn import(a: &ImportArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
         dry_run: a.dry_run,
         ..ImportOptions::new(now(a.now.as_deref())?)
     };
-    let report = squad_memory::import(store, &target, &sources, &options).map_err(|e| {
+    let bar = crate::ctx::progress_bar();
+    let mut show = |p: squad_memory::ImportProgress| {
+        if let Some(bar) = &bar {
+            bar.set_message(import_stage(p));
+            bar.set_position(p.done as u64);
+            bar.tick();
+        }
+    };
+    let result = squad_memory::import_with_progress(store, &target, &sources, &options, &mut show);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let report = result.map_err(|e| {
         if e.problems().is_empty() {
             lib_error(ctx, store, &e)
         } else {
@@ -637,14 +745,13 @@ fn import(a: &ImportArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
     } else {
         outln!(
             ctx,
-            "{} line(s) in, {} stored; {} entr{} read: {} added, {} already there; {} hot line(s)",
-            report.lines_in,
+            "{} in, {} stored; {} read: {} added, {} already there; {}",
+            count(report.lines_in, "line"),
             report.lines_stored,
-            report.entries,
-            if report.entries == 1 { "y" } else { "ies" },
+            count(report.entries, "entry"),
             report.added,
             report.merged,
-            report.hot_lines
+            count(report.hot_lines, "hot line")
         )?;
         let verb = if report.dry_run {
             "would write"
@@ -654,12 +761,12 @@ fn import(a: &ImportArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
         for p in &report.plan {
             outln!(
                 ctx,
-                "{verb} {} ({} -> {} bytes, +{}, +{} of text)",
+                "{verb} {} ({} -> {}, +{}, +{} of text)",
                 display_path(ctx, store, &p.path),
                 p.bytes_before,
-                p.bytes_after,
-                crate::ctx::count(p.entries_added, "entry"),
-                crate::ctx::count(p.lines_added, "line")
+                count(p.bytes_after, "byte"),
+                count(p.entries_added, "entry"),
+                count(p.lines_added, "line")
             )?;
         }
         if report.plan.is_empty() {
@@ -667,6 +774,20 @@ fn import(a: &ImportArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
         }
     }
     Ok(0)
+}
+
+/// The progress line of an import stage (the bar adds the count done).
+fn import_stage(p: squad_memory::ImportProgress) -> String {
+    use squad_memory::ImportStage;
+    let what = match p.stage {
+        ImportStage::Read => "reading files",
+        ImportStage::Load => "reading memory",
+        ImportStage::Place => "placing sections",
+        ImportStage::Check => "checking every line is kept",
+        ImportStage::Write => "writing",
+        _ => "importing",
+    };
+    format!("memory import: {what} (of {})", p.total)
 }
 
 fn add(a: &AddArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {

@@ -55,7 +55,7 @@ pub(crate) fn run(args: &SyncArgs, ctx: &Ctx) -> CmdResult {
                 (SyncStage::Fetch, _) if p.done > 1 => format!("fetching (round {})", p.done),
                 (SyncStage::Fetch, _) => "fetching".to_owned(),
                 (SyncStage::Merge, Some(t)) => format!("merging {}/{t}", p.done),
-                (SyncStage::Push, Some(t)) => format!("pushing {t} refs"),
+                (SyncStage::Push, Some(t)) => format!("pushing {}", crate::ctx::count(t, "ref")),
                 _ => "syncing".to_owned(),
             };
             bar.set_message(message);

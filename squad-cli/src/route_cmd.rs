@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use squad_routing::generate::{GenConfig, Workload, WorkloadConfig, generate_workload};
 use squad_routing::{Directory, Engine, Replay, RoutingPolicy, SqliteDirectory};
 
-use crate::ctx::{CliError, CmdResult, Ctx, bounded, outln};
+use crate::ctx::{CliError, CmdResult, Ctx, bounded, errln, outln};
 
 /// The longest trace line read (16 MiB): a longer one is refused rather than held in memory.
 const MAX_LINE_BYTES: u64 = 16 << 20;
@@ -31,9 +31,15 @@ enum Sub {
     /// Replays a routing trace; prints one JSON decision document per event (JSON Lines).
     #[command(
         after_help = "Trace lines are at most 16 MiB long. With --db, nothing is written unless the \
-                      whole trace replays.\n\nExample:\n  squad route replay trace.jsonl > decisions.jsonl\n  \
+                      whole trace replays.\n\nWith --db postgres://..., each event is one transaction on \
+                      the server (run `squad route migrate --db <url>` once first), --workers \
+                      connections handle events at once, ids derive from event positions, and a \
+                      rerun of the same trace continues it (events already handled change nothing).\n\n\
+                      Example:\n  squad route replay trace.jsonl > decisions.jsonl\n  \
                       squad route generate --squads 10 --events 100 | squad route replay -\n  \
-                      squad route replay --db state.db day1.jsonl && squad route replay --db state.db day2.jsonl"
+                      squad route replay --db state.db day1.jsonl && squad route replay --db state.db day2.jsonl\n  \
+                      squad route generate --ids position --events 1000 > t.jsonl && \
+                      squad route replay --db postgres://postgres@127.0.0.1/routing --workers 4 --stats t.jsonl"
     )]
     Replay {
         /// The trace (JSON Lines), or `-` for stdin.
@@ -45,8 +51,31 @@ enum Sub {
         policy: Option<PathBuf>,
         /// Keep the directory in this SQLite database (created if missing): the trace is
         /// replayed on the state it holds, and the final state is written back, all or nothing.
-        #[arg(long, value_name = "FILE")]
+        /// Or a PostgreSQL URL (postgres://user@host/db), migrated with `squad route migrate`.
+        #[arg(long, value_name = "FILE|URL")]
         db: Option<PathBuf>,
+        /// With --db postgres://...: events handled at once, each on its own connection: 1 to
+        /// 256.
+        #[arg(long, value_name = "N", allow_negative_numbers = true,
+              value_parser = bounded(1, squad_routing::postgres::MAX_WORKERS as u64))]
+        workers: Option<u64>,
+        /// Print one summary line on stderr: workers, events, seconds, events per second.
+        #[arg(long)]
+        stats: bool,
+    },
+    /// Creates or upgrades the routing schema of a PostgreSQL database (idempotent).
+    #[command(
+        after_help = "The schema is versioned (table squad_schema_version); migrations are \
+                            embedded in squad and applied under an advisory lock, so concurrent \
+                            runs wait for each other. A replay refuses a database that was never \
+                            migrated or holds an older schema.\n\n\
+                            Example:\n  squad route migrate --db postgres://postgres@127.0.0.1:5432/routing"
+    )]
+    Migrate {
+        /// The database: postgres://user[:password]@host[:port]/db (the password is never
+        /// printed).
+        #[arg(long, value_name = "URL")]
+        db: String,
     },
     /// Prints the leader briefing for a squad in the trace's final state.
     #[command(
@@ -115,6 +144,11 @@ enum Sub {
         /// (default 50).
         #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = bounded(0, 100))]
         reply_percent: Option<u64>,
+        /// How later events name the ids the engine mints: `counter` (one counter, the default)
+        /// or `position` (from the minting event's position: what a replay on PostgreSQL uses).
+        #[arg(long, value_name = "SCHEME", default_value = "counter",
+              value_parser = ["counter", "position"])]
+        ids: String,
         /// mentions: the most mentions in one top-level comment: 1 to 8 (default 2).
         #[arg(long, value_name = "N", allow_negative_numbers = true,
               value_parser = bounded(1, WorkloadConfig::MAX_MENTIONS_PER_COMMENT as u64))]
@@ -128,19 +162,64 @@ enum Sub {
 
 pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
     match &args.command {
-        Sub::Replay { trace, policy, db } => {
+        Sub::Replay {
+            trace,
+            policy,
+            db,
+            workers,
+            stats,
+        } => {
             let policy = match policy {
                 Some(p) => read_policy(&ctx.resolve(p))?,
                 None => RoutingPolicy::default(),
             };
             let engine = Engine::new(policy);
+            let url = db
+                .as_deref()
+                .and_then(Path::to_str)
+                .filter(|u| squad_routing::postgres::is_postgres_url(u));
+            if let Some(url) = url {
+                let workers = workers.map_or(1, |w| usize::try_from(w).unwrap_or(usize::MAX));
+                return replay_postgres(ctx, trace, &engine, url, workers, *stats);
+            }
+            if workers.is_some() {
+                return Err(CliError::usage(
+                    "--workers needs --db postgres://... (an SQLite or in-memory replay has one writer)",
+                )
+                .with_hint("add --db postgres://user@host/db, or drop --workers"));
+            }
+            let started = std::time::Instant::now();
             // Decisions are printed only once the whole trace is known to be valid (and, with
             // --db, written).
             let out = match db {
                 None => replay_all(ctx, trace, Replay::new(engine))?.0,
                 Some(path) => replay_into_db(ctx, trace, engine, &ctx.resolve(path))?,
             };
-            ctx.out_bytes(&out).map(|()| 0)
+            ctx.out_bytes(&out)?;
+            if *stats {
+                let events = out.iter().filter(|b| **b == b'\n').count();
+                errln!("{}", stats_line(1, events, started.elapsed().as_secs_f64()));
+            }
+            Ok(0)
+        }
+        Sub::Migrate { db } => {
+            if !squad_routing::postgres::is_postgres_url(db) {
+                return Err(CliError::usage(format!(
+                    "--db must be a postgres:// or postgresql:// URL, not '{}'",
+                    squad_routing::postgres::redact(db)
+                ))
+                .with_hint("an SQLite file needs no migration: replay creates it"));
+            }
+            let m = squad_routing::postgres::migrate(db)
+                .map_err(|e| CliError::failure(e.to_string()))?;
+            if ctx.json {
+                ctx.print_json(&serde_json::json!({"from": m.from, "to": m.to}))?;
+            } else if m.from == m.to {
+                outln!(ctx, "schema version {}: up to date", m.to)?;
+            } else {
+                outln!(ctx, "schema version {} (was {})", m.to, m.from)?;
+            }
+            Ok(0)
         }
         Sub::Briefing(a) => crate::route_briefing_cmd::run(a, ctx),
         Sub::Generate {
@@ -157,6 +236,7 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
             max_rounds,
             reply_percent,
             mentions_per_comment,
+            ids,
         } => {
             fn size(v: u64) -> usize {
                 usize::try_from(v).unwrap_or(usize::MAX)
@@ -255,6 +335,16 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
                 .with_hint("lower --squads or --issues-per-squad"));
             }
             let g = generate_workload(&cfg).map_err(|e| CliError::usage(e.to_string()))?;
+            if ids == "position" {
+                let lines: Vec<String> = g.lines().collect();
+                let converted =
+                    squad_routing::trace::to_position_ids(lines.iter().map(String::as_str))
+                        .map_err(|e| CliError::failure(e.to_string()))?;
+                for line in converted {
+                    outln!(ctx, "{line}")?;
+                }
+                return Ok(0);
+            }
             for line in g.lines() {
                 outln!(ctx, "{line}")?;
             }
@@ -262,6 +352,57 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
         }
         Sub::Simulate(a) => simulate::run(a, ctx),
     }
+}
+
+/// The `--stats` line.
+fn stats_line(workers: usize, events: usize, seconds: f64) -> String {
+    let rate = if seconds > 0.0 {
+        events as f64 / seconds
+    } else {
+        0.0
+    };
+    format!(
+        "route replay: workers {workers}, events {events}, seconds {seconds:.3}, events per second {rate:.0}"
+    )
+}
+
+/// Replays into a PostgreSQL database with `workers` connections.
+fn replay_postgres(
+    ctx: &Ctx,
+    trace: &Path,
+    engine: &Engine,
+    url: &str,
+    workers: usize,
+    stats: bool,
+) -> CmdResult {
+    let mut lines = Vec::new();
+    for_each_line(ctx, trace, |line| {
+        lines.push(line.to_owned());
+        Ok(())
+    })?;
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let r = squad_routing::postgres::replay_parallel(url, engine, &refs, workers).map_err(|e| {
+        use squad_routing::ErrorKind;
+        match e.kind() {
+            ErrorKind::Storage => CliError::failure(e.to_string()),
+            ErrorKind::UnknownReference => CliError::usage(e.to_string()).with_hint(
+                "on PostgreSQL, ids derive from event positions: a trace naming the ids a \
+                 counter minted needs `squad route generate --ids position` (or \
+                 squad_routing::trace::to_position_ids)",
+            ),
+            _ => CliError::usage(e.to_string()),
+        }
+    })?;
+    let mut out = Vec::new();
+    for line in &r.outputs {
+        out.extend_from_slice(line.as_bytes());
+        out.push(b'\n');
+    }
+    ctx.out_bytes(&out)?;
+    if stats {
+        errln!("{}", r.stats_line());
+    }
+    Ok(0)
 }
 
 /// Replays every line; returns the decision lines and the replay (with its directory).

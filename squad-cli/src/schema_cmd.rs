@@ -12,15 +12,18 @@ pub(crate) enum SchemaName {
     NoteEntry,
     /// The `notify` object of `.squad/state.json`.
     NotifyState,
+    /// The `approval` object of `.squad/state.json` (runs, pending gates, recent decisions).
+    ApprovalState,
     /// A line of a routing trace (`squad route replay`).
     Trace,
 }
 
 impl SchemaName {
     /// Every shipped schema, in the order `--help` lists them.
-    pub(crate) const ALL: [SchemaName; 3] = [
+    pub(crate) const ALL: [SchemaName; 4] = [
         SchemaName::NoteEntry,
         SchemaName::NotifyState,
+        SchemaName::ApprovalState,
         SchemaName::Trace,
     ];
 
@@ -29,6 +32,7 @@ impl SchemaName {
         match self {
             SchemaName::NoteEntry => Schema::NoteEntry.name(),
             SchemaName::NotifyState => Schema::NotifyState.name(),
+            SchemaName::ApprovalState => Schema::ApprovalState.name(),
             SchemaName::Trace => "trace",
         }
     }
@@ -38,6 +42,7 @@ impl SchemaName {
         match self {
             SchemaName::NoteEntry => Schema::NoteEntry.text(),
             SchemaName::NotifyState => Schema::NotifyState.text(),
+            SchemaName::ApprovalState => Schema::ApprovalState.text(),
             SchemaName::Trace => squad_routing::trace::TRACE_SCHEMA,
         }
     }

@@ -245,7 +245,20 @@ impl StateDir {
     /// # Errors
     /// As [`StateDir::write_atomic`].
     pub fn append(&self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
-        let rel = RelPath::new(rel.as_ref())?;
+        self.append_with(rel.as_ref(), bytes, true)
+    }
+
+    /// [`StateDir::append`] without the fsync, for a file whose loss in a crash does not matter
+    /// (a lock ticket that dies with its process anyway).
+    ///
+    /// # Errors
+    /// As [`StateDir::append`].
+    pub fn append_unsynced(&self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
+        self.append_with(rel.as_ref(), bytes, false)
+    }
+
+    fn append_with(&self, rel: &Path, bytes: &[u8], sync: bool) -> Result<()> {
+        let rel = RelPath::new(rel)?;
         let root = self.require_root()?;
         let (dir, name) = self.walk_create(&root, &rel)?;
         let mut opts = OpenOptions::new();
@@ -254,7 +267,7 @@ impl StateDir {
             .open_with(name, &opts)
             .map_err(|e| self.classify(&dir, name, &rel, "append", e))?;
         f.write_all(bytes)
-            .and_then(|()| f.sync_data())
+            .and_then(|()| if sync { f.sync_data() } else { Ok(()) })
             .map_err(|e| Error::io("append", self.display_path(&rel), e))
     }
 
@@ -265,7 +278,20 @@ impl StateDir {
     /// [`ErrorKind::InvalidPath`], [`ErrorKind::Symlink`] for a symlinked directory on the
     /// way, [`ErrorKind::Io`].
     pub fn remove(&self, rel: impl AsRef<Path>) -> Result<bool> {
-        let rel = RelPath::new(rel.as_ref())?;
+        self.remove_with(rel.as_ref(), true)
+    }
+
+    /// [`StateDir::remove`] without syncing the directory, for a file whose return after a
+    /// crash does not matter (a lock ticket, which a crash leaves dead anyway).
+    ///
+    /// # Errors
+    /// As [`StateDir::remove`].
+    pub fn remove_unsynced(&self, rel: impl AsRef<Path>) -> Result<bool> {
+        self.remove_with(rel.as_ref(), false)
+    }
+
+    fn remove_with(&self, rel: &Path, sync: bool) -> Result<bool> {
+        let rel = RelPath::new(rel)?;
         let Some(root) = self.open_root(false)? else {
             return Ok(false);
         };
@@ -274,7 +300,9 @@ impl StateDir {
         };
         match dir.remove_file(name) {
             Ok(()) => {
-                let _ = sync_dir(&dir);
+                if sync {
+                    let _ = sync_dir(&dir);
+                }
                 Ok(true)
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),

@@ -368,3 +368,31 @@ fn outside_untouched_but_the_temp_file(w: &World) {
     names.sort();
     assert_eq!(names, [".secret.md.tmp-999999999-0", "secret.md"]);
 }
+
+#[test]
+fn unsynced_append_and_remove_do_what_the_synced_ones_do_and_refuse_the_same_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir::new(dir.path());
+    state.append_unsynced("q/ticket", b"one\n").unwrap();
+    state.append_unsynced("q/ticket", b"two\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("q/ticket")).unwrap(),
+        "one\ntwo\n"
+    );
+    assert!(state.remove_unsynced("q/ticket").unwrap());
+    assert!(!state.remove_unsynced("q/ticket").unwrap(), "already gone");
+    assert!(!dir.path().join("q/ticket").exists());
+    for bad in ["../escape", "/abs", "q/../../x", ""] {
+        assert!(state.append_unsynced(bad, b"x").is_err(), "{bad:?}");
+        assert!(state.remove_unsynced(bad).is_err(), "{bad:?}");
+    }
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(dir.path().join("q"), dir.path().join("link")).unwrap();
+        assert!(state.append_unsynced("link/ticket", b"x").is_err());
+        assert!(
+            !dir.path().join("q/ticket").exists(),
+            "nothing written through the link"
+        );
+    }
+}

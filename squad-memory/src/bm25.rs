@@ -10,6 +10,7 @@ use rust_stemmers::{Algorithm, Stemmer};
 type FnvMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 const K1: f64 = 1.2;
+
 const B: f64 = 0.75;
 
 /// Common English words that carry no topic (articles, pronouns, auxiliaries, question words),
@@ -98,6 +99,173 @@ fn each_raw_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
             }
         }
     }
+}
+
+/// `true` when an ASCII word has a case boundary at `i` (`i > 0`): a lowercase letter or digit
+/// then a capital (`blob|Storage`), or the last capital of an acronym before a lowercase letter
+/// (`HTTP|Server`).
+fn case_boundary(w: &[u8], i: usize) -> bool {
+    let (p, c) = (w[i - 1], w[i]);
+    c.is_ascii_uppercase()
+        && (p.is_ascii_lowercase()
+            || (p.is_ascii_uppercase() && w.get(i + 1).is_some_and(u8::is_ascii_lowercase)))
+}
+
+/// Calls `f` with each part of a PascalCase or camelCase ASCII word (`BlobStorageClient`:
+/// `Blob`, `Storage`, `Client`; `HTTPServer`: `HTTP`, `Server`), as written, when it has two
+/// parts or more. Parts of one character are skipped (as one-letter words are).
+fn camel_parts<'w>(w: &'w str, mut f: impl FnMut(&'w str)) {
+    let b = w.as_bytes();
+    let mut start = 0;
+    for i in 1..b.len() {
+        if case_boundary(b, i) {
+            if i - start >= 2 {
+                f(&w[start..i]);
+            }
+            start = i;
+        }
+    }
+    if start > 0 && b.len() - start >= 2 {
+        f(&w[start..]);
+    }
+}
+
+/// `true` for the characters that join the parts of a dotted, kebab or snake identifier.
+fn joiner(b: u8) -> bool {
+    matches!(b, b'.' | b'-' | b'_')
+}
+
+/// Calls `f` with the extra words a text's compound identifiers stand for, lowercased in
+/// `buf`: the parts of each PascalCase or camelCase word, and the whole of each dotted, kebab
+/// or snake identifier written as one word (`Contoso.Extensions.Http`: `contosoextensionshttp`;
+/// `blob-storage-client`: `blobstorageclient`). Plain words are not repeated here (the word
+/// scan counts them). ASCII only: identifiers are.
+fn each_compound_word(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
+    let b = text.as_bytes();
+    // Camel parts: a capital right after a lowercase letter, found 8 bytes at a time.
+    let mut i = 1;
+    let mut done_to = 0;
+    while i < b.len() {
+        if i + 8 <= b.len() && !has_capital(&b[i..i + 8]) {
+            i += 8;
+            continue;
+        }
+        if i >= done_to && case_boundary(b, i) && b[i - 1].is_ascii_alphanumeric() {
+            // The whole ASCII word around `i`.
+            let mut s = i;
+            while s > 0 && b[s - 1].is_ascii_alphanumeric() {
+                s -= 1;
+            }
+            let mut e = i;
+            while e < b.len() && b[e].is_ascii_alphanumeric() {
+                e += 1;
+            }
+            let multibyte = (s > 0 && b[s - 1] >= 0x80) || b.get(e).is_some_and(|&c| c >= 0x80);
+            if !multibyte {
+                // `s` and `e` sit next to ASCII bytes or the ends: character boundaries.
+                camel_parts(&text[s..e], |p| {
+                    lower(p, buf);
+                    f(buf);
+                });
+            }
+            done_to = e;
+            i = e;
+            continue;
+        }
+        i += 1;
+    }
+    // Wholes of joined identifiers: runs of ASCII letters and digits joined by `.`, `-`, `_`.
+    let mut next = 0;
+    for p in memchr::memchr3_iter(b'.', b'-', b'_', b) {
+        if p < next || p == 0 || !b[p - 1].is_ascii_alphanumeric() {
+            continue;
+        }
+        if !b.get(p + 1).is_some_and(u8::is_ascii_alphanumeric) {
+            continue;
+        }
+        let mut s = p;
+        while s > 0 && b[s - 1].is_ascii_alphanumeric() {
+            s -= 1;
+        }
+        let mut e = p;
+        let mut parts = 1;
+        while e < b.len() && joiner(b[e]) && b.get(e + 1).is_some_and(u8::is_ascii_alphanumeric) {
+            e += 1;
+            while e < b.len() && b[e].is_ascii_alphanumeric() {
+                e += 1;
+            }
+            parts += 1;
+        }
+        next = e;
+        let multibyte = (s > 0 && b[s - 1] >= 0x80) || b.get(e).is_some_and(|&c| c >= 0x80);
+        if parts < 2 || multibyte {
+            continue;
+        }
+        buf.clear();
+        buf.extend(
+            b[s..e]
+                .iter()
+                .filter(|c| c.is_ascii_alphanumeric())
+                .map(|c| char::from(c.to_ascii_lowercase())),
+        );
+        f(buf);
+    }
+}
+
+/// `true` when one of 8 bytes is an ASCII capital.
+fn has_capital(b: &[u8]) -> bool {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut w = [0u8; 8];
+    w.copy_from_slice(b);
+    let x = u64::from_ne_bytes(w);
+    let x7 = x & LOW7;
+    // Per byte (no carries: each is below 0x80): the high bit set when >= 'A', and when > 'Z'.
+    let ge_a = x7 + 0x3f3f_3f3f_3f3f_3f3f;
+    let gt_z = x7 + 0x2525_2525_2525_2525;
+    (ge_a & !gt_z & !x & HIGH) != 0
+}
+
+/// The wholes and acronyms a query's phrases stand for, as lowercased words: the words of each
+/// run of two to four content words written one after the other (`Blob Storage Client`:
+/// `blobstorageclient`, `storageclient`, ...), and, for runs of capitalised words, their
+/// initials (`Event Grid`: `eg`).
+fn phrase_words(query: &str) -> (Vec<String>, Vec<String>) {
+    let mut words: Vec<&str> = Vec::new();
+    each_raw_word(query, |w| words.push(w));
+    let mut wholes = Vec::new();
+    let mut acronyms = Vec::new();
+    let mut buf = String::new();
+    let content: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| {
+            lower(w, &mut buf);
+            !is_stop(&buf)
+        })
+        .collect();
+    for n in 2..=4usize {
+        for win in content.windows(n) {
+            let mut whole = String::new();
+            for w in win {
+                lower(w, &mut buf);
+                whole.push_str(&buf);
+            }
+            wholes.push(whole);
+            let capitalised = win
+                .iter()
+                .all(|w| w.chars().next().is_some_and(char::is_uppercase));
+            if capitalised {
+                let initials: String = win
+                    .iter()
+                    .filter_map(|w| w.chars().next())
+                    .flat_map(char::to_lowercase)
+                    .collect();
+                acronyms.push(initials);
+            }
+        }
+    }
+    (wholes, acronyms)
 }
 
 /// Short forms developers write for longer words, as stems: a query holding one also asks for
@@ -245,7 +413,8 @@ fn starts_of(p: &str, out: &mut Vec<Vec<u8>>) {
 }
 
 /// A query ready to score documents with Okapi BM25 (k1 = 1.2, b = 0.75), reading each
-/// document once.
+/// document once. Each term's IDF is scaled by its rarity relative to the query's rarest term
+/// present in the documents (IDF / that IDF): rare words decide, shared common words do not.
 ///
 /// Only the query's terms are counted: a document word counts when its stem is one of the
 /// query's stems (weight 1.0), the short or long form of one (`PR` and `pull request`,
@@ -256,6 +425,14 @@ fn starts_of(p: &str, out: &mut Vec<Vec<u8>>) {
 pub(crate) struct Scorer {
     stems: Vec<String>,
     expansions: Vec<String>,
+    /// Stems of the query's compound names written as one word (its phrases joined, the parts of
+    /// its camelCase words): full weight.
+    compounds: Vec<String>,
+    /// Stems of the initials of the query's capitalised phrases (`Event Grid`: `eg`): weaker.
+    acronyms: Vec<String>,
+    /// The first two bytes of every word that may count (bit `b0 * 256 + b1`), for the compound
+    /// scan.
+    prefixes: Vec<u64>,
     starts: Option<AhoCorasick>,
     /// A query stem too short to search for by its start (one character): every word is read.
     every_word: bool,
@@ -280,9 +457,40 @@ const BATCH: usize = 64 * 1024;
 impl Scorer {
     /// A scorer for `query`, with no documents yet.
     pub(crate) fn new(query: &str) -> Self {
+        let stemmer = Stemmer::create(Algorithm::English);
         let mut stems = tokenize(query);
+        // The parts of the query's camelCase words ask for the parts too.
+        let mut buf = String::new();
+        let mut parts = Vec::new();
+        each_raw_word(query, |w| {
+            if w.is_ascii() {
+                camel_parts(w, |p| {
+                    lower(p, &mut buf);
+                    if !is_stop(&buf) {
+                        parts.push(stemmer.stem(&buf).into_owned());
+                    }
+                });
+            }
+        });
+        stems.extend(parts);
         stems.sort();
         stems.dedup();
+        let (wholes, initials) = phrase_words(query);
+        let stem_all = |ws: Vec<String>| {
+            let mut out: Vec<String> = ws
+                .iter()
+                .map(|w| stemmer.stem(w).into_owned())
+                .filter(|w| w.len() >= 2 && !stems.contains(w))
+                .collect();
+            out.sort();
+            out.dedup();
+            out
+        };
+        let compounds = stem_all(wholes);
+        let acronyms: Vec<String> = stem_all(initials)
+            .into_iter()
+            .filter(|a| !compounds.contains(a))
+            .collect();
         let mut expansions: Vec<String> = Vec::new();
         for (short, long) in ABBREVIATIONS {
             if stems.iter().any(|q| q == short) {
@@ -293,7 +501,12 @@ impl Scorer {
             }
         }
         let mut patterns: Vec<Vec<u8>> = Vec::new();
-        for q in stems.iter().chain(&expansions) {
+        for q in stems
+            .iter()
+            .chain(&expansions)
+            .chain(&compounds)
+            .chain(&acronyms)
+        {
             starts_of(q, &mut patterns);
         }
         // The stems a query stem ends with (`subdirectori` asks for `directori`).
@@ -306,6 +519,13 @@ impl Scorer {
         }
         patterns.sort();
         patterns.dedup();
+        let mut prefixes = vec![0u64; 1024];
+        for p in &patterns {
+            if let [a, b, ..] = p[..] {
+                let bit = usize::from(a) * 256 + usize::from(b);
+                prefixes[bit / 64] |= 1 << (bit % 64);
+            }
+        }
         let every_word = stems.iter().chain(&expansions).any(|q| q.len() < 2);
         let starts = if patterns.is_empty() {
             None
@@ -318,9 +538,12 @@ impl Scorer {
         Self {
             stems,
             expansions,
+            compounds,
+            acronyms,
+            prefixes,
             starts,
             every_word,
-            stemmer: Stemmer::create(Algorithm::English),
+            stemmer,
             words: FnvMap::default(),
             terms: FnvMap::default(),
             weights: Vec::new(),
@@ -334,10 +557,12 @@ impl Scorer {
 
     /// The weight of a document stem for this query (0 when it does not count).
     fn weigh(&self, stem: &str) -> f64 {
-        if self.stems.iter().any(|q| q == stem) {
+        if self.stems.iter().any(|q| q == stem) || self.compounds.iter().any(|q| q == stem) {
             1.0
         } else if self.expansions.iter().any(|q| q == stem) {
             0.8
+        } else if self.acronyms.iter().any(|q| q == stem) {
+            0.4
         } else if self.stems.iter().any(|q| related(q, stem)) {
             0.5
         } else {
@@ -411,6 +636,7 @@ impl Scorer {
         if self.stems.is_empty() {
             return;
         }
+        self.count_compounds(text, times);
         if self.every_word {
             self.count_every_word(text, times);
             return;
@@ -516,7 +742,33 @@ impl Scorer {
         if let Some(l) = self.lens.last_mut() {
             *l += text.len() as u64 * u64::from(times);
         }
+        let every = std::mem::replace(&mut self.every_word, true);
+        self.count_compounds(text, times);
+        self.every_word = every;
         self.count_every_word(text, times);
+    }
+
+    /// Counts the parts and wholes of the compound identifiers of `text`
+    /// ([`each_compound_word`]) that may count for the query.
+    fn count_compounds(&mut self, text: &str, times: u32) {
+        let mut words: Vec<String> = Vec::new();
+        let prefixes = &self.prefixes;
+        let every = self.every_word;
+        each_compound_word(text, &mut String::new(), |w| {
+            let b = w.as_bytes();
+            let wanted = every
+                || matches!(b, [x, y, ..] if {
+                    let bit = usize::from(*x) * 256 + usize::from(*y);
+                    prefixes[bit / 64] & (1 << (bit % 64)) != 0
+                });
+            if wanted && !is_stop(w) {
+                words.push(w.to_owned());
+            }
+        });
+        for w in words {
+            self.buf = w;
+            self.count_buf(times);
+        }
     }
 
     /// Counts every word of `text` (no search by first characters).
@@ -556,9 +808,20 @@ impl Scorer {
             self.lens.iter().map(|&l| l as f64).sum::<f64>() / n
         };
         let mut scores = vec![0.0; self.lens.len()];
+        let idf_of = |df: usize| ((n - df as f64 + 0.5) / (df as f64 + 0.5) + 1.0).ln();
+        // The rarest of the query's terms in these documents (the squad's own files) sets the
+        // scale: a term weighs by its IDF times its rarity relative to that one, so sections
+        // sharing only the question's common words fall behind one sharing its rare word.
+        let rarest = self
+            .postings
+            .iter()
+            .filter(|l| !l.is_empty())
+            .map(|l| idf_of(l.len()))
+            .fold(0.0f64, f64::max);
         for (list, weight) in self.postings.iter().zip(&self.weights) {
-            let df = list.len() as f64;
-            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln() * weight;
+            let raw = idf_of(list.len());
+            let rarity = if rarest > 0.0 { raw / rarest } else { 1.0 };
+            let idf = raw * rarity * weight;
             for &(doc, tf) in list {
                 let d = doc as usize;
                 let norm = if avg > 0.0 {
@@ -574,7 +837,8 @@ impl Scorer {
     }
 }
 
-/// Okapi BM25 over a fixed set of documents (k1 = 1.2, b = 0.75). Terms come from
+/// Okapi BM25 over a fixed set of documents (k1 = 1.2, b = 0.75), each term's IDF scaled by
+/// its rarity relative to the query's rarest term in these documents. Terms come from
 /// [`tokenize`]'s rules; a query also matches the short and long forms of developer
 /// abbreviations (`PR`/`pull request`, `config`/`configuration`, ...) and near forms of its
 /// words (`licence`/`license`, `subdirectory`/`directory`) at a lower weight. Scoring reads
@@ -661,6 +925,37 @@ mod tests {
             ["dns", "cach", "ttl", "ärger"]
         );
         assert_eq!(tokenize("deploying deployed deploys"), ["deploy"; 3]);
+    }
+
+    #[test]
+    fn compound_words_are_the_parts_and_the_wholes() {
+        let words = |t: &str| {
+            let mut out = Vec::new();
+            each_compound_word(t, &mut String::new(), |w| out.push(w.to_owned()));
+            out
+        };
+        assert_eq!(
+            words("use BlobStorageClient now"),
+            ["blob", "storage", "client"]
+        );
+        assert_eq!(words("an HTTPServer, a getX"), ["http", "server", "get"]);
+        assert_eq!(
+            words("Contoso.Extensions.Http and queue-depth and retry_ms."),
+            ["contosoextensionshttp", "queuedepth", "retryms"]
+        );
+        // Plain words, sentence ends and list markers are not compounds; nor is text next to
+        // other scripts.
+        assert!(words("The end. Next - item; k8s v2 API ÉtéX naïveCase").is_empty());
+        let mut parts = Vec::new();
+        camel_parts("aBcD", |p| parts.push(p));
+        assert_eq!(parts, ["Bc"], "one-letter parts are skipped");
+    }
+
+    #[test]
+    fn query_phrases_give_wholes_and_initials() {
+        let (wholes, initials) = phrase_words("why is the Event Grid slow");
+        assert_eq!(wholes, ["eventgrid", "gridslow", "eventgridslow"]);
+        assert_eq!(initials, ["eg"]);
     }
 
     #[test]

@@ -147,6 +147,17 @@ pub struct Entry {
     pub merged: Vec<MemoryId>,
     /// The 1-based line of the heading in the file it was read from (0 when built in code).
     pub line: usize,
+    /// The heading's level: 3 (`### `) for most entries; a dated heading of another level
+    /// (`## 2026-04-01 Deploy timeout`) is an entry too, and is written back at its level.
+    #[serde(skip_serializing_if = "is_entry_level")]
+    pub level: u8,
+}
+
+/// The level entries are written at by default (`### `).
+pub(crate) const ENTRY_LEVEL: u8 = 3;
+
+fn is_entry_level(l: &u8) -> bool {
+    *l == ENTRY_LEVEL
 }
 
 /// Collapses runs of whitespace, for comparing texts that differ only in spacing.
@@ -252,6 +263,7 @@ impl Entry {
             topic: None,
             merged: Vec::new(),
             line: 0,
+            level: ENTRY_LEVEL,
         };
         (entry, parts.warning)
     }
@@ -297,9 +309,15 @@ impl Entry {
         })
     }
 
-    /// What makes two entries duplicates: the same heading and body, whitespace-normalised.
+    /// What makes two entries duplicates: the same heading (at the same level) and body,
+    /// whitespace-normalised.
     pub fn content_key(&self) -> (String, String) {
-        (normalize(&self.heading), normalize(&self.body))
+        let heading = if self.level == ENTRY_LEVEL {
+            normalize(&self.heading)
+        } else {
+            normalize(&self.heading_line())
+        };
+        (heading, normalize(&self.body))
     }
 
     /// The text searched for this entry: heading and body.
@@ -373,9 +391,22 @@ impl Entry {
         out
     }
 
-    fn write_to(&self, out: &mut String) {
-        out.push_str("### ");
+    /// The heading line as written: `### <heading>` (or the entry's own level).
+    pub fn heading_line(&self) -> String {
+        let mut s = String::with_capacity(self.heading.len() + 8);
+        self.push_heading_line(&mut s);
+        s
+    }
+
+    fn push_heading_line(&self, out: &mut String) {
+        let level = usize::from(self.level.clamp(1, 6));
+        out.extend(std::iter::repeat_n('#', level));
+        out.push(' ');
         out.push_str(&self.heading);
+    }
+
+    fn write_to(&self, out: &mut String) {
+        self.push_heading_line(out);
         out.push('\n');
         let mut field = |k: &str, v: &dyn fmt::Display| {
             out.push_str(&format!("**{k}:** {v}\n"));
@@ -549,14 +580,41 @@ impl Fence {
     }
 }
 
-/// The heading text when `line` opens an entry (`### <text>`, text not empty).
-fn is_entry_heading(line: &str) -> Option<&str> {
-    let rest = line.strip_prefix("###")?;
+/// The level and text of an ATX heading line (`#` to `######`, then a space or tab, text not
+/// empty).
+fn atx_heading(line: &str) -> Option<(u8, &str)> {
+    let level = line.bytes().take_while(|b| *b == b'#').count();
+    if !(1..=6).contains(&level) {
+        return None;
+    }
+    let rest = &line[level..];
     if !(rest.starts_with(' ') || rest.starts_with('\t')) {
         return None;
     }
     let t = rest.trim();
-    (!t.is_empty()).then_some(t)
+    // `level` is at most 6.
+    (!t.is_empty()).then_some((level as u8, t))
+}
+
+/// `true` when a heading's text holds a date (at its start, or anywhere in it).
+fn is_dated(text: &str) -> bool {
+    matches!(date::leading(text), Some(Ok(_))) || date::inside(text).is_some()
+}
+
+/// The level and text when `line` opens an entry: every `### <text>` heading, and a dated
+/// heading of another level (inside an entry, a dated heading below `###` is body text).
+fn entry_heading(line: &str, in_entry: bool) -> Option<(u8, &str)> {
+    if !line.starts_with('#') {
+        return None;
+    }
+    let (level, text) = atx_heading(line)?;
+    let opens = level == ENTRY_LEVEL || (!(in_entry && level > ENTRY_LEVEL) && is_dated(text));
+    opens.then_some((level, text))
+}
+
+/// The heading text when `line` opens an entry (`### <text>`, text not empty).
+fn is_entry_heading(line: &str) -> Option<&str> {
+    entry_heading(line, true).map(|(_, t)| t)
 }
 
 /// `true` for a `#` or `##` heading line (which ends an entry and opens a group).
@@ -942,13 +1000,18 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
             }
             continue;
         }
-        if let Some(h) = is_entry_heading(line) {
+        if let Some((level, h)) = entry_heading(line, open.is_some()) {
             if let Some(o) = open.take() {
                 close(o, &mut doc, &mut seen, &mut used);
             }
             let (mut entry, warning) = Entry::read_heading(h.to_owned());
+            if level < ENTRY_LEVEL {
+                // A dated `#`/`##` heading ends the group above it.
+                group = None;
+            }
             entry.group = group.clone();
             entry.line = n;
+            entry.level = level;
             if let Some(w) = warning {
                 doc.problems.push(Problem::warning(file, n, w));
             }

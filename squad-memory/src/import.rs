@@ -98,6 +98,36 @@ impl ImportOptions {
     }
 }
 
+/// The stage an import is at, for [`import_with_progress`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ImportStage {
+    /// Reading the source files (`done` of `total` files parsed).
+    Read,
+    /// The memory documents the import writes into have been read (reported once, when done).
+    Load,
+    /// Placing the sections read (`done` of `total` sections and free-text chunks).
+    Place,
+    /// Checking that every line read is in what is about to be written (`done` of `total`
+    /// documents).
+    Check,
+    /// Writing the documents, destinations first (`done` of `total`; none in a dry run).
+    Write,
+}
+
+/// How far an import is, passed to the callback of [`import_with_progress`]: `done` only grows
+/// within a stage, and stages come in the order of [`ImportStage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ImportProgress {
+    /// The stage.
+    pub stage: ImportStage,
+    /// Steps of the stage done.
+    pub done: usize,
+    /// Steps of the stage in all.
+    pub total: usize,
+}
+
 /// The hot template lines (case-insensitive, after list markers): they go to hot.
 const HOT_PREFIXES: [&str; 5] = [
     "current task:",
@@ -206,6 +236,38 @@ pub fn import(
     sources: &[ImportSource],
     options: &ImportOptions,
 ) -> Result<ImportReport> {
+    import_with_progress(store, target, sources, options, &mut |_| {})
+}
+
+/// [`import`], calling `progress` as it goes (to show progress on a terminal: the CLI does,
+/// on stderr, only when it is one).
+///
+/// ```
+/// use squad_memory::{ImportOptions, ImportSource, ImportStage, ImportTarget, InMemoryStore, import_with_progress};
+///
+/// let store = InMemoryStore::new();
+/// let src = ImportSource { name: "history.md".into(), text: "### 2026-03-14: Token refresh\nRefresh early.\n".into() };
+/// let mut seen = Vec::new();
+/// import_with_progress(&store, &ImportTarget::Agent("data".parse()?), &[src],
+///     &ImportOptions::new("2026-11-30T00:00:00Z".parse()?), &mut |p| seen.push((p.stage, p.done, p.total)))?;
+/// assert_eq!(seen.first(), Some(&(ImportStage::Read, 0, 1)));
+/// assert_eq!(seen.last(), Some(&(ImportStage::Write, 1, 1)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`import`].
+pub fn import_with_progress(
+    store: &dyn MemoryStore,
+    target: &ImportTarget,
+    sources: &[ImportSource],
+    options: &ImportOptions,
+    progress: &mut dyn FnMut(ImportProgress),
+) -> Result<ImportReport> {
+    let mut step = |stage: ImportStage, done: usize, total: usize| {
+        progress(ImportProgress { stage, done, total });
+    };
     let (agent, topic) = match target {
         ImportTarget::Agent(a) => (Some(a.as_str()), None),
         ImportTarget::Wiki(t) => (None, Some(t.as_str())),
@@ -234,7 +296,8 @@ pub fn import(
     };
     let mut inputs = Vec::new();
     let mut wanted: Vec<String> = Vec::new();
-    for src in sources {
+    for (i, src) in sources.iter().enumerate() {
+        step(ImportStage::Read, i, sources.len());
         let doc = MemoryDoc::parse_with(&src.name, &src.text, ParseOptions { fields: false })?;
         report.warnings.extend(doc.problems.iter().cloned());
         report.entries += doc.entries().count();
@@ -242,6 +305,7 @@ pub fn import(
         inputs.push(doc);
     }
     report.lines_in = wanted.len();
+    step(ImportStage::Read, sources.len(), sources.len());
 
     // The documents involved, and every id already used in them.
     let mut hot: Option<Target> = None;
@@ -266,6 +330,8 @@ pub fn import(
             }
         }
     }
+    let loaded = usize::from(hot.is_some()) + others.len();
+    step(ImportStage::Load, loaded, loaded);
     let mut used: HashSet<MemoryId> = HashSet::new();
     let mut present: HashSet<(String, String)> = HashSet::new();
     let mut free_present: HashSet<String> = HashSet::new();
@@ -283,7 +349,11 @@ pub fn import(
     // What is new: entries, free-text chunks and hot lines, in file order.
     let mut new_items: Vec<Item> = Vec::new();
     let mut hot_lines: Vec<String> = Vec::new();
+    let sections: usize = inputs.iter().map(|d| d.items.len()).sum();
+    let mut placed = 0;
     for (doc, src) in inputs.iter().zip(sources) {
+        step(ImportStage::Place, placed, sections);
+        placed += doc.items.len();
         let chunks = chunk_ranges(&doc.items);
         let mut next_chunk = chunks.iter().peekable();
         for (i, item) in doc.items.iter().enumerate() {
@@ -354,6 +424,8 @@ pub fn import(
             }
         }
     }
+
+    step(ImportStage::Place, sections, sections);
 
     // Hot lines go to hot while it stays within its cap; the rest stay with the free text.
     if let Some(h) = hot.as_mut() {
@@ -428,18 +500,20 @@ pub fn import(
         planned.push((t, t.parsed.to_stable_text(&t.doc.path())));
     }
     let mut stored: HashSet<String> = HashSet::new();
-    for (t, text) in &planned {
+    for (i, (t, text)) in planned.iter().enumerate() {
+        step(ImportStage::Check, i, planned.len());
         let back = MemoryDoc::parse(&t.doc.path(), text)?;
         for l in back.free_lines() {
             stored.insert(normalize(&l.text));
         }
         for e in back.entries() {
-            stored.insert(normalize(&format!("### {}", e.heading)));
+            stored.insert(normalize(&e.heading_line()));
             stored.extend(crate::entry::lines(&e.body).map(normalize));
             // Each entry is written ending with `---`.
             stored.insert("---".into());
         }
     }
+    step(ImportStage::Check, planned.len(), planned.len());
     report.lines_stored = wanted.iter().filter(|k| stored.contains(*k)).count();
     if let Some(missing) = wanted.iter().find(|k| !stored.contains(*k)) {
         return Err(Error::new(
@@ -453,8 +527,17 @@ pub fn import(
     }
 
     // Write: destinations first (archive or continuations), then the main document, then hot.
+    let changed = |t: &Target, text: &str| {
+        !(t.old.as_deref() == Some(text) || (t.old.is_none() && text.trim().is_empty()))
+    };
+    let writes = if options.dry_run {
+        0
+    } else {
+        planned.iter().filter(|(t, text)| changed(t, text)).count()
+    };
+    step(ImportStage::Write, 0, writes);
     for (t, text) in &planned {
-        if t.old.as_deref() == Some(text.as_str()) || (t.old.is_none() && text.trim().is_empty()) {
+        if !changed(t, text) {
             continue;
         }
         report.plan.push(PlannedDoc {
@@ -476,6 +559,7 @@ pub fn import(
                 format!("{} does not read back as written", t.doc.path()),
             ));
         }
+        step(ImportStage::Write, report.plan.len(), writes);
     }
     tracing::info!(
         lines_in = report.lines_in,
@@ -544,8 +628,9 @@ fn overflow_to_archive(
             cold.doc.path(),
             1,
             format!(
-                "{moved} entries moved to {} to keep cold within its {cap}-byte cap (searchable, \
+                "{moved} {} moved to {} to keep cold within its {cap}-byte cap (searchable, \
                  and loaded when relevant)",
+                if moved == 1 { "entry" } else { "entries" },
                 archive.doc.path()
             ),
         ));

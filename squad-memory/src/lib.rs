@@ -7,6 +7,7 @@ mod date;
 mod entry;
 mod error;
 mod import;
+mod lock;
 mod matrix;
 mod name;
 mod ops;
@@ -23,7 +24,11 @@ pub use bm25::{Bm25, tokenize};
 pub use date::parse_date;
 pub use entry::{Entry, FreeLine, Item, Kind, MemoryDoc, ParseOptions};
 pub use error::{Error, ErrorKind, Level, Problem, Result};
-pub use import::{ImportOptions, ImportReport, ImportSource, ImportTarget, PlannedDoc, import};
+pub use import::{
+    ImportOptions, ImportProgress, ImportReport, ImportSource, ImportStage, ImportTarget,
+    PlannedDoc, import, import_with_progress,
+};
+pub use lock::{MAX_LOCK_WAIT, Ticket};
 pub use matrix::{LoadPlan, Situation, TierSet};
 pub use name::{MAX_NAME_LEN, MemoryId, TopicName};
 pub use ops::{Found, Hit, add, search, show, supersede};

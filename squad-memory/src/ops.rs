@@ -14,7 +14,8 @@ use crate::store::{DocRef, MemoryStore, Tier};
 /// Adds `entry` at the end of `agent`'s hot file, under the store lock.
 ///
 /// Adding an entry identical to one already in hot (same heading and body) changes nothing and
-/// returns the one there.
+/// returns the one there. The entry returned carries its line in the hot file
+/// ([`Entry::line`]).
 ///
 /// ```
 /// use squad_memory::{Budget, DocRef, Entry, InMemoryStore, Kind, MemoryStore, add};
@@ -32,8 +33,9 @@ use crate::store::{DocRef, MemoryStore, Tier};
 ///
 /// [`ErrorKind::InvalidInput`] when the body holds lines the file format reads as structure
 /// ([`Entry::body_problems`]), when hot cannot be read as a memory file, or when the entry would
-/// take hot over its cap (the message says to run the Scribe); [`ErrorKind::Locked`] while a
-/// Scribe runs; [`ErrorKind::Backend`] on storage failure.
+/// take hot over its cap (the message says to run the Scribe); [`ErrorKind::Locked`] when
+/// another writer still holds the store lock after the store's wait; [`ErrorKind::Backend`] on
+/// storage failure.
 pub fn add(
     store: &dyn MemoryStore,
     agent: &AgentName,
@@ -86,6 +88,12 @@ pub fn add(
         ));
     }
     store.write(&doc_ref, &text)?;
+    // Where the entry now is: its heading's line in the file as written.
+    if let Ok(written) = MemoryDoc::parse(&doc_ref.path(), &text)
+        && let Some(e) = written.entries().find(|e| e.id == entry.id)
+    {
+        entry.line = e.line;
+    }
     Ok(entry)
 }
 
@@ -163,7 +171,8 @@ pub fn show(store: &dyn MemoryStore, id: &MemoryId) -> Result<Found> {
 ///
 /// [`ErrorKind::NotFound`] when either id is unknown; [`ErrorKind::InvalidInput`] when `old`
 /// and `by` are the same, when `old` is already superseded by another entry, or when several
-/// documents hold `old`; [`ErrorKind::Locked`] while a Scribe runs.
+/// documents hold `old`; [`ErrorKind::Locked`] when another writer still holds the store lock
+/// after the store's wait.
 pub fn supersede(store: &dyn MemoryStore, old: &MemoryId, by: &MemoryId) -> Result<Found> {
     let op = "memory.supersede";
     if old == by {

@@ -31,11 +31,12 @@ pub struct Budget {
     /// (default 20 KiB); also the size `validate` allows a wiki file.
     pub wiki_doc: usize,
     /// How many sections (entries, parts of long entries, or free-text chunks) of cold, the
-    /// archive and the wiki load at most, together, chosen by relevance or recency (default
-    /// 10).
+    /// archive and the wiki load, together, chosen by relevance or recency (default 10); with a
+    /// task text, sections scoring within 3 % of the last one in (near-ties) load too, up to
+    /// twice this.
     pub top_k: usize,
     /// The relevance cut-off, in percent of the best match's score: a section scoring less is
-    /// not loaded (default 25).
+    /// not loaded (default 20).
     pub cutoff_percent: u8,
     /// The size a cold file may reach before `validate` reports it (default 64 KiB); the Scribe
     /// and import move the oldest entries to the archive rather than write more.
@@ -49,7 +50,7 @@ impl Default for Budget {
             hot_plus_cold: 16 * 1024,
             wiki_doc: 20 * 1024,
             top_k: 10,
-            cutoff_percent: 25,
+            cutoff_percent: 20,
             cold_file: 64 * 1024,
         }
     }
@@ -599,11 +600,22 @@ fn pack<'t>(blocks: Vec<Vec<&'t str>>) -> Vec<Vec<&'t str>> {
     let mut out: Vec<Vec<&'t str>> = Vec::new();
     for b in split {
         match out.last_mut() {
-            Some(last) if size(last) + size(&b) <= PIECE_TARGET => last.extend(b),
+            Some(last)
+                if size(last) + size(&b) <= PIECE_TARGET
+                    && !b.first().is_some_and(|l| opens_part(l)) =>
+            {
+                last.extend(b)
+            }
             _ => out.push(b),
         }
     }
     out
+}
+
+/// `true` for a line that starts a part of its own: a heading (`####` and below; a heading of
+/// a higher level already starts its own section).
+fn opens_part(line: &str) -> bool {
+    line.starts_with("####")
 }
 
 /// `true` for a line holding only whitespace (most lines are told by their first byte).
@@ -684,6 +696,8 @@ struct Span {
     fence: Option<Fence>,
     bytes: usize,
     fenced: bool,
+    /// It starts with a heading: never merged into the part before it.
+    heading: bool,
 }
 
 impl Span {
@@ -700,6 +714,7 @@ impl Span {
             fence,
             bytes: 0,
             fenced,
+            heading: opens_part(line),
         });
         s.end = next;
         s.bytes += line.len() + 1;
@@ -711,7 +726,7 @@ fn pieces(body: &str) -> Vec<Piece<'_>> {
     // Blocks are cut, split when large and merged as they come: one pass, one list.
     let mut out: Vec<Span> = Vec::new();
     let merge = |out: &mut Vec<Span>, p: Span| match out.last_mut() {
-        Some(last) if last.bytes + p.bytes <= PIECE_TARGET => {
+        Some(last) if last.bytes + p.bytes <= PIECE_TARGET && !p.heading => {
             last.end = p.end;
             last.bytes += p.bytes;
         }
@@ -1060,13 +1075,18 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
     let mut cold_left = cold_budget;
     let mut chosen: Vec<(usize, Option<f64>)> = Vec::new();
     let before = left.len();
+    let mut top_k = budget.top_k;
     if !pool.is_empty() {
         let (order, scores) = select_order(&pool, plan.task.as_deref());
-        let best = order
-            .first()
-            .and_then(|&i| scores.as_ref().map(|s| s[i]))
-            .unwrap_or(0.0);
-        let cutoff = best * f64::from(budget.cutoff_percent) / 100.0;
+        let limits = match &scores {
+            Some(s) => Limits::adapt(&order, s, budget),
+            None => Limits {
+                cutoff: 0.0,
+                top_k: budget.top_k,
+            },
+        };
+        let cutoff = limits.cutoff;
+        top_k = limits.top_k;
         let mut seen_content: HashSet<((String, String), usize)> = HashSet::new();
         // Parts of one section that match nothing come one after the other (same score, same
         // date, file order) and are listed as one item: (entry, parts so far, its index).
@@ -1107,7 +1127,7 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
                 left.push(u.left(score, Reason::NotRelevant));
                 continue;
             }
-            if chosen.len() >= budget.top_k {
+            if chosen.len() >= limits.top_k {
                 left.push(u.left(score, Reason::Rank));
                 continue;
             }
@@ -1237,7 +1257,8 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
         }
         reports.insert(Tier::Wiki, report);
     }
-    selection_notice(&mut notices, &left[before..], budget, cold_budget);
+    let used = Budget { top_k, ..*budget };
+    selection_notice(&mut notices, &left[before..], &used, cold_budget);
 
     for r in reports.values_mut() {
         r.estimated_tokens = estimate(r.bytes);
@@ -1261,6 +1282,43 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
         },
     })
 }
+
+/// The relevance cut-off and the number of sections to load, adapted to the scores.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Limits {
+    cutoff: f64,
+    top_k: usize,
+}
+
+impl Limits {
+    /// From the scores, best first in `order`: the cut-off is `cutoff_percent` of the best
+    /// score, and `top_k` grows past the budget's while the next sections score within 3 % of
+    /// the last one in (near-ties: their order is noise, so none of them is cut by rank alone),
+    /// up to twice the budget's. The byte budgets still cap what loads.
+    fn adapt(order: &[usize], scores: &[f64], budget: &Budget) -> Self {
+        let matched: Vec<f64> = order
+            .iter()
+            .map(|&i| scores[i])
+            .take_while(|s| *s > 0.0)
+            .collect();
+        let best = matched.first().copied().unwrap_or(0.0);
+        let cutoff = best * f64::from(budget.cutoff_percent) / 100.0;
+        let mut top_k = budget.top_k;
+        if let Some(&edge) = top_k.checked_sub(1).and_then(|k| matched.get(k)) {
+            while top_k < 2 * budget.top_k
+                && matched
+                    .get(top_k)
+                    .is_some_and(|&s| s >= NEAR_TIE * edge && s >= cutoff)
+            {
+                top_k += 1;
+            }
+        }
+        Self { cutoff, top_k }
+    }
+}
+
+/// Scores at least this share of the last section loaded are near-ties ([`Limits::adapt`]).
+const NEAR_TIE: f64 = 0.97;
 
 /// The report of a file the prompt took `text` from.
 fn file_report(path: &str, text: &str) -> FileReport {

@@ -857,12 +857,20 @@ fn wiki_target(
 /// Hot free text as session entries, one per `#`/`##` section of it (the preamble first), each
 /// holding the section's lines verbatim. Returns the entries and the `#` title lines to keep
 /// as free text in cold (a `##` title becomes the entries' group).
+/// The group a `## ` heading line opens.
+fn group_of(h: &str) -> Option<&str> {
+    h.strip_prefix("## ").map(str::trim)
+}
+
 fn session_entries(hot: &MemoryDoc, now: Timestamp) -> (Vec<Entry>, Vec<String>) {
     let mut out = Vec::new();
     let mut titles = Vec::new();
     let mut chunk: Vec<&str> = Vec::new();
     let mut heading: Option<&str> = None;
-    let flush = |heading: Option<&str>, chunk: &mut Vec<&str>, out: &mut Vec<Entry>| {
+    let flush = |heading: Option<&str>,
+                 chunk: &mut Vec<&str>,
+                 out: &mut Vec<Entry>,
+                 titles: &mut Vec<String>| {
         let body: Vec<&str> = chunk
             .iter()
             .copied()
@@ -871,6 +879,13 @@ fn session_entries(hot: &MemoryDoc, now: Timestamp) -> (Vec<Entry>, Vec<String>)
         chunk.clear();
         let body = body.join("\n");
         if body.trim().is_empty() {
+            // A heading with nothing under it: kept as a title line of its own, unless an
+            // entry of hot sits under it (its group then brings the heading to cold).
+            if let Some(h) = heading
+                && !hot.entries().any(|e| e.group.as_deref() == group_of(h))
+            {
+                titles.push(h.to_owned());
+            }
             return;
         }
         let title = match heading {
@@ -878,9 +893,7 @@ fn session_entries(hot: &MemoryDoc, now: Timestamp) -> (Vec<Entry>, Vec<String>)
             None => "Session notes".to_owned(),
         };
         let mut e = session_entry(now, Kind::Note, &title, &body);
-        e.group = heading
-            .and_then(|h| h.strip_prefix("## "))
-            .map(|g| g.trim().to_owned());
+        e.group = heading.and_then(group_of).map(str::to_owned);
         out.push(e);
     };
     let mut fence: Option<Fence> = None;
@@ -894,7 +907,7 @@ fn session_entries(hot: &MemoryDoc, now: Timestamp) -> (Vec<Entry>, Vec<String>)
             continue;
         }
         if is_group_heading(&l.text) {
-            flush(heading, &mut chunk, &mut out);
+            flush(heading, &mut chunk, &mut out, &mut titles);
             heading = Some(l.text.as_str());
             if !l.text.starts_with("##") {
                 titles.push(l.text.clone());
@@ -904,6 +917,6 @@ fn session_entries(hot: &MemoryDoc, now: Timestamp) -> (Vec<Entry>, Vec<String>)
         fence = Fence::opens(&l.text);
         chunk.push(l.text.as_str());
     }
-    flush(heading, &mut chunk, &mut out);
+    flush(heading, &mut chunk, &mut out, &mut titles);
     (out, titles)
 }

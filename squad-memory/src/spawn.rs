@@ -6,7 +6,9 @@ use std::collections::HashSet;
 use squad_model::{AgentName, Timestamp};
 
 use crate::entry::MemoryDoc;
-use crate::error::{Error, ErrorKind, Problem, Result, or_skip};
+#[cfg(doc)]
+use crate::error::ErrorKind;
+use crate::error::{Error, Problem, Result, or_skip};
 use crate::matrix::LoadPlan;
 use crate::name::{MemoryId, TopicName};
 use crate::render::{Budget, Rendered, Source, SpawnInputs, render};
@@ -19,8 +21,9 @@ pub enum Touch {
     #[default]
     No,
     /// Record `last_loaded = at` on every cold entry loaded, which restarts its rolling TTL
-    /// (`squad memory spawn --touch`). Needs the store lock; when a Scribe holds it the refresh
-    /// is skipped and the manifest says `touched: false`.
+    /// (`squad memory spawn --touch`). Needs the store lock, and waits for it as the store is
+    /// configured; when another writer still holds it after that, [`spawn`] fails with
+    /// [`ErrorKind::Locked`] (nothing written).
     At(Timestamp),
 }
 
@@ -83,6 +86,7 @@ pub(crate) fn read_doc(
 ///
 /// [`ErrorKind::NotFound`] for a named wiki topic with no document;
 /// [`ErrorKind::InvalidInput`] when a named wiki topic cannot be read as a memory file;
+/// [`ErrorKind::Locked`] with [`Touch::At`] when the store lock stays held by another writer;
 /// [`ErrorKind::Backend`] on storage failure.
 pub fn spawn(
     store: &dyn MemoryStore,
@@ -146,19 +150,16 @@ pub fn spawn(
     Ok(rendered)
 }
 
-/// Sets `last_loaded = now` on the `loaded` cold entries, under the lock. `Ok(false)` when the
-/// lock is busy.
+/// Sets `last_loaded = now` on the `loaded` cold entries, under the lock (waiting for it as the
+/// store is configured; [`ErrorKind::Locked`] when the wait runs out). `Ok(false)` when there is
+/// no cold document.
 fn refresh(
     store: &dyn MemoryStore,
     agent: &AgentName,
     loaded: &HashSet<MemoryId>,
     now: Timestamp,
 ) -> Result<bool> {
-    let _lock = match store.lock() {
-        Ok(l) => l,
-        Err(e) if e.kind() == ErrorKind::Locked => return Ok(false),
-        Err(e) => return Err(e),
-    };
+    let _lock = store.lock()?;
     let doc_ref = DocRef::Cold(agent.clone());
     let Some(text) = store.read(&doc_ref)? else {
         return Ok(false);

@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use squad_fs::{EntryKind, StateDir};
 use squad_model::AgentName;
@@ -135,7 +136,8 @@ impl fmt::Debug for StoreLock {
 /// - Documents are independent: writing one never changes another.
 /// - A write is atomic and durable: after `write` returns `Ok`, every later `read` returns the new
 ///   text in full, also after a crash; a failed write leaves the old text in place.
-/// - `lock` gives at most one holder at a time; the Scribe holds it while it rewrites tiers.
+/// - `lock` gives at most one holder at a time; every writer (the Scribe, `add`, `supersede`,
+///   `import`, a spawn's touch) holds it while it rewrites documents.
 ///
 /// # Behavior
 ///
@@ -143,7 +145,9 @@ impl fmt::Debug for StoreLock {
 /// - [`write`](MemoryStore::write): creates or replaces; idempotent.
 /// - [`list`](MemoryStore::list): the names present in a tier, sorted; names that are not valid
 ///   for the tier are returned too (so `validate` can report them).
-/// - [`lock`](MemoryStore::lock): [`ErrorKind::Locked`] at once (no waiting) when held.
+/// - [`lock`](MemoryStore::lock): when held, waits as long as the store is configured to (in
+///   arrival order: [`FsStore::with_lock_wait`]), then fails with [`ErrorKind::Locked`]; a store
+///   with no wait configured (the default, and [`InMemoryStore`]) fails at once.
 ///
 /// # Implementing
 ///
@@ -179,11 +183,14 @@ pub trait MemoryStore: Send + Sync + fmt::Debug {
     /// [`ErrorKind::Backend`] on I/O failure.
     fn list(&self, tier: Tier) -> Result<Vec<String>>;
 
-    /// Takes the single-writer lock, or fails at once with [`ErrorKind::Locked`].
+    /// Takes the single-writer lock, waiting for it as long as the store is configured to (not
+    /// at all by default).
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Locked`] when another holder has it; [`ErrorKind::Backend`] on I/O failure.
+    /// [`ErrorKind::Locked`] when another holder still has it once the wait is over (the
+    /// message names the holder when the store knows it); [`ErrorKind::Backend`] on I/O
+    /// failure.
     fn lock(&self) -> Result<StoreLock>;
 
     /// Problems the store sees outside the documents: for a file system, symlinks and special
@@ -256,7 +263,7 @@ fn locked_error() -> Error {
     Error::new(
         ErrorKind::Locked,
         "memory.lock",
-        "another Scribe holds the memory lock; try again when it finishes",
+        "another writer holds the memory lock",
     )
 }
 
@@ -306,13 +313,38 @@ pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// Every access goes through [`squad_fs::StateDir`]: no symlink below the state root is ever
 /// followed (a symlinked `memory`, tier directory or file is an error naming it, never read or
 /// written through), writes are atomic (temporary file, fsync, rename, directory fsync), files
-/// over [`MAX_FILE_BYTES`] are refused before they are read, and the Scribe lock is an advisory
-/// lock on `memory/.scribe.lock`, released when the process exits. Taking the lock removes the
-/// temporary files a killed writer left under `memory/` (every writer holds it). The state root
-/// itself may be a symlink the user chose.
+/// over [`MAX_FILE_BYTES`] are refused before they are read. The state root itself may be a
+/// symlink the user chose.
+///
+/// The memory lock is a first-come, first-served queue of tickets in `memory/.lock-queue/`,
+/// each an advisory lock on its file (so it dies with its process: a waiter killed with
+/// SIGKILL blocks nobody), and the holder also takes the advisory lock on
+/// `memory/.scribe.lock`. [`FsStore::with_lock_wait`] sets how long [`MemoryStore::lock`] waits
+/// in line (no wait by default); when the wait runs out the error names the command and pid of
+/// the holder ([`FsStore::with_lock_command`]). Taking the lock removes the temporary files a
+/// killed writer left under `memory/` (every writer holds it).
+///
+/// ```
+/// use std::time::Duration;
+/// use squad_memory::{FsStore, MemoryStore};
+///
+/// let dir = tempfile::tempdir()?;
+/// let store = FsStore::new(dir.path().join(".squad"))
+///     .with_lock_wait(Duration::from_secs(30))
+///     .with_lock_command("my-harness add");
+/// let held = store.lock()?;
+/// let queue = store.lock_queue()?;
+/// assert_eq!((queue.len(), queue[0].pid), (1, std::process::id()));
+/// assert_eq!(queue[0].command, "my-harness add");
+/// drop(held);
+/// assert!(store.lock_queue()?.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct FsStore {
     state: StateDir,
+    wait: Duration,
+    command: String,
 }
 
 const MEMORY: &str = "memory";
@@ -323,7 +355,48 @@ impl FsStore {
     pub fn new(state_root: impl Into<PathBuf>) -> Self {
         Self {
             state: StateDir::new(state_root),
+            wait: Duration::ZERO,
+            command: String::new(),
         }
+    }
+
+    /// How long [`MemoryStore::lock`] waits in line for the lock (at most
+    /// [`MAX_LOCK_WAIT`](crate::MAX_LOCK_WAIT), longer is cut to it); zero (the default) fails at
+    /// once when it is held.
+    #[must_use]
+    pub fn with_lock_wait(mut self, wait: Duration) -> Self {
+        self.wait = wait.min(crate::lock::MAX_LOCK_WAIT);
+        self
+    }
+
+    /// What this process runs, as a waiter that gives up names the holder
+    /// (`squad memory add --agent data`). Control characters are replaced by spaces.
+    #[must_use]
+    pub fn with_lock_command(mut self, command: impl Into<String>) -> Self {
+        self.command = command.into();
+        self
+    }
+
+    /// The lock's queue: every ticket present, first come first, with whether its process
+    /// still holds it. The first live ticket holds the lock; a dead ticket (its process was
+    /// killed) blocks nobody.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Backend`] when the queue cannot be read; [`ErrorKind::InvalidInput`] when
+    /// something in it is not what squad wrote (a symlink).
+    pub fn lock_queue(&self) -> Result<Vec<crate::Ticket>> {
+        crate::lock::list(&self.state)
+    }
+
+    /// Removes the tickets of processes that are gone (what killed waiters leave), returning
+    /// them. Live tickets are never touched.
+    ///
+    /// # Errors
+    ///
+    /// As [`FsStore::lock_queue`].
+    pub fn remove_dead_tickets(&self) -> Result<Vec<crate::Ticket>> {
+        crate::lock::remove_dead(&self.state)
     }
 
     /// The state directory.
@@ -350,7 +423,12 @@ impl FsStore {
 /// large, a directory where a file should be) is bad input naming the file relative to the
 /// memory root (`fallback` when the error names no path below it); anything else is a
 /// back-end failure.
-fn fs_error(state: &StateDir, op: &'static str, fallback: &str, e: squad_fs::Error) -> Error {
+pub(crate) fn fs_error(
+    state: &StateDir,
+    op: &'static str,
+    fallback: &str,
+    e: squad_fs::Error,
+) -> Error {
     use squad_fs::ErrorKind as K;
     if e.kind() == K::Io {
         return Error::new(ErrorKind::Backend, op, e.to_string()).with_source(e);
@@ -420,14 +498,7 @@ impl MemoryStore for FsStore {
     }
 
     fn lock(&self) -> Result<StoreLock> {
-        let lock = match self.state.try_lock(format!("{MEMORY}/.scribe.lock")) {
-            Ok(Some(lock)) => lock,
-            Ok(None) => {
-                tracing::debug!("the memory lock is held by another writer");
-                return Err(locked_error());
-            }
-            Err(e) => return Err(fs_error(&self.state, "memory.lock", ".scribe.lock", e)),
-        };
+        let lock = crate::lock::acquire(&self.state, &self.command, self.wait)?;
         // Every writer holds this lock: what a killed one left half-written is removed by the
         // next (best effort; `squad doctor --fix` removes what stays).
         let _ = self.state.remove_dead_temp_files(MEMORY);

@@ -6,6 +6,7 @@ mod id;
 mod name;
 mod note;
 mod notify;
+pub mod redact;
 pub mod schema;
 mod squad;
 mod time;

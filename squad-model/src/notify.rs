@@ -128,6 +128,45 @@ impl NotifySettings {
         })
     }
 
+    /// The quorum of the github-issue channel: how many distinct authorized approvers must
+    /// approve a gate (the `quorum` key, kept with the unknown keys; 1 when absent).
+    ///
+    /// ```
+    /// use squad_model::NotifySettings;
+    ///
+    /// let mut n = NotifySettings::default();
+    /// assert_eq!(n.quorum()?, 1);
+    /// n.set_quorum(3);
+    /// assert_eq!(n.to_value()["quorum"], 3);
+    /// assert_eq!(n.quorum()?, 3);
+    /// # Ok::<(), squad_model::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Json`] when `quorum` is not a whole number that fits in a `u32`.
+    pub fn quorum(&self) -> Result<u32> {
+        match self.extra.get("quorum") {
+            None | Some(Value::Null) => Ok(1),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| Error::Json {
+                    what: "notify quorum",
+                    message: format!("quorum must be a whole number, not {v}"),
+                }),
+        }
+    }
+
+    /// Sets the quorum (1, the default, removes the key).
+    pub fn set_quorum(&mut self, n: u32) {
+        if n == 1 {
+            self.extra.remove("quorum");
+        } else {
+            self.extra.insert("quorum".to_owned(), Value::from(n));
+        }
+    }
+
     /// The object as JSON.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)

@@ -18,6 +18,10 @@ pub const NOTE_ENTRY_SCHEMA: &str = include_str!("../schemas/note-entry.schema.j
 /// The schema of the `notify` object of `state.json` (`schemas/notify-state.schema.json`), verbatim.
 pub const NOTIFY_STATE_SCHEMA: &str = include_str!("../schemas/notify-state.schema.json");
 
+/// The schema of the `approval` object of `state.json` (`schemas/approval-state.schema.json`),
+/// verbatim: the runs, the pending gates (one per run) and the older single `pendingGate`.
+pub const APPROVAL_STATE_SCHEMA: &str = include_str!("../schemas/approval-state.schema.json");
+
 /// A schema shipped with this crate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -26,17 +30,25 @@ pub enum Schema {
     NoteEntry,
     /// The `notify` object of `state.json`.
     NotifyState,
+    /// The `approval` object of `state.json`.
+    ApprovalState,
 }
 
 impl Schema {
     /// Every shipped schema.
-    pub const ALL: [Schema; 2] = [Schema::NoteEntry, Schema::NotifyState];
+    pub const ALL: [Schema; 3] = [
+        Schema::NoteEntry,
+        Schema::NotifyState,
+        Schema::ApprovalState,
+    ];
 
-    /// The short name used in messages and file names (`note-entry`, `notify-state`).
+    /// The short name used in messages and file names (`note-entry`, `notify-state`,
+    /// `approval-state`).
     pub fn name(&self) -> &'static str {
         match self {
             Schema::NoteEntry => "note-entry",
             Schema::NotifyState => "notify-state",
+            Schema::ApprovalState => "approval-state",
         }
     }
 
@@ -45,6 +57,7 @@ impl Schema {
         match self {
             Schema::NoteEntry => NOTE_ENTRY_SCHEMA,
             Schema::NotifyState => NOTIFY_STATE_SCHEMA,
+            Schema::ApprovalState => APPROVAL_STATE_SCHEMA,
         }
     }
 
@@ -83,9 +96,11 @@ impl Schema {
     fn validator(&self) -> &'static Validator {
         static NOTE: OnceLock<Validator> = OnceLock::new();
         static NOTIFY: OnceLock<Validator> = OnceLock::new();
+        static APPROVAL: OnceLock<Validator> = OnceLock::new();
         let cell = match self {
             Schema::NoteEntry => &NOTE,
             Schema::NotifyState => &NOTIFY,
+            Schema::ApprovalState => &APPROVAL,
         };
         cell.get_or_init(|| compile(self.text()))
     }

@@ -25,7 +25,9 @@ const FANOUT_LIMIT: usize = 256;
 ///   the ref), which suits moderate note counts; [`GixNotes`](crate::GixNotes) is the fast one.
 /// - **Ref updates** are compare-and-swap: libgit2 takes the ref's lock file and checks the old
 ///   value under it (`git_reference_create_matching`), and "must not exist" is a non-forced
-///   create. A lost race is [`ErrorKind::Conflict`].
+///   create. A lost race is [`ErrorKind::Conflict`]; a ref blocked by a lock file that no
+///   running process holds (left by a killed writer) is [`ErrorKind::Locked`], naming the file,
+///   as in the gix backend, so callers stop retrying at once.
 ///
 /// The commit identity is the repository's `user.name` / `user.email`.
 ///
@@ -400,6 +402,13 @@ fn swap(
     match result {
         Ok(_) => Ok(()),
         Err(e) => {
+            if let Some(locked) =
+                crate::health::stale_lock_error(op, repo.commondir(), notes_ref.as_str())
+            {
+                // A lock nobody holds will not go away by retrying: say so at once, as the gix
+                // backend does.
+                return Err(locked.with_source(e));
+            }
             let now = current_tip(repo, notes_ref)?;
             if now != expected
                 || matches!(

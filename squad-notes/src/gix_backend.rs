@@ -4,7 +4,6 @@ use std::path::Path;
 
 use gix::bstr::ByteSlice;
 use gix::error::ResultExt as _;
-use gix::note::plumbing::State;
 use gix::refs::transaction::PreviousValue;
 
 use crate::backend::{NoteEdit, NotesBackend, WriteLock};
@@ -22,10 +21,11 @@ use crate::parallel::{self, PARALLEL_MIN};
 /// - **Bulk reads** (`read_all`, used by [`Notes::read_all`](crate::Notes::read_all) and
 ///   promotion) walk large trees on several threads and decode the blobs straight from the
 ///   pack files in pack order, each blob's delta base usually decoded just before it.
-/// - **Writes** use `gix_note::State`, a fresh one per update: git's progressive fanout, non-note
-///   entries preserved, every old entry of an edited object removed. A tree that holds several
-///   entries for one object is first repaired (all entries of such objects merged into one, as
-///   git would show them), then edited.
+/// - **Writes** rebuild git's own notes trie (lazily loaded fanout directories, git's fanout
+///   rule per subtree, non-note entries preserved), so the tree written is the one `git notes
+///   add` writes on the same state, id for id. A tree holding several entries for one object
+///   (a flat one and one under `xx/`, say) is folded as git folds it: identical blobs count
+///   once, different ones are joined with a blank line.
 /// - **Ref updates** are compare-and-swap (`MustExistAndMatch` / `MustNotExist`), with the reflog
 ///   message `notes: <message>` as git writes it. A lost race or a ref lock held by another writer
 ///   is [`ErrorKind::Conflict`].
@@ -387,6 +387,127 @@ impl GixNotes {
         self.bulk_read(tip, map)
     }
 
+    /// Every note at `tip` in object order, as [`GixNotes::read_all_map`] gives them, handed to
+    /// `sink` one batch at a time instead of all at once: a batch is the notes whose ids share
+    /// their first byte (one top-level fanout directory, with any flat entries of that byte).
+    /// Each batch is walked, read and mapped, then dropped, so memory stays bounded whatever
+    /// the number of notes: the blobs are read one by one with a delta cache of at most
+    /// `cache_bytes` bytes (see also [`GixNotes::read_all_map`], faster when all notes fit in
+    /// memory, since it decodes every pack entry exactly once in pack order).
+    ///
+    /// # Errors
+    ///
+    /// As [`NotesBackend::read_all`]; an error of `sink` stops the walk and is returned.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use squad_notes::{GixNotes, NoteEdit, NotesBackend, NotesRef};
+    /// let dir = tempfile::tempdir()?;
+    /// let git = |args: &[&str]| std::process::Command::new("git").arg("-C").arg(dir.path())
+    ///     .args(args).env("GIT_AUTHOR_NAME", "A").env("GIT_AUTHOR_EMAIL", "a@test.invalid")
+    ///     .env("GIT_COMMITTER_NAME", "A").env("GIT_COMMITTER_EMAIL", "a@test.invalid").output();
+    /// git(&["init", "-q"])?;
+    /// git(&["config", "user.name", "A"])?;
+    /// git(&["config", "user.email", "a@test.invalid"])?;
+    /// git(&["commit", "-q", "--allow-empty", "-m", "one"])?;
+    /// let head = String::from_utf8(git(&["rev-parse", "HEAD"])?.stdout)?;
+    /// let notes = GixNotes::open(dir.path())?;
+    /// let r = NotesRef::new("refs/notes/squad/data")?;
+    /// let tip = notes.update(&r, None, &[NoteEdit::set(head.trim().parse()?, "x\n")], "add")?;
+    /// let mut seen = Vec::new();
+    /// notes.stream_map(&tip, 1 << 20, <[u8]>::len, |batch| {
+    ///     seen.extend(batch);
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(seen, vec![(head.trim().parse()?, 2)]);
+    /// # Ok(()) }
+    /// ```
+    pub fn stream_map<T>(
+        &self,
+        tip: &Oid,
+        cache_bytes: usize,
+        map: impl Fn(&[u8]) -> T,
+        mut sink: impl FnMut(Vec<(Oid, T)>) -> Result<()>,
+    ) -> Result<()> {
+        let repo = self.local();
+        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
+        let packs = gix_bulk::Packs::open(&repo);
+        let tree = read_tree(&repo, root)?;
+        let top = decode_tree(&tree)?;
+        let hex_len = repo.object_hash().len_in_hex();
+        let mut reader = TreeReader {
+            repo: &repo,
+            packs: Some(&packs),
+            inflate: gix::zlib::Inflate::default(),
+        };
+        let mut bufs = vec![Vec::new(); hex_len / 2];
+        let mut blobs = gix_bulk::ChainReader::new(&packs, cache_bytes);
+        let mut blob = Vec::new();
+        let mut read = |id: gix::ObjectId, out: &mut Vec<u8>| -> Result<()> {
+            match blobs.read(&id, out)? {
+                Some(gix::object::Kind::Blob) => Ok(()),
+                Some(kind) => Err(Error::new(
+                    ErrorKind::Corrupt,
+                    "notes.read",
+                    format!("note entry {id} is a {kind}, not a blob"),
+                )),
+                None => {
+                    *out = load_blob(&repo, id)?;
+                    Ok(())
+                }
+            }
+        };
+        // The root's entries by the byte their name starts with (non-notes have no such byte).
+        let first = |name: &[u8]| {
+            (name.len() >= 2)
+                .then(|| hex::decode(&name[..2]).ok())
+                .flatten()
+                .map(|b| b[0])
+        };
+        let mut entries: Vec<(u8, gix::objs::tree::EntryRef<'_>)> = top
+            .entries
+            .iter()
+            .filter_map(|e| first(e.filename).map(|b| (b, *e)))
+            .collect();
+        entries.sort_by_key(|e| e.0);
+        for group in entries.chunk_by(|a, b| a.0 == b.0) {
+            let mut walked = Vec::new();
+            let mut state = WalkState {
+                prefix: Vec::with_capacity(hex_len),
+                path: Vec::new(),
+                hex_len,
+                paths: false,
+            };
+            walk_entries(
+                &mut reader,
+                group.iter().map(|e| Ok(e.1)),
+                &mut state,
+                &mut walked,
+                &mut bufs,
+            )?;
+            walked.sort_by_key(|w| w.0);
+            let mut out = Vec::with_capacity(walked.len());
+            for notes in walked.chunk_by(|a, b| a.0 == b.0) {
+                let value = if let [(_, id, _)] = notes {
+                    read(*id, &mut blob)?;
+                    map(&blob)
+                } else {
+                    let mut parts = Vec::with_capacity(notes.len());
+                    for (_, id, _) in notes {
+                        read(*id, &mut blob)?;
+                        parts.push(blob.clone());
+                    }
+                    map(&join_git(parts))
+                };
+                out.push((from_gix(&notes[0].0), value));
+            }
+            if !out.is_empty() {
+                sink(out)?;
+            }
+        }
+        Ok(())
+    }
+
     fn from_repo(repo: gix::ThreadSafeRepository) -> Self {
         Self {
             repo,
@@ -743,81 +864,6 @@ fn join_git(parts: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
     acc
 }
 
-fn apply_edits(
-    repo: &(impl gix::objs::Find + gix::objs::Write),
-    root: gix::ObjectId,
-    edits: &[(gix::ObjectId, Option<gix::ObjectId>)],
-) -> std::result::Result<gix::ObjectId, gix::Error> {
-    let mut state = State::new(root, repo)?;
-    for (object, blob) in edits {
-        state.edit(*object, *blob, repo)?;
-    }
-    state.write(repo)
-}
-
-/// Applies `edits` to a tree that gix's notes trie refuses (several entries for one object):
-/// every entry of an edited object is removed, at every depth, and its new note goes where the
-/// tree's existing 2-hex directories lead. Entries of objects the write does not touch stay as
-/// they are (git still shows them as before), and so do non-note entries.
-fn edit_around_duplicates(
-    repo: &gix::Repository,
-    root: gix::ObjectId,
-    edits: &[(gix::ObjectId, Option<gix::ObjectId>)],
-) -> Result<gix::ObjectId> {
-    const OP: &str = "notes.update";
-    let walked = walk_notes(None, None, repo, root, true)?;
-    let mut dirs: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
-    for (_, _, path) in &walked {
-        for (i, b) in path.iter().enumerate() {
-            if *b == b'/' {
-                dirs.insert(path[..i].to_vec());
-            }
-        }
-    }
-    let last: std::collections::HashMap<gix::ObjectId, Option<gix::ObjectId>> =
-        edits.iter().copied().collect();
-    let mut editor = repo
-        .edit_tree(root)
-        .map_err(backend_err(OP, "cannot edit the notes tree"))?;
-    for (object, _, path) in &walked {
-        if last.contains_key(object) {
-            editor
-                .remove(path.as_bstr())
-                .map_err(backend_err(OP, "cannot edit the notes tree"))?;
-        }
-    }
-    for (object, blob) in &last {
-        let Some(blob) = blob else { continue };
-        let hex = object.to_hex().to_string().into_bytes();
-        let mut dir: Vec<u8> = Vec::new();
-        let mut at = 0;
-        while at + 2 < hex.len() {
-            let mut candidate = dir.clone();
-            if !candidate.is_empty() {
-                candidate.push(b'/');
-            }
-            candidate.extend_from_slice(&hex[at..at + 2]);
-            if !dirs.contains(&candidate) {
-                break;
-            }
-            dir = candidate;
-            at += 2;
-        }
-        let mut path = dir;
-        if !path.is_empty() {
-            path.push(b'/');
-        }
-        path.extend_from_slice(&hex[at..]);
-        editor
-            .upsert(path.as_bstr(), gix::object::tree::EntryKind::Blob, *blob)
-            .map_err(backend_err(OP, "cannot edit the notes tree"))?;
-    }
-    Ok(editor
-        .write()
-        .map_err(backend_err(OP, "cannot write the notes tree"))?
-        .detach())
-}
-
 /// How long a writer waits for its turn before writing without it (CAS still protects it).
 const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -1072,19 +1118,13 @@ fn build_commit(
         Some(tip) => root_tree(repo, tip)?,
         None => gix::ObjectId::empty_tree(repo.object_hash()),
     };
-    let tree = match apply_edits(objects, root, staged) {
-        Ok(tree) => tree,
-        // Most likely several entries for one object (mixed fanout), which gix's trie refuses:
-        // edit the tree directly, touching only the objects written.
-        Err(e) => edit_around_duplicates(repo, root, staged).map_err(|_| {
-            Error::new(
-                ErrorKind::Corrupt,
-                OP,
-                format!("the notes tree of {notes_ref} cannot be edited"),
-            )
-            .with_source(e)
-        })?,
-    };
+    // git's own notes trie, so the tree is the one `git notes add` would write: the same
+    // fanout, and several entries of one object folded where git folds them.
+    let mut trie = crate::git_trie::Trie::open(objects, repo.object_hash(), root)?;
+    for (object, blob) in staged {
+        trie.edit(object, *blob)?;
+    }
+    let tree = trie.write()?;
     if let Some(pack) = pack {
         // The tree and blobs go to disk as one pack before the commit that refers to them.
         write_pack(repo, &pack())?;

@@ -197,6 +197,83 @@ impl Packs {
     }
 }
 
+/// Reads objects one at a time straight from the packs, keeping the objects of delta chains it
+/// decoded in a cache bounded in bytes (as git's delta base cache does): reading many objects
+/// in an order unrelated to the pack's (one fanout directory after the other, say) decodes each
+/// chain element about once while the cache holds it, with memory that does not grow with the
+/// number of objects read.
+pub(crate) struct ChainReader<'p> {
+    packs: &'p Packs,
+    cache: pack::cache::lru::MemoryCappedHashmap,
+    inflate: gix::zlib::Inflate,
+    chain: Vec<u64>,
+}
+
+impl<'p> ChainReader<'p> {
+    /// A reader over `packs` whose cache holds at most `cache_bytes` of object data.
+    pub(crate) fn new(packs: &'p Packs, cache_bytes: usize) -> Self {
+        Self {
+            packs,
+            cache: pack::cache::lru::MemoryCappedHashmap::new(cache_bytes.max(1)),
+            inflate: gix::zlib::Inflate::default(),
+            chain: Vec::new(),
+        }
+    }
+
+    /// Decodes `id` into `out`; `Ok(None)` when no pack here holds it or a delta base is
+    /// outside its pack (the caller then asks the object database).
+    pub(crate) fn read(
+        &mut self,
+        id: &gix::oid,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<gix::object::Kind>> {
+        use pack::cache::DecodeEntry;
+        let Some((n, offset)) = self.packs.locate(id) else {
+            return Ok(None);
+        };
+        let bundle = &self.packs.bundles[n];
+        let data = &bundle.pack;
+        // The chain from `id` down to a cached entry or an undeltified one (offsets of entries).
+        self.chain.clear();
+        let mut at = offset;
+        let mut cached_kind = None;
+        // A chain longer than git ever writes (4095) means a cycle in a corrupt pack.
+        for _ in 0..=4096 {
+            let entry = data.entry(at).map_err(corrupt_at(bundle, at))?;
+            if let Some((kind, _)) = self.cache.get(data.id, entry.data_offset, out) {
+                cached_kind = Some(kind);
+                break;
+            }
+            self.chain.push(at);
+            match header(self.packs, n, at)? {
+                Base::InPack(base) => at = base,
+                Base::External => return Ok(None),
+                Base::None => break,
+            }
+        }
+        let mut kind = cached_kind;
+        // Decode from the deepest element up: each one's base is in the cache by then.
+        while let Some(at) = self.chain.pop() {
+            let entry = data.entry(at).map_err(corrupt_at(bundle, at))?;
+            let data_offset = entry.data_offset;
+            let root = kind.is_none();
+            let resolve = |base: &gix::oid, _: &mut Vec<u8>| match base_in(bundle, base) {
+                Some(entry) => entry.map(Some),
+                None => Ok(None),
+            };
+            let outcome = data
+                .decode_entry(entry, out, &mut self.inflate, &resolve, &mut self.cache)
+                .map_err(corrupt_at(bundle, at))?;
+            kind = Some(outcome.kind);
+            if root {
+                // gix caches what it resolves through a delta, not an undeltified entry.
+                self.cache.put(data.id, data_offset, out, outcome.kind, 0);
+            }
+        }
+        Ok(kind)
+    }
+}
+
 /// [`Packs::locate_all`] scans the indexes when the ids are at least one in this many of the
 /// packs' objects.
 const SCAN_SHARE: usize = 8;

@@ -68,6 +68,74 @@ pub struct StaleLock {
 /// # Ok(()) }
 /// ```
 pub fn stale_locks(repo_dir: &Path) -> Result<Vec<StaleLock>> {
+    Ok(lock_files(repo_dir)?
+        .into_iter()
+        .filter(|l| l.state == LockFileState::Stale)
+        .map(|l| StaleLock {
+            path: l.path,
+            age: l.age,
+        })
+        .collect())
+}
+
+/// What a lock file found by [`lock_files`] is at the moment it was looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LockFileState {
+    /// Left over: at least [`STALE_AFTER`] old and no running process has it open. It blocks
+    /// every update of its ref until removed.
+    Stale,
+    /// Younger than [`STALE_AFTER`] and open in no process (where the system can tell): a
+    /// writer may be finishing with it, or a killed one left it. Unless it goes away, it is
+    /// [`LockFileState::Stale`] once [`STALE_AFTER`] old.
+    Young,
+    /// A running process has it open: a live writer holds it.
+    Open,
+}
+
+/// A git lock file of a repository, whatever holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockFile {
+    /// The lock file.
+    pub path: PathBuf,
+    /// How long ago it was last modified (zero when the clock or the file system cannot say).
+    pub age: Duration,
+    /// Whether it is left over, young, or held.
+    pub state: LockFileState,
+}
+
+impl LockFile {
+    /// How long until a [`LockFileState::Young`] lock file counts as left over (zero for the
+    /// other states).
+    pub fn stale_in(&self) -> Duration {
+        match self.state {
+            LockFileState::Young => STALE_AFTER.saturating_sub(self.age),
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+/// Every git lock file of the repository at `repo_dir` that [`stale_locks`] looks at, with its
+/// state, sorted by path: what blocks a write now ([`LockFileState::Stale`]), what will in
+/// less than [`STALE_AFTER`] unless its writer finishes ([`LockFileState::Young`]), and what a
+/// running process holds ([`LockFileState::Open`]).
+///
+/// # Errors
+///
+/// As [`stale_locks`].
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use squad_notes::health::{LockFileState, lock_files};
+/// let dir = tempfile::tempdir()?;
+/// std::process::Command::new("git").args(["init", "-q"]).arg(dir.path()).status()?;
+/// std::fs::write(dir.path().join(".git/packed-refs.lock"), "")?;
+/// let found = lock_files(dir.path())?;
+/// assert_eq!(found[0].state, LockFileState::Young);
+/// assert!(found[0].stale_in() <= squad_notes::health::STALE_AFTER);
+/// # Ok(()) }
+/// ```
+pub fn lock_files(repo_dir: &Path) -> Result<Vec<LockFile>> {
     let (git_dir, common_dir) = git_dirs(repo_dir)?;
     let mut candidates = Vec::new();
     let mut dirs = vec![git_dir.clone()];
@@ -95,14 +163,21 @@ pub fn stale_locks(repo_dir: &Path) -> Result<Vec<StaleLock>> {
         .into_iter()
         .filter_map(|path| {
             let age = age_of(&path)?;
-            (!held.holds(&path, age)).then_some(StaleLock { path, age })
+            let state = if held.is_open(&path) {
+                LockFileState::Open
+            } else if age < STALE_AFTER {
+                LockFileState::Young
+            } else {
+                LockFileState::Stale
+            };
+            Some(LockFile { path, age, state })
         })
         .collect())
 }
 
 /// The lock files that block an update of `ref_name` (its own `.lock` and `packed-refs.lock`)
 /// and that are left over (see the module docs).
-#[cfg(feature = "gix")]
+#[cfg(any(feature = "gix", feature = "git2"))]
 fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock> {
     let mut candidates = vec![
         ref_lock_path(common_dir, ref_name),
@@ -114,7 +189,8 @@ fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock> {
         .iter()
         .filter_map(|path| {
             let age = age_of(path)?;
-            (!held.holds(path, age)).then(|| StaleLock {
+            // A holder that let go while the processes were read is not a left-over lock.
+            (!held.holds(path, age) && path.exists()).then(|| StaleLock {
                 path: path.clone(),
                 age,
             })
@@ -124,7 +200,7 @@ fn blocking_locks(common_dir: &Path, ref_name: &str) -> Vec<StaleLock> {
 
 /// The error of an update of `ref_name` that failed as `op` when a left-over lock file blocks
 /// it (the first of [`blocking_locks`]): retrying cannot help. `None` when nothing blocks it.
-#[cfg(feature = "gix")]
+#[cfg(any(feature = "gix", feature = "git2"))]
 pub(crate) fn stale_lock_error(
     op: &'static str,
     common_dir: &Path,
@@ -136,7 +212,7 @@ pub(crate) fn stale_lock_error(
 }
 
 /// The lock file git and gix take to update the loose ref `ref_name`: `<common_dir>/<ref>.lock`.
-#[cfg(feature = "gix")]
+#[cfg(any(feature = "gix", feature = "git2"))]
 pub(crate) fn ref_lock_path(common_dir: &Path, ref_name: &str) -> PathBuf {
     let mut path = common_dir.to_owned();
     path.extend(ref_name.split('/'));
@@ -164,6 +240,9 @@ pub(crate) fn lock_state(path: &Path) -> LockState {
     };
     if HeldFiles::new().holds(path, age) {
         LockState::Held
+    } else if !path.exists() {
+        // Its holder let go while the processes were read: the file is gone, not left over.
+        LockState::Gone
     } else {
         LockState::Stale(StaleLock {
             path: path.to_owned(),
@@ -191,6 +270,23 @@ pub(crate) fn lock_in_git_message(stderr: &str, dir: &Path) -> Option<PathBuf> {
             }
         })
         .map(|p| if p.is_absolute() { p } else { dir.join(p) })
+}
+
+/// The lock file a remote on this machine says blocked a push (`remote: error: … Unable to
+/// create '<x>.lock': File exists`), when it names an absolute path: a remote reached by path
+/// or `file://` runs its `git receive-pack` here, and a killed one leaves its lock behind just
+/// as a local writer does. `.` components are dropped (`/srv/r.git/./refs/…`).
+pub(crate) fn remote_lock_in_git_message(stderr: &str) -> Option<PathBuf> {
+    stderr
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("remote:"))
+        .find_map(|line| {
+            let (_, rest) = line.split_once("Unable to create '")?;
+            let (path, tail) = rest.split_once('\'')?;
+            tail.contains("File exists").then(|| PathBuf::from(path))
+        })
+        .filter(|p| p.is_absolute())
+        .map(|p| p.components().collect())
 }
 
 /// The error of an update of `what` blocked by the stale lock `lock`.
@@ -362,9 +458,11 @@ impl HeldFiles {
     /// `true` when a live process may hold `path` (a lock file of age `age`): it is young, or
     /// a process has it open.
     fn holds(&self, path: &Path, age: Duration) -> bool {
-        if age < STALE_AFTER {
-            return true;
-        }
+        age < STALE_AFTER || self.is_open(path)
+    }
+
+    /// `true` when a running process has `path` open (never, where the system cannot say).
+    fn is_open(&self, path: &Path) -> bool {
         match self.open.get_or_init(Self::scan) {
             Some(open) => {
                 let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
@@ -414,6 +512,25 @@ mod tests {
                 want.map(PathBuf::from),
                 "{stderr}"
             );
+        }
+    }
+
+    #[test]
+    fn a_local_remote_names_its_lock_file() {
+        let stderr = "remote: error: cannot lock ref 'refs/notes/squad/data': Unable to create \
+                      '/srv/b.git/./refs/notes/squad/data.lock': File exists.        \n\
+                      To ../b.git\n";
+        assert_eq!(
+            remote_lock_in_git_message(stderr),
+            Some(PathBuf::from("/srv/b.git/refs/notes/squad/data.lock"))
+        );
+        // Not from the remote, relative, or another failure: none.
+        for stderr in [
+            "error: Unable to create '/r/.git/x.lock': File exists.",
+            "remote: error: Unable to create 'refs/x.lock': File exists.",
+            "remote: error: Unable to create '/r/x.lock': Permission denied",
+        ] {
+            assert_eq!(remote_lock_in_git_message(stderr), None, "{stderr}");
         }
     }
 

@@ -10,6 +10,8 @@ pub mod format;
 #[cfg(feature = "git2")]
 mod git2_backend;
 #[cfg(feature = "gix")]
+mod git_trie;
+#[cfg(feature = "gix")]
 mod gix_backend;
 #[cfg(feature = "gix")]
 mod gix_bulk;

@@ -10,9 +10,11 @@ use crate::channel::{ChannelReport, FanOut, Signal, SignalBody};
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::gate::{
-    Applied, Gate, GateId, GatePolicy, GateRequest, GateState, PolicyDecision, Responder, RunId,
+    Applied, Counted, Gate, GateId, GatePolicy, GateRequest, GateState, PolicyDecision, Responder,
+    RunId,
 };
 use crate::log::{LogEntry, render_acknowledgement, verify_log};
+use crate::signal::Command;
 use crate::signal::{parse_comment, parse_label};
 use crate::store::{self, RunRecord, StateDoc, TamperRecord, Txn};
 use squad_fs::StateDir;
@@ -250,29 +252,78 @@ impl Approvals {
     /// [`ErrorKind::InvalidInput`] when `settings` breaks the schema or holds something that
     /// looks like a URL or a token in a handle, repository or email (nothing is written; the
     /// value is never repeated).
+    ///
+    /// A quorum ([`NotifySettings::quorum`]) must be 1 to [`crate::MAX_QUORUM`], and above 1
+    /// only with the github-issue channel (in-chat has one human and no identity).
     pub fn configure(&self, settings: NotifySettings) -> Result<()> {
         refuse_secrets(&settings)?;
+        let quorum = settings.quorum().map_err(|e| {
+            Error::invalid("notify.configure", format!("notify.quorum is invalid: {e}"))
+        })?;
+        crate::gate::check_quorum(quorum)?;
+        if quorum > 1 && settings.approval_channel != ChannelKind::GithubIssue {
+            return Err(Error::invalid(
+                "notify.configure",
+                format!(
+                    "a quorum of {quorum} needs the github-issue channel: {} has one human and no identity to count",
+                    settings.approval_channel
+                ),
+            ));
+        }
         squad_model::schema::validate_notify(&settings.to_value())?;
         let mut txn = self.begin()?;
         txn.doc.notify = Some(settings);
         txn.save()
     }
 
-    /// Expires the pending gate when it is due; returns it and its log entry when it expired.
-    fn expire_due(&self, doc: &mut StateDoc) -> Option<(Gate, LogEntry)> {
+    /// Expires every pending gate that is due; returns them with their log entries.
+    fn expire_due(&self, doc: &mut StateDoc) -> Vec<(Gate, LogEntry)> {
         let now = self.clock.now();
-        let gate = doc.approval.pending_gate.as_mut()?;
+        let due: Vec<GateId> = doc
+            .approval
+            .pending_gates
+            .iter()
+            .filter(|g| g.is_expired_at(now))
+            .map(|g| g.id.clone())
+            .collect();
+        due.iter()
+            .filter_map(|id| self.expire_one(doc, id))
+            .collect()
+    }
+
+    /// Expires the pending gate `id` when it is due.
+    fn expire_one(&self, doc: &mut StateDoc, id: &GateId) -> Option<(Gate, LogEntry)> {
+        let now = self.clock.now();
+        let gate = doc.approval.pending_mut(id)?;
         if !gate.expire_if_due(now) {
             return None;
         }
-        let gate = gate.clone();
-        doc.approval.pending_gate = None;
+        let gate = doc.approval.take_pending(id)?;
         doc.approval.push_recent(gate.clone());
         let entry = gate_entry(&gate, ChannelKind::InChat, "-", now).field(
             "Resolved",
             &format!("expired (at {now}; a decision after expiry does not count)"),
         );
         Some((gate, entry))
+    }
+
+    /// Records the expiry of the pending gate `id` when it is due, and returns it (expired);
+    /// `None` when it is not pending or not due. Hosts call it before waiting on a gate, so that
+    /// an expired gate is reported at once.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Tampered`] while a tampering of the log is not acknowledged;
+    /// [`ErrorKind::Corrupt`] or [`ErrorKind::Io`] when the state cannot be used.
+    pub fn expire_if_due(&self, id: &GateId) -> Result<Option<Gate>> {
+        let mut txn = self.begin()?;
+        txn.refuse_if_tampered("gate.expire")?;
+        txn.log_text()?;
+        let Some((gate, entry)) = self.expire_one(&mut txn.doc, id) else {
+            return Ok(None);
+        };
+        txn.commit("expire", &[entry])?;
+        Ok(Some(gate))
     }
 
     /// Opens a gate for `request` if the mode pings at its trigger, notifies `channels`, and
@@ -311,21 +362,27 @@ impl Approvals {
         txn.refuse_if_tampered("gate.request")?;
         txn.log_text()?;
         let now = self.clock.now();
-        if let Some(p) = &txn.doc.approval.pending_gate
+        let run_id = match run.or_else(|| txn.doc.approval.current_run.clone()) {
+            Some(r) => r,
+            None => RunId::generate(),
+        };
+        if let Some(p) = txn.doc.approval.pending_of(&run_id)
             && !p.is_expired_at(now)
         {
             return Err(Error::new(
                 ErrorKind::Conflict,
                 "gate.request",
                 format!(
-                    "gate {} is still pending; decide it first (squad approval wait)",
-                    p.id
+                    "gate {} of run {run_id} is still pending; decide it first (squad approval wait --gate {})",
+                    p.id, p.id
                 ),
             ));
         }
-        let run_id = match run.or_else(|| txn.doc.approval.current_run.clone()) {
-            Some(r) => r,
-            None => RunId::generate(),
+        let quorum = match &txn.doc.notify {
+            Some(n) if n.approval_channel == ChannelKind::GithubIssue => {
+                n.quorum().unwrap_or(1).clamp(1, crate::gate::MAX_QUORUM)
+            }
+            _ => 1,
         };
         if txn
             .doc
@@ -339,12 +396,13 @@ impl Approvals {
                 format!("run {run_id} was stopped; start a new run with --run <id>"),
             ));
         }
-        let mut gate = Gate::open(request, run_id.clone(), now, expires_in_secs)?;
+        let mut gate =
+            Gate::open(request, run_id.clone(), now, expires_in_secs)?.with_quorum(quorum)?;
         // Validation passed: from here on the state changes.
         let mut entries: Vec<LogEntry> = self
             .expire_due(&mut txn.doc)
-            .map(|(_, e)| e)
             .into_iter()
+            .map(|(_, e)| e)
             .collect();
         let doc = &mut txn.doc;
         if doc.approval.run(&run_id).is_none() {
@@ -375,7 +433,7 @@ impl Approvals {
             return Ok(RequestOutcome::PreApproved(gate));
         }
         // Write ahead: the gate is recorded, marked as being notified, before any ping.
-        doc.approval.pending_gate = Some(gate.clone());
+        doc.approval.put_pending(gate.clone());
         txn.notifying = Some(gate.id.clone());
         txn.commit("request", &entries)?;
         let deliveries = channels.notify_each(&gate).await;
@@ -407,7 +465,7 @@ impl Approvals {
         }
         entry = entry.field("Resolved", "pending");
         gate.deliveries = delivered.into_iter().cloned().collect();
-        txn.doc.approval.pending_gate = Some(gate.clone());
+        txn.doc.approval.put_pending(gate.clone());
         txn.notifying = None;
         txn.commit("request", &[entry])?;
         Ok(RequestOutcome::Opened { gate, deliveries })
@@ -435,27 +493,57 @@ impl Approvals {
         entry.field("Resolved", &format!("ignored ({reason})"))
     }
 
-    /// Consumes candidate `signals` (oldest first) against the pending gate: parses each, refuses
-    /// commands sent before the gate was opened, checks the gate id it names, authorizes its
-    /// author (now, at consumption), and applies the first valid command. Text that is not a
-    /// command is skipped; refused commands are logged and ignored. A pending gate past its
-    /// expiry becomes `expired` first, and nothing counts. Everything is written as one batch.
+    /// Consumes candidate `signals` against the only pending gate, as
+    /// [`Approvals::consume_gate`] does.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::NotFound`] when no gate is pending; [`ErrorKind::Corrupt`] when the pending
-    /// gate in `state.json` no longer matches its digest (its payload or expiry was altered after
-    /// the ping): then no signal counts; [`ErrorKind::Tampered`] while a tampering of the log is
-    /// not acknowledged.
+    /// [`ErrorKind::NotFound`] when no gate is pending; [`ErrorKind::InvalidInput`] when several
+    /// are (name one with [`Approvals::consume_gate`]); otherwise as
+    /// [`Approvals::consume_gate`].
     pub async fn consume(
         &self,
         signals: &[Signal],
         rules: &ApproverRules,
         authorizer: &dyn Authorizer,
     ) -> Result<Consumed> {
+        let doc = self.state()?;
+        let id = only_pending(&doc.approval.pending_gates, "gate.decide")?;
+        self.consume_gate(&id, signals, rules, authorizer).await
+    }
+
+    /// Consumes candidate `signals` (oldest first) against the pending gate `id`: parses each,
+    /// refuses commands sent before the gate was opened, checks the gate id it names, authorizes
+    /// its author (now, at consumption), and applies the commands in order until the gate is
+    /// decided. Text that is not a command is skipped; refused commands are logged and ignored.
+    ///
+    /// - With a quorum above 1, each authorized `/approve` (or `/approve-all`) counts once per
+    ///   approver and is logged; the gate is approved when the quorum is reached. One authorized
+    ///   `/changes` or `/stop` decides at once.
+    /// - An authorized `/revoke-all` ends the run's `/approve-all` pre-authorization (logged);
+    ///   the gate stays pending.
+    /// - A command after the gate was decided (later in the batch, or on a gate no longer
+    ///   pending) changes nothing and is logged as ignored.
+    ///
+    /// A pending gate past its expiry becomes `expired` first, and nothing counts. Everything is
+    /// written as one batch.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NotFound`] when `id` is not pending (after logging the commands as ignored
+    /// when it was decided); [`ErrorKind::Corrupt`] when the pending gate in `state.json` no
+    /// longer matches its digest (its payload or expiry was altered after the ping): then no
+    /// signal counts; [`ErrorKind::Tampered`] while a tampering of the log is not acknowledged.
+    pub async fn consume_gate(
+        &self,
+        id: &GateId,
+        signals: &[Signal],
+        rules: &ApproverRules,
+        authorizer: &dyn Authorizer,
+    ) -> Result<Consumed> {
         let mut txn = self.begin()?;
         let mut out = Consumed::default();
-        if let Some(p) = &txn.doc.approval.pending_gate
+        if let Some(p) = txn.doc.approval.pending(id)
             && !p.digest_matches()
         {
             return Err(Error::corrupt(
@@ -468,29 +556,34 @@ impl Approvals {
         }
         txn.refuse_if_tampered("gate.decide")?;
         txn.log_text()?;
-        if let Some((expired, entry)) = self.expire_due(&mut txn.doc) {
+        if let Some((expired, entry)) = self.expire_one(&mut txn.doc, id) {
             txn.commit("expire", &[entry])?;
             out.decided = Some(expired);
             return Ok(out);
         }
-        let Some(mut gate) = txn.doc.approval.pending_gate.clone() else {
+        let Some(mut gate) = txn.doc.approval.pending(id).cloned() else {
+            if let Some(done) = txn.doc.approval.gate(id).cloned() {
+                let entries = self.ignore_after_decision(&done, signals, &mut out);
+                if !entries.is_empty() {
+                    txn.commit("decide", &entries)?;
+                }
+            }
             return Err(Error::new(
                 ErrorKind::NotFound,
                 "gate.decide",
-                "no gate is pending",
+                format!("gate {id} is not pending"),
             ));
         };
         let mut entries = Vec::new();
-        for signal in signals {
-            let parsed = match &signal.body {
-                SignalBody::Text(t) => parse_comment(t).command().cloned(),
-                SignalBody::Label(l) => parse_label(l).map(|command| crate::ParsedCommand {
-                    command,
-                    gate: None,
-                    note_truncated: false,
-                }),
+        let mut changed = false;
+        for (i, signal) in signals.iter().enumerate() {
+            if out.decided.is_some() {
+                entries.extend(self.ignore_after_decision(&gate, &signals[i..], &mut out));
+                break;
+            }
+            let Some(cmd) = command_of(signal) else {
+                continue;
             };
-            let Some(cmd) = parsed else { continue };
             let refused = if signal.at < gate.created {
                 // A reused thread still holds answers to earlier gates: they never count here.
                 Some(format!(
@@ -527,13 +620,90 @@ impl Approvals {
                 }
             };
             let now = self.clock.now();
-            let applied = gate.apply(
-                &cmd.command,
-                Some(signal.responder.clone()),
-                Some(signal.source),
-                signal.reference.clone(),
-                now,
-            )?;
+            let mut entry = gate_entry(&gate, signal.source, signal.source.as_str(), now)
+                .field("Authorized As", &allowed_as(allowed));
+            if let Some(r) = &signal.reference {
+                entry = entry.field("Signal Ref", r);
+            }
+            let applied = match &cmd.command {
+                Command::RevokeAll => {
+                    let revoked = txn
+                        .doc
+                        .approval
+                        .run_mut(&gate.run)
+                        .and_then(|r| r.approve_all.take());
+                    let what = match revoked {
+                        Some(by_gate) => format!(
+                            "revoked (the /approve-all of gate {by_gate} no longer covers run {}; later impactful-action gates ping)",
+                            gate.run
+                        ),
+                        None => format!(
+                            "revoked (run {} had no /approve-all; nothing changed)",
+                            gate.run
+                        ),
+                    };
+                    let mut e = LogEntry::new(now, "revoke-all")
+                        .field("Channel", signal.source.as_str())
+                        .field("Gate", &gate_line(&gate))
+                        .field("Run", gate.run.as_str())
+                        .field("Authorized As", &allowed_as(allowed))
+                        .field("From", &who(&signal.responder));
+                    if let Some(r) = &signal.reference {
+                        e = e.field("Signal Ref", r);
+                    }
+                    entries.push(e.field("Resolved", &what));
+                    continue;
+                }
+                Command::Approve | Command::ApproveAll if gate.quorum > 1 => {
+                    let all = cmd.command == Command::ApproveAll;
+                    match gate.vote(
+                        signal.responder.clone(),
+                        all,
+                        Some(signal.source),
+                        signal.reference.clone(),
+                        now,
+                    )? {
+                        Counted::Again => {
+                            let reason = format!(
+                                "{} already approved gate {}; the same approver counts once",
+                                who(&signal.responder),
+                                gate.id
+                            );
+                            entries.push(self.ignored_entry(&gate, signal, &reason));
+                            out.ignored.push(Ignored {
+                                signal: signal.clone(),
+                                reason,
+                            });
+                            continue;
+                        }
+                        Counted::Partial(n) => {
+                            changed = true;
+                            entries.push(
+                                LogEntry::new(now, "approval")
+                                    .field("Channel", signal.source.as_str())
+                                    .field("Gate", &gate_line(&gate))
+                                    .field("Authorized As", &allowed_as(allowed))
+                                    .field("From", &who(&signal.responder))
+                                    .field("Approvals", &gate.approvers().join(", "))
+                                    .field(
+                                        "Resolved",
+                                        &format!("pending ({n} of {} approvals)", gate.quorum),
+                                    ),
+                            );
+                            continue;
+                        }
+                        Counted::Decided(state) => Applied::Decided(state),
+                        Counted::Expired => Applied::Expired,
+                    }
+                }
+                command => gate.apply(
+                    command,
+                    Some(signal.responder.clone()),
+                    Some(signal.source),
+                    signal.reference.clone(),
+                    now,
+                )?,
+            };
             match applied {
                 Applied::Decided(GateState::ApproveAll) => {
                     if let Some(r) = txn.doc.approval.run_mut(&gate.run) {
@@ -547,10 +717,8 @@ impl Approvals {
                 }
                 _ => {}
             }
-            let mut entry = gate_entry(&gate, signal.source, signal.source.as_str(), now)
-                .field("Authorized As", &allowed_as(allowed));
-            if let Some(r) = &signal.reference {
-                entry = entry.field("Signal Ref", r);
+            if gate.quorum > 1 {
+                entry = entry.field("Approvals", &gate.approvers().join(", "));
             }
             if let Some(crate::gate::DecisionRecord { note: Some(n), .. }) = &gate.decision
                 && !n.is_empty()
@@ -558,15 +726,44 @@ impl Approvals {
                 entry = entry.field("Note", n);
             }
             entries.push(entry.field("Resolved", &resolution(&gate)));
-            txn.doc.approval.pending_gate = None;
+            txn.doc.approval.take_pending(&gate.id);
             txn.doc.approval.push_recent(gate.clone());
-            out.decided = Some(gate);
-            break;
+            out.decided = Some(gate.clone());
+            changed = false;
+        }
+        if changed {
+            txn.doc.approval.put_pending(gate);
         }
         if !entries.is_empty() {
             txn.commit("decide", &entries)?;
         }
         Ok(out)
+    }
+
+    /// The `ignored-signal` entries of the commands in `signals` that arrived after `gate` was
+    /// decided (they change nothing).
+    fn ignore_after_decision(
+        &self,
+        gate: &Gate,
+        signals: &[Signal],
+        out: &mut Consumed,
+    ) -> Vec<LogEntry> {
+        let mut entries = Vec::new();
+        for signal in signals {
+            if command_of(signal).is_none() {
+                continue;
+            }
+            let reason = format!(
+                "gate {} is already decided ({}); this changes nothing",
+                gate.id, gate.state
+            );
+            entries.push(self.ignored_entry(gate, signal, &reason));
+            out.ignored.push(Ignored {
+                signal: signal.clone(),
+                reason,
+            });
+        }
+        entries
     }
 
     /// Records signals a channel refused itself ([`crate::Polled::ignored`]) as `ignored-signal`
@@ -582,13 +779,7 @@ impl Approvals {
             return Ok(());
         }
         let mut txn = self.begin()?;
-        let Some(pending) = txn
-            .doc
-            .approval
-            .pending_gate
-            .clone()
-            .filter(|p| &p.id == gate)
-        else {
+        let Some(pending) = txn.doc.approval.pending(gate).cloned() else {
             return Ok(());
         };
         txn.refuse_if_tampered("gate.note")?;
@@ -614,13 +805,7 @@ impl Approvals {
         locator: &str,
     ) -> Result<bool> {
         let mut txn = self.begin()?;
-        let Some(pending) = txn
-            .doc
-            .approval
-            .pending_gate
-            .as_mut()
-            .filter(|p| &p.id == gate)
-        else {
+        let Some(pending) = txn.doc.approval.pending_mut(gate) else {
             return Ok(false);
         };
         let Some(d) = pending.deliveries.iter_mut().find(|d| d.channel == channel) else {
@@ -700,24 +885,28 @@ impl Approvals {
         Ok(Some(record))
     }
 
-    /// The gate `wait` should report on: `id` if given (pending or recent), else the pending gate,
-    /// else the gate of the last `request` when an earlier `/approve-all` pre-approved it.
+    /// The gate `wait` should report on: `id` if given (pending or recent), else the only pending
+    /// gate, else the gate of the last `request` when an earlier `/approve-all` pre-approved it.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::NotFound`] when there is no such gate.
+    /// [`ErrorKind::NotFound`] when there is no such gate; [`ErrorKind::InvalidInput`] when
+    /// `id` is `None` and several gates are pending (the message names them).
     pub fn target(&self, id: Option<&GateId>) -> Result<Gate> {
         let doc = self.state()?;
         let a = &doc.approval;
         let found = match id {
             Some(id) => a.gate(id).cloned(),
-            None => a.pending_gate.clone().or_else(|| {
-                a.last_gate
-                    .as_ref()
-                    .and_then(|l| a.recent.iter().rev().find(|g| &g.id == l))
-                    .filter(|g| g.decision.as_ref().is_some_and(|d| d.pre_approved))
-                    .cloned()
-            }),
+            None if !a.pending_gates.is_empty() => {
+                let only = only_pending(&a.pending_gates, "gate.wait")?;
+                a.pending(&only).cloned()
+            }
+            None => a
+                .last_gate
+                .as_ref()
+                .and_then(|l| a.recent.iter().rev().find(|g| &g.id == l))
+                .filter(|g| g.decision.as_ref().is_some_and(|d| d.pre_approved))
+                .cloned(),
         };
         found.ok_or_else(|| {
             Error::new(
@@ -729,5 +918,76 @@ impl Approvals {
                 },
             )
         })
+    }
+
+    /// The gate of `run` that `wait --run` reports on: its pending gate, else its newest gate
+    /// when an earlier `/approve-all` pre-approved it.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidInput`] when `state.json` knows no run `run`;
+    /// [`ErrorKind::NotFound`] when the run has no such gate.
+    pub fn target_run(&self, run: &RunId) -> Result<Gate> {
+        let doc = self.state()?;
+        let a = &doc.approval;
+        if a.run(run).is_none() {
+            return Err(Error::invalid(
+                "gate.wait",
+                format!("unknown run {run}: state.json records no such run"),
+            ));
+        }
+        a.pending_of(run)
+            .cloned()
+            .or_else(|| {
+                a.recent
+                    .iter()
+                    .rev()
+                    .find(|g| &g.run == run)
+                    .filter(|g| g.decision.as_ref().is_some_and(|d| d.pre_approved))
+                    .cloned()
+            })
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NotFound,
+                    "gate.wait",
+                    format!("run {run} has no pending gate"),
+                )
+            })
+    }
+}
+
+/// The command a signal carries, if any.
+fn command_of(signal: &Signal) -> Option<crate::ParsedCommand> {
+    match &signal.body {
+        SignalBody::Text(t) => parse_comment(t).command().cloned(),
+        SignalBody::Label(l) => parse_label(l).map(|command| crate::ParsedCommand {
+            command,
+            gate: None,
+            note_truncated: false,
+        }),
+    }
+}
+
+/// The id of the only pending gate.
+///
+/// # Errors
+///
+/// [`ErrorKind::NotFound`] when none is pending; [`ErrorKind::InvalidInput`] naming them when
+/// several are.
+fn only_pending(pending: &[Gate], op: &'static str) -> Result<GateId> {
+    match pending {
+        [] => Err(Error::new(ErrorKind::NotFound, op, "no gate is pending")),
+        [one] => Ok(one.id.clone()),
+        many => Err(Error::invalid(
+            op,
+            format!(
+                "{} gates are pending ({}); name one with --gate <id> or --run <id>",
+                many.len(),
+                many.iter()
+                    .map(|g| format!("{} of run {}", g.id, g.run))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
     }
 }

@@ -520,6 +520,71 @@ pub struct Gate {
     /// What each channel that delivered the notification returned (not covered by the digest).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deliveries: Vec<crate::channel::Delivery>,
+    /// How many distinct authorized approvers must approve (1 to [`MAX_QUORUM`]; covered by
+    /// the digest when above 1).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub quorum: u32,
+    /// The approvals counted so far toward [`Gate::quorum`], oldest first, one per approver.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<Vote>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// Most approvers a quorum may ask for.
+pub const MAX_QUORUM: u32 = 100;
+
+/// Checks a quorum: 1 to [`MAX_QUORUM`].
+///
+/// # Errors
+///
+/// [`ErrorKind::InvalidInput`] naming the range.
+pub fn check_quorum(n: u32) -> Result<()> {
+    if (1..=MAX_QUORUM).contains(&n) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "gate.quorum",
+            format!("quorum {n} is out of range (1 to {MAX_QUORUM})"),
+        ))
+    }
+}
+
+/// One authorized approval of a gate that needs a quorum.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Vote {
+    /// Who approved.
+    pub by: Responder,
+    /// When the approval was counted.
+    pub at: Timestamp,
+    /// `true` for `/approve-all`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
+    /// Where the signal lives (a comment id), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+}
+
+/// What counting one authorized approval did ([`Gate::vote`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// The approver had already approved: it counts once, nothing changed.
+    Again,
+    /// Counted; this many approvals of the quorum are in, the gate stays pending.
+    Partial(u32),
+    /// The quorum is reached: the gate is decided (approved, or approve-all when every counted
+    /// approval was `/approve-all`).
+    Decided(GateState),
+    /// The gate had expired: it is now `expired` and the approval did not count.
+    Expired,
 }
 
 /// Default lifetime of a gate: one day.
@@ -592,15 +657,105 @@ impl Gate {
             state: GateState::Pending,
             decision: None,
             deliveries: Vec::new(),
+            quorum: 1,
+            approvals: Vec::new(),
         };
         gate.digest = gate.compute_digest();
         Ok(gate)
     }
 
+    /// The gate with a quorum of `n` approvers (the digest is computed again).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidInput`] when `n` is outside 1 to [`MAX_QUORUM`].
+    pub fn with_quorum(mut self, n: u32) -> Result<Self> {
+        check_quorum(n)?;
+        self.quorum = n;
+        self.digest = self.compute_digest();
+        Ok(self)
+    }
+
+    /// The logins of the approvals counted so far, oldest first.
+    pub fn approvers(&self) -> Vec<&str> {
+        self.approvals.iter().map(|v| v.by.login.as_str()).collect()
+    }
+
+    /// Counts one (already authorized) approval by `by` toward the quorum: the same approver
+    /// (same account id, else same login ignoring case) counts once. When the quorum is
+    /// reached the gate is decided, by the approver whose approval completed it.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Conflict`] when the gate is no longer pending (nothing changes).
+    pub fn vote(
+        &mut self,
+        by: Responder,
+        all: bool,
+        via: Option<ChannelKind>,
+        reference: Option<String>,
+        now: Timestamp,
+    ) -> Result<Counted> {
+        if self.state != GateState::Pending {
+            return Err(Error::new(
+                ErrorKind::Conflict,
+                "gate.decide",
+                format!("gate {} is already decided ({})", self.id, self.state),
+            ));
+        }
+        if self.expire_if_due(now) {
+            return Ok(Counted::Expired);
+        }
+        let same = |v: &Vote| match (v.by.id, by.id) {
+            (Some(a), Some(b)) => a == b,
+            _ => v.by.login.eq_ignore_ascii_case(&by.login),
+        };
+        if self.approvals.iter().any(same) {
+            return Ok(Counted::Again);
+        }
+        self.approvals.push(Vote {
+            by: by.clone(),
+            at: now,
+            all,
+            reference: reference.clone(),
+        });
+        let n = u32::try_from(self.approvals.len()).unwrap_or(u32::MAX);
+        if n < self.quorum {
+            return Ok(Counted::Partial(n));
+        }
+        let command = if self.approvals.iter().all(|v| v.all) {
+            Command::ApproveAll
+        } else {
+            Command::Approve
+        };
+        match self.apply(&command, Some(by), via, reference, now)? {
+            Applied::Decided(state) => Ok(Counted::Decided(state)),
+            Applied::Expired => Ok(Counted::Expired),
+        }
+    }
+
     /// The canonical payload the digest covers: a JSON object with keys in this fixed order —
     /// `gate`, `run`, `mode`, `trigger`, `topic`, `awaiting`, `detail`, `created`, `expires` —
     /// no whitespace, UTF-8.
+    ///
+    /// A gate with a quorum above 1 adds `quorum` last (so the digest of every gate without one
+    /// is what it always was).
     pub fn canonical_payload(&self) -> String {
+        if self.quorum != 1 {
+            let v = serde_json::json!({
+                "gate": self.id.as_str(),
+                "run": self.run.as_str(),
+                "mode": self.mode.as_str(),
+                "trigger": self.trigger.as_str(),
+                "topic": self.topic,
+                "awaiting": self.awaiting,
+                "detail": self.detail,
+                "created": self.created.to_string(),
+                "expires": self.expires.to_string(),
+                "quorum": self.quorum,
+            });
+            return v.to_string();
+        }
         let v = serde_json::json!({
             "gate": self.id.as_str(),
             "run": self.run.as_str(),
@@ -681,6 +836,12 @@ impl Gate {
                 format!("gate {} is already decided ({})", self.id, self.state),
             ));
         }
+        if *command == Command::RevokeAll {
+            return Err(Error::invalid(
+                "gate.decide",
+                "/revoke-all is not a decision: it ends the run's /approve-all",
+            ));
+        }
         if self.expire_if_due(now) {
             return Ok(Applied::Expired);
         }
@@ -688,7 +849,7 @@ impl Gate {
             Command::Approve => (GateState::Approved, None),
             Command::ApproveAll => (GateState::ApproveAll, None),
             Command::Changes(note) => (GateState::ChangesRequested, Some(note.clone())),
-            Command::Stop => (GateState::Stopped, None),
+            Command::Stop | Command::RevokeAll => (GateState::Stopped, None),
         };
         self.state = state;
         self.decision = Some(DecisionRecord {

@@ -59,6 +59,27 @@ pub struct Status {
     /// Symbolic links and special files under the state directory: never followed, each a
     /// problem to look at.
     pub unsafe_paths: Vec<squad_fs::Finding>,
+    /// When the status was taken (gates past their expiry then are shown as expired).
+    pub now: squad_model::Timestamp,
+}
+
+/// The verdict on the log text as read.
+fn log_status(doc: &StateDoc, exists: bool, text: Result<&str>) -> LogStatus {
+    match text {
+        Err(e) => LogStatus::Unusable {
+            problem: e.message().to_owned(),
+        },
+        Ok(_) if !exists => LogStatus::Missing,
+        Ok(text) => match verify_log(text, doc.approval.log_head.as_deref()) {
+            Ok(r) => LogStatus::Intact {
+                entries: r.entries,
+                acknowledged: r.acknowledged,
+            },
+            Err(e) => LogStatus::Broken {
+                problem: e.message().to_owned(),
+            },
+        },
+    }
 }
 
 /// What [`Approvals::health`] found, without changing anything.
@@ -99,15 +120,20 @@ pub struct Fixed {
 }
 
 impl Approvals {
-    /// The state and the log's verdict, after completing an interrupted batch and recording a
-    /// tampering found now (under the lock). A state directory that does not exist reads as
-    /// empty and is not created.
+    /// The state and the log's verdict. It only reads, and takes no lock, when there is nothing
+    /// to repair; otherwise (an interrupted batch, leftover temporary files, a tampering not yet
+    /// recorded) it repairs under the lock first. When the lock cannot be taken (a read-only
+    /// state directory) it reports without repairing, and says so in
+    /// [`Status::repaired`]. A state directory that does not exist reads as empty and is not
+    /// created. Pending gates past their expiry are shown as expired (the next command that
+    /// writes records the expiry).
     ///
     /// # Errors
     ///
     /// [`crate::ErrorKind::Corrupt`] when `state.json` cannot be used (torn, a symbolic link,
     /// ...); [`crate::ErrorKind::Io`].
     pub fn status(&self) -> Result<Status> {
+        let now = self.clock.now();
         if !self.dir.exists() {
             return Ok(Status {
                 state: StateDoc::default(),
@@ -115,24 +141,32 @@ impl Approvals {
                 tamper: None,
                 repaired: Vec::new(),
                 unsafe_paths: Vec::new(),
+                now,
             });
         }
-        let txn = Txn::begin(&self.dir, self.clock.now())?;
-        let log = match txn.log_text() {
-            Err(e) => LogStatus::Unusable {
-                problem: e.message().to_owned(),
-            },
-            Ok(_) if !txn.log_exists() => LogStatus::Missing,
-            Ok(text) => match verify_log(text, txn.doc.approval.log_head.as_deref()) {
-                Ok(r) => LogStatus::Intact {
-                    entries: r.entries,
-                    acknowledged: r.acknowledged,
-                },
-                Err(e) => LogStatus::Broken {
-                    problem: e.message().to_owned(),
-                },
-            },
+        let health = self.health()?;
+        let needs_repair = health.interrupted.is_some()
+            || !health.temp_files.is_empty()
+            || (health.tamper.is_some() && store::read(&self.dir)?.approval.tamper.is_none());
+        if !needs_repair {
+            let st = self.status_read_only(Vec::new())?;
+            // Read without the lock, a writer may append between the two files: a log that does
+            // not verify is judged again under the lock before it is called tampered.
+            if !matches!(st.log, LogStatus::Broken { .. }) || st.state.approval.tamper.is_some() {
+                return Ok(st);
+            }
+        }
+        let txn = match Txn::begin(&self.dir, now) {
+            Ok(txn) => txn,
+            Err(e) if e.kind() == crate::ErrorKind::Io => {
+                return self.status_read_only(vec![format!(
+                    "nothing repaired: the state directory cannot be written ({})",
+                    e.message()
+                )]);
+            }
+            Err(e) => return Err(e),
         };
+        let log = log_status(&txn.doc, txn.log_exists(), txn.log_text());
         let mut repaired = txn.recovered.clone();
         repaired.extend(
             txn.swept
@@ -145,6 +179,33 @@ impl Approvals {
             log,
             repaired,
             unsafe_paths: self.dir.audit()?,
+            now,
+        })
+    }
+
+    /// The status read without the lock and without writing.
+    fn status_read_only(&self, repaired: Vec<String>) -> Result<Status> {
+        let doc = store::read(&self.dir)?;
+        let log = match self.log_text() {
+            Ok(None) => log_status(&doc, false, Ok("")),
+            Ok(Some(t)) => log_status(&doc, true, Ok(&t)),
+            Err(e) if e.kind() == crate::ErrorKind::Io => return Err(e),
+            Err(e) => log_status(&doc, true, Err(e)),
+        };
+        let tamper = doc.approval.tamper.clone().or_else(|| match &log {
+            LogStatus::Broken { problem } => Some(TamperRecord {
+                detected: self.clock.now(),
+                problem: problem.clone(),
+            }),
+            _ => None,
+        });
+        Ok(Status {
+            tamper,
+            state: doc,
+            log,
+            repaired,
+            unsafe_paths: self.dir.audit()?,
+            now: self.clock.now(),
         })
     }
 
@@ -286,10 +347,48 @@ impl Status {
         out
     }
 
+    /// The pending gates that are not past their expiry, oldest first.
+    pub fn pending(&self) -> Vec<&crate::Gate> {
+        self.state
+            .approval
+            .pending_gates
+            .iter()
+            .filter(|g| !g.is_expired_at(self.now))
+            .collect()
+    }
+
+    /// The decided gates, newest first: the pending gates past their expiry (shown as expired)
+    /// then the recent decisions.
+    fn decided(&self) -> Vec<crate::Gate> {
+        let mut out: Vec<crate::Gate> = self
+            .state
+            .approval
+            .pending_gates
+            .iter()
+            .filter(|g| g.is_expired_at(self.now))
+            .map(|g| {
+                let mut g = g.clone();
+                g.expire_if_due(g.expires);
+                g
+            })
+            .collect();
+        out.extend(self.state.approval.recent.iter().rev().cloned());
+        out
+    }
+
+    /// Keeps only the gates, runs and decisions of `run` (`approval status --run`).
+    pub fn only_run(&mut self, run: &crate::RunId) {
+        let a = &mut self.state.approval;
+        a.pending_gates.retain(|g| &g.run == run);
+        a.recent.retain(|g| &g.run == run);
+        a.runs.retain(|r| &r.id == run);
+    }
+
     /// The status as front ends print it (`squad approval status --json`, the MCP tool
-    /// `approval_status`): snake_case keys ([`crate::output_json`]), the `notify` object as
-    /// `state.json` spells it, the five most recent decisions newest first, and the log's
-    /// verdict (`{"entries", "intact": true, "acknowledged"}` or
+    /// `approval_status`): snake_case keys ([`crate::output_json`]), `pending` the list of
+    /// pending gates (each with its `run`, its `quorum` and the logins of its `approvals`), the
+    /// `notify` object as `state.json` spells it, the five most recent decisions newest first,
+    /// and the log's verdict (`{"entries", "intact": true, "acknowledged"}` or
     /// `{"intact": false, "problem"}`, `null` when there is none or it cannot be read).
     pub fn to_json(&self) -> serde_json::Value {
         let a = &self.state.approval;
@@ -305,12 +404,21 @@ impl Status {
             }
             LogStatus::Missing | LogStatus::Unusable { .. } => serde_json::Value::Null,
         };
-        let recent: Vec<&crate::Gate> = a.recent.iter().rev().take(5).collect();
+        let gate_json = |g: &crate::Gate| {
+            let mut v = crate::output_json(g);
+            if let Some(o) = v.as_object_mut() {
+                o.insert("quorum".to_owned(), g.quorum.into());
+                o.insert("approvals".to_owned(), serde_json::json!(g.approvers()));
+            }
+            v
+        };
+        let pending: Vec<serde_json::Value> = self.pending().into_iter().map(gate_json).collect();
+        let recent: Vec<serde_json::Value> = self.decided().iter().take(5).map(gate_json).collect();
         serde_json::json!({
-            "pending": crate::output_json(&a.pending_gate),
+            "pending": pending,
             "current_run": a.current_run,
             "runs": crate::output_json(&a.runs),
-            "recent": crate::output_json(&recent),
+            "recent": recent,
             "notify": self.state.notify.as_ref().map(squad_model::NotifySettings::to_value),
             "log": log,
             "tamper": crate::output_json(&self.tamper),
@@ -322,8 +430,8 @@ impl Status {
 
 impl Status {
     /// The status in lines for people, as `squad approval status` prints it: the channel, the
-    /// run, the pending gate, the five most recent decisions, the log's verdict (a recorded
-    /// tampering shows until it is acknowledged), then problems and repairs.
+    /// run, each pending gate with its run, the five most recent decisions, the log's verdict (a
+    /// recorded tampering shows until it is acknowledged), then problems and repairs.
     pub fn lines(&self) -> Vec<String> {
         let a = &self.state.approval;
         let channel = self
@@ -339,14 +447,31 @@ impl Status {
             Some(r) => format!("run: {r}"),
             None => "run: none".to_owned(),
         });
-        out.push(match &a.pending_gate {
-            Some(g) => format!(
-                "pending: {} {} ({}) — {} — awaiting: {} — expires {}",
-                g.id, g.trigger, g.mode, g.topic, g.awaiting, g.expires
-            ),
-            None => "pending: none".to_owned(),
-        });
-        for g in a.recent.iter().rev().take(5) {
+        let pending = self.pending();
+        if pending.is_empty() {
+            out.push("pending: none".to_owned());
+        }
+        for g in pending {
+            let quorum = if g.quorum > 1 {
+                format!(
+                    " — approvals {} of {}{}",
+                    g.approvals.len(),
+                    g.quorum,
+                    if g.approvals.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", g.approvers().join(", "))
+                    }
+                )
+            } else {
+                String::new()
+            };
+            out.push(format!(
+                "pending: {} run {} {} ({}) — {} — awaiting: {} — expires {}{quorum}",
+                g.id, g.run, g.trigger, g.mode, g.topic, g.awaiting, g.expires
+            ));
+        }
+        for g in self.decided().iter().take(5) {
             let at = g
                 .decision
                 .as_ref()
@@ -363,7 +488,8 @@ impl Status {
                 t.detected, t.problem
             ),
             (None, LogStatus::Intact { entries, .. }) => {
-                format!("log: {entries} entries, hash chain intact")
+                let noun = if *entries == 1 { "entry" } else { "entries" };
+                format!("log: {entries} {noun}, hash chain intact")
             }
             (None, LogStatus::Broken { problem }) => format!("log: TAMPERED: {problem}"),
             (None, _) => "log: none".to_owned(),

@@ -38,9 +38,9 @@ pub use channel::{
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::{Error, ErrorKind, Result};
 pub use gate::{
-    Applied, DEFAULT_EXPIRES_IN_SECS, DecisionRecord, Gate, GateId, GatePolicy, GateRequest,
-    GateState, MAX_DETAIL_CHARS, MAX_EXPIRES_IN_SECS, MAX_LINE_CHARS, Mode, PolicyDecision,
-    Responder, RunId, Trigger,
+    Applied, Counted, DEFAULT_EXPIRES_IN_SECS, DecisionRecord, Gate, GateId, GatePolicy,
+    GateRequest, GateState, MAX_DETAIL_CHARS, MAX_EXPIRES_IN_SECS, MAX_LINE_CHARS, MAX_QUORUM,
+    Mode, PolicyDecision, Responder, RunId, Trigger, Vote, check_quorum,
 };
 pub use health::{Fixed, Health, LogStatus, Status};
 pub use json::output_json;

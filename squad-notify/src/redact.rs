@@ -2,15 +2,13 @@
 
 use std::borrow::Cow;
 
-/// Characters that end a URL inside running text.
-fn ends_url(c: char) -> bool {
-    c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`' | ')' | ']' | '}' | ',')
-}
-
-/// Replaces the credentials of every URL in `text`: the user information before `@`
-/// (`https://user:password@host` becomes `https://***@host`) and the query string
-/// (`?token=...` becomes `?***`). Everything else is kept, so messages still name the host and
-/// path they are about.
+/// Replaces every credential in `text` by `***`: the user information of every URL
+/// (`https://user:password@host` becomes `https://***@host`), its query string (`?token=...`
+/// becomes `?***`), token-looking path segments, secret `name=value` pairs, prefixed tokens
+/// (`ghp_…`) and the values of the secret environment variables (`GITHUB_TOKEN`, `GH_TOKEN`,
+/// `SQUAD_WEBHOOK_SECRET`, `SQUAD_WEBHOOK_URL`). Host names and ordinary paths are kept, so
+/// messages still name what they are about. It is [`squad_model::redact::redact`], the
+/// workspace's one redactor.
 ///
 /// Every [`crate::Error`] message goes through it; hosts run text they print from the
 /// environment (a URL a user configured) through it too.
@@ -25,38 +23,7 @@ fn ends_url(c: char) -> bool {
 /// assert_eq!(redact_urls("no url here"), "no url here");
 /// ```
 pub fn redact_urls(text: &str) -> Cow<'_, str> {
-    if !text.contains("://") {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (before, after) = rest.split_at(i + 3);
-        out.push_str(before);
-        let end = after.find(ends_url).unwrap_or(after.len());
-        let (url, tail) = after.split_at(end);
-        let authority_end = url.find(['/', '?', '#']).unwrap_or(url.len());
-        let (authority, path) = url.split_at(authority_end);
-        match authority.rfind('@') {
-            Some(at) => {
-                out.push_str("***");
-                out.push_str(&authority[at..]);
-            }
-            None => out.push_str(authority),
-        }
-        match path.find('?') {
-            Some(q) => {
-                out.push_str(&path[..q]);
-                let query_end = path[q..].find('#').map_or(path.len(), |h| q + h);
-                out.push_str(if query_end > q + 1 { "?***" } else { "?" });
-                out.push_str(&path[query_end..]);
-            }
-            None => out.push_str(path),
-        }
-        rest = tail;
-    }
-    out.push_str(rest);
-    Cow::Owned(out)
+    squad_model::redact::redact(text)
 }
 
 #[cfg(test)]

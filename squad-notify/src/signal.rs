@@ -10,6 +10,7 @@
 //! /approve      [<gate-id>]
 //! /approve-all  [<gate-id>]
 //! /stop         [<gate-id>]
+//! /revoke-all   [<gate-id>]
 //! /changes      [<gate-id>] [:] [<note>]
 //! ```
 //!
@@ -54,16 +55,20 @@ pub enum Command {
     Changes(String),
     /// `/stop` or `squad/stop`.
     Stop,
+    /// `/revoke-all` or `squad/revoke-all`: ends the run's `/approve-all` pre-authorization.
+    /// Not a decision: the gate it is sent on stays pending.
+    RevokeAll,
 }
 
 impl Command {
-    /// The keyword (`approve`, `approve-all`, `changes`, `stop`).
+    /// The keyword (`approve`, `approve-all`, `changes`, `stop`, `revoke-all`).
     pub fn keyword(&self) -> &'static str {
         match self {
             Command::Approve => "approve",
             Command::ApproveAll => "approve-all",
             Command::Changes(_) => "changes",
             Command::Stop => "stop",
+            Command::RevokeAll => "revoke-all",
         }
     }
 }
@@ -150,6 +155,7 @@ pub fn parse_label(name: &str) -> Option<Command> {
         "squad/approve-all" => Some(Command::ApproveAll),
         "squad/changes" => Some(Command::Changes(String::new())),
         "squad/stop" => Some(Command::Stop),
+        "squad/revoke-all" => Some(Command::RevokeAll),
         _ => None,
     }
 }
@@ -265,7 +271,13 @@ fn first_paragraph(text: &str) -> Option<std::ops::Range<usize>> {
     None
 }
 
-const KEYWORDS: [&str; 4] = ["/approve-all", "/approve", "/changes", "/stop"];
+const KEYWORDS: [&str; 5] = [
+    "/approve-all",
+    "/approve",
+    "/changes",
+    "/stop",
+    "/revoke-all",
+];
 
 fn parse_command_line(line: &str, rest: &str) -> Parsed {
     if !line.starts_with('/') {
@@ -306,6 +318,7 @@ fn parse_command_line(line: &str, rest: &str) -> Parsed {
     let command = match keyword {
         "/approve-all" => Command::ApproveAll,
         "/approve" => Command::Approve,
+        "/revoke-all" => Command::RevokeAll,
         _ => Command::Stop,
     };
     Parsed::Command(ParsedCommand {

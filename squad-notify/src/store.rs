@@ -3,8 +3,9 @@
 //! The file is a JSON object. This crate owns two keys and keeps every other key as it found it:
 //!
 //! - `notify`: [`NotifySettings`], replace semantics, validated by the notify-state schema;
-//! - `approval`: [`ApprovalState`]: the current run, the runs, the pending gate (`pendingGate`),
-//!   the last decided gates, the head of the `notifications.md` hash chain, the batch in
+//! - `approval`: [`ApprovalState`]: the current run, the runs, the pending gates (`pendingGates`,
+//!   at most one per run; an older file's single `pendingGate` is read into it and the next
+//!   write stores the list), the last decided gates, the head of the `notifications.md` hash chain, the batch in
 //!   progress and a detected tampering.
 //!
 //! Every file is reached through [`squad_fs::StateDir`]: paths stay inside the state
@@ -135,9 +136,14 @@ pub struct ApprovalState {
     /// Every run seen, oldest first.
     #[serde(default)]
     pub runs: Vec<RunRecord>,
-    /// The gate waiting for a decision, if any: a fresh process resumes here.
+    /// The gates waiting for a decision, at most one per run, oldest first: a fresh process
+    /// resumes here.
     #[serde(default)]
-    pub pending_gate: Option<Gate>,
+    pub pending_gates: Vec<Gate>,
+    /// The single pending gate of the format before several runs could each have one: read,
+    /// folded into `pending_gates` by [`StateDoc::from_json`], never written.
+    #[serde(default, rename = "pendingGate", skip_serializing)]
+    legacy_pending_gate: Option<Gate>,
     /// The gate the last `request` opened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_gate: Option<GateId>,
@@ -168,12 +174,49 @@ impl ApprovalState {
         self.runs.iter_mut().find(|r| &r.id == run)
     }
 
-    /// A gate by id: the pending one or a recent one.
+    /// A gate by id: a pending one or a recent one.
     pub fn gate(&self, id: &GateId) -> Option<&Gate> {
-        self.pending_gate
+        self.pending_gates
             .iter()
             .chain(self.recent.iter().rev())
             .find(|g| &g.id == id)
+    }
+
+    /// The pending gate of `run`, if it has one.
+    pub fn pending_of(&self, run: &RunId) -> Option<&Gate> {
+        self.pending_gates.iter().find(|g| &g.run == run)
+    }
+
+    /// The pending gate `id`, if it is pending.
+    pub fn pending(&self, id: &GateId) -> Option<&Gate> {
+        self.pending_gates.iter().find(|g| &g.id == id)
+    }
+
+    pub(crate) fn pending_mut(&mut self, id: &GateId) -> Option<&mut Gate> {
+        self.pending_gates.iter_mut().find(|g| &g.id == id)
+    }
+
+    /// Removes the pending gate `id` and returns it.
+    pub(crate) fn take_pending(&mut self, id: &GateId) -> Option<Gate> {
+        let i = self.pending_gates.iter().position(|g| &g.id == id)?;
+        Some(self.pending_gates.remove(i))
+    }
+
+    /// Stores `gate` as pending: replaces the pending gate with its id, else appends it.
+    pub(crate) fn put_pending(&mut self, gate: Gate) {
+        match self.pending_mut(&gate.id) {
+            Some(g) => *g = gate,
+            None => self.pending_gates.push(gate),
+        }
+    }
+
+    /// Folds an older file's single `pendingGate` into `pending_gates`.
+    fn upgrade(&mut self) {
+        if let Some(g) = self.legacy_pending_gate.take()
+            && self.pending(&g.id).is_none()
+        {
+            self.pending_gates.insert(0, g);
+        }
     }
 
     pub(crate) fn push_recent(&mut self, gate: Gate) {
@@ -217,7 +260,7 @@ impl StateDoc {
                 Error::corrupt("state.read", format!("state.json `notify` is invalid: {e}"))
             })?),
         };
-        let approval = match map.remove("approval") {
+        let mut approval: ApprovalState = match map.remove("approval") {
             None | Some(Value::Null) => ApprovalState::default(),
             Some(v) => serde_json::from_value(v).map_err(|e| {
                 Error::corrupt(
@@ -226,6 +269,7 @@ impl StateDoc {
                 )
             })?,
         };
+        approval.upgrade();
         Ok(Self {
             notify,
             approval,
@@ -540,12 +584,7 @@ impl Txn {
             return Ok(());
         };
         self.notifying = None;
-        let gate = self
-            .doc
-            .approval
-            .pending_gate
-            .clone()
-            .filter(|g| g.id == gate_id);
+        let gate = self.doc.approval.pending(&gate_id).cloned();
         let Some(gate) = gate else {
             return self.save();
         };

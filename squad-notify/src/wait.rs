@@ -400,7 +400,7 @@ impl Waiter {
                     ),
                 ));
             }
-            if doc.approval.pending_gate.as_ref().map(|g| &g.id) != Some(&self.gate.id) {
+            if doc.approval.pending(&self.gate.id).is_none() {
                 let gate = self.approvals.target(Some(&self.gate.id))?;
                 turn.next = Next::Done(WaitEnd::Decided(gate));
                 return Ok(turn);
@@ -408,7 +408,12 @@ impl Waiter {
         } else {
             match self
                 .approvals
-                .consume(&polled.signals, &self.rules, self.authorizer.as_ref())
+                .consume_gate(
+                    &self.gate.id,
+                    &polled.signals,
+                    &self.rules,
+                    self.authorizer.as_ref(),
+                )
                 .await
             {
                 Ok(consumed) => {

@@ -298,7 +298,10 @@ impl ApprovalChannel for WebhookChannel {
                     return Err(Error::new(
                         ErrorKind::Delivery,
                         "webhook.notify",
-                        format!("webhook delivery refused after {attempt} attempt(s): {m}"),
+                        format!(
+                            "webhook delivery refused after {attempt} {}: {m}",
+                            if attempt == 1 { "attempt" } else { "attempts" }
+                        ),
                     ));
                 }
                 Attempt::Retry(m) => last = m,

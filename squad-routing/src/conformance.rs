@@ -571,9 +571,11 @@ pub fn pending_latest_and_active_tasks(dir: &mut dyn Directory) {
 /// them.
 pub fn tasks_triggered_by_a_comment(dir: &mut dyn Directory) {
     dir.put_issue(issue(1, None, None));
+    // Each task of its own agent: a directory may refuse a second pending task for one (issue,
+    // agent).
     let with_trigger = |n, c| Task {
         trigger_comment_id: Some(comment_id(c)),
-        ..task(n, 1, Some(1), TaskStatus::Queued)
+        ..task(n, n, Some(1), TaskStatus::Queued)
     };
     dir.put_task(with_trigger(1, 1));
     assert_eq!(

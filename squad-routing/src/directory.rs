@@ -41,7 +41,9 @@ type Map<K, V> = HashMap<K, V, FixedState>;
 ///   squad, in any order; [`squad_autopilots`](Self::squad_autopilots) the autopilots assigned to
 ///   the squad, sorted by id.
 /// - [`pending_task`](Self::pending_task) returns the queued or dispatched task of the agent on
-///   the issue (a running task is not pending); [`latest_task`](Self::latest_task) the agent's
+///   the issue (a running task is not pending). The engine never makes a second one for an
+///   (issue, agent), and a directory may refuse one (`PostgresDirectory` does, with a unique
+///   index: its `put_task` then fails and the error is kept); [`latest_task`](Self::latest_task) the agent's
 ///   newest task on the issue (the last one inserted), whatever its status.
 /// - [`active_tasks`](Self::active_tasks) lists the tasks on the issue that are not finished
 ///   (queued, dispatched, running, waiting for a directory, deferred), oldest first.

@@ -16,12 +16,17 @@ pub mod generate;
 mod invoke;
 pub mod mention;
 mod policy;
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub mod postgres;
 mod records;
 mod simple;
 pub mod simulate;
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub mod sqlite;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod store;
 pub mod trace;
 
 pub use apply::{apply, apply_drain, apply_owned};
@@ -32,6 +37,8 @@ pub use error::{Error, ErrorKind, Result};
 pub use event::{AutopilotTrigger, Event};
 pub use invoke::{MemberStatus, autopilot_admits, can_invoke_agent, member_status};
 pub use policy::RoutingPolicy;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresDirectory;
 pub use records::{
     Comment, EvaluationOutcome, Membership, Principal, User, Workspace, WorkspaceRole,
 };

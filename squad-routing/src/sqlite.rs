@@ -54,8 +54,7 @@
 //! rolls the transaction back: a host that commits each batch of events writes all of it or
 //! nothing.
 
-use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::HashMap;
+use std::cell::RefCell;
 use std::path::Path;
 
 use rusqlite::types::FromSql;
@@ -70,6 +69,9 @@ use squad_model::{
 use crate::directory::Directory;
 use crate::error::{Error, ErrorKind, Result};
 use crate::records::{Comment, EvaluationOutcome, Membership, User, Workspace, WorkspaceRole};
+use crate::store::{
+    Cache, Table, member_key, outcome_str, parse_role, role_str, squad_of, status_str,
+};
 
 const SCHEMA: &str = include_str!("sqlite_schema.sql");
 
@@ -369,58 +371,6 @@ impl SqliteDirectory {
             .prepare_cached("SELECT 1 FROM issues WHERE id = ?1")
             .and_then(|mut st| st.exists(params![id])))
             .unwrap_or(false)
-    }
-}
-
-fn role_str(role: WorkspaceRole) -> &'static str {
-    match role {
-        WorkspaceRole::Owner => "owner",
-        WorkspaceRole::Admin => "admin",
-        WorkspaceRole::Member => "member",
-    }
-}
-
-fn parse_role(s: &str) -> Option<WorkspaceRole> {
-    match s {
-        "owner" => Some(WorkspaceRole::Owner),
-        "admin" => Some(WorkspaceRole::Admin),
-        "member" => Some(WorkspaceRole::Member),
-        _ => None,
-    }
-}
-
-fn status_str(s: TaskStatus) -> &'static str {
-    match s {
-        TaskStatus::Queued => "queued",
-        TaskStatus::Dispatched => "dispatched",
-        TaskStatus::Running => "running",
-        TaskStatus::Completed => "completed",
-        TaskStatus::Failed => "failed",
-        TaskStatus::Cancelled => "cancelled",
-        TaskStatus::WaitingLocalDirectory => "waiting_local_directory",
-        TaskStatus::Deferred => "deferred",
-    }
-}
-
-fn outcome_str(o: EvaluationOutcome) -> &'static str {
-    match o {
-        EvaluationOutcome::Action => "action",
-        EvaluationOutcome::NoAction => "no_action",
-        EvaluationOutcome::Failed => "failed",
-    }
-}
-
-fn member_key(m: &MemberRef) -> String {
-    match m {
-        MemberRef::Agent(a) => format!("agent:{a}"),
-        MemberRef::Member(u) => format!("member:{u}"),
-    }
-}
-
-fn squad_of(a: Option<&Assignee>) -> Option<&str> {
-    match a {
-        Some(Assignee::Squad(s)) => Some(s.as_str()),
-        _ => None,
     }
 }
 
@@ -778,118 +728,5 @@ impl Directory for SqliteDirectory {
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             params![seq.cast_signed()],
         );
-    }
-}
-
-/// The records read since the last write, by key: each table copies a row once and lends it
-/// until the next write.
-#[derive(Default)]
-struct Cache {
-    workspaces: Table<Workspace>,
-    users: Table<User>,
-    squads: Table<Squad>,
-    members: Table<Vec<SquadMember>>,
-    agents: Table<Agent>,
-    issues: Table<Issue>,
-    id_lists: Table<Vec<IssueId>>,
-    tasks: Table<Task>,
-    task_lists: Table<Vec<Task>>,
-    comments: Table<Comment>,
-    autopilots: Table<Autopilot>,
-}
-
-impl Cache {
-    /// Forgets every record (an empty cache allocates nothing).
-    fn reset(&mut self) {
-        *self = Self::default();
-    }
-}
-
-/// Records by key, in an arena that only grows while it is shared (`&self`), so the references
-/// it lends stay valid; [`Cache::reset`] (which needs `&mut`) empties it.
-struct Table<T> {
-    arena: Arena<T>,
-    index: RefCell<HashMap<String, Option<usize>>>,
-}
-
-impl<T> Default for Table<T> {
-    fn default() -> Self {
-        Self {
-            arena: Arena::default(),
-            index: RefCell::new(HashMap::new()),
-        }
-    }
-}
-
-impl<T> Table<T> {
-    /// The record for `key`, loaded once (absence is remembered too).
-    fn get(&self, key: &str, load: impl FnOnce() -> Option<T>) -> Option<&T> {
-        let known = self.index.borrow().get(key).copied();
-        let slot = match known {
-            Some(slot) => slot,
-            None => {
-                let slot = load().map(|v| self.arena.push(v));
-                self.index.borrow_mut().insert(key.to_owned(), slot);
-                slot
-            }
-        };
-        self.arena.get(slot?)
-    }
-}
-
-/// An append-only arena: chunks of cells that are set once, each chunk twice the size of the one
-/// before, so that a slot is found in a few steps and a pushed value never moves.
-struct Arena<T> {
-    first: OnceCell<Box<Chunk<T>>>,
-    len: Cell<usize>,
-}
-
-struct Chunk<T> {
-    slots: Box<[OnceCell<T>]>,
-    next: OnceCell<Box<Chunk<T>>>,
-}
-
-impl<T> Chunk<T> {
-    fn new(size: usize) -> Box<Self> {
-        Box::new(Self {
-            slots: (0..size).map(|_| OnceCell::new()).collect(),
-            next: OnceCell::new(),
-        })
-    }
-}
-
-impl<T> Default for Arena<T> {
-    fn default() -> Self {
-        Self {
-            first: OnceCell::new(),
-            len: Cell::new(0),
-        }
-    }
-}
-
-impl<T> Arena<T> {
-    fn slot(&self, mut i: usize) -> &OnceCell<T> {
-        let mut chunk = self.first.get_or_init(|| Chunk::new(8));
-        while i >= chunk.slots.len() {
-            i -= chunk.slots.len();
-            let size = chunk.slots.len() * 2;
-            chunk = chunk.next.get_or_init(|| Chunk::new(size));
-        }
-        &chunk.slots[i]
-    }
-
-    fn push(&self, value: T) -> usize {
-        let i = self.len.get();
-        self.len.set(i + 1);
-        // The slot is fresh: `len` only grows while the arena is shared.
-        let _ = self.slot(i).set(value);
-        i
-    }
-
-    fn get(&self, i: usize) -> Option<&T> {
-        if i >= self.len.get() {
-            return None;
-        }
-        self.slot(i).get()
     }
 }

@@ -46,6 +46,51 @@ pub const TRACE_SCHEMA: &str = include_str!("../schemas/trace.schema.json");
 /// The trace schema version this crate writes, and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 2;
 
+/// How the engine mints the ids of the tasks, comments and issues an event creates, and so
+/// which ids a trace's later events name.
+///
+/// - `Counter` (the default): one counter for the whole directory ([`Directory::id_seq`]); the
+///   ids depend on every event before, so events must be handled one at a time, in order.
+/// - `Position` (`{"kind":"schema_version","version":2,"ids":"position"}`): the ids come from the
+///   event's position, [`id_base`]: the same whatever order independent events are handled in,
+///   which is what many workers sharing one database need. [`to_position_ids`] rewrites a
+///   counter trace into this form.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Ids {
+    /// One counter for the directory.
+    #[default]
+    Counter,
+    /// Derived from the event's position in the trace.
+    Position,
+}
+
+impl Ids {
+    fn is_counter(&self) -> bool {
+        *self == Self::Counter
+    }
+}
+
+/// The most ids one event may mint under [`Ids::Position`].
+pub const IDS_PER_EVENT: u64 = (1 << 16) - 1;
+/// The most events of one trace (epoch) under [`Ids::Position`].
+pub const MAX_POSITION: u64 = u32::MAX as u64;
+
+/// The id counter ([`Directory::id_seq`]) the engine starts from for the event at 1-based
+/// `position` of replay `epoch`, under [`Ids::Position`]: `epoch << 48 | position << 16`. The
+/// event's n-th minted id ends in `position << 16 | n` and carries the epoch in its second group,
+/// so that no two events, of one trace or of two, mint the same id.
+///
+/// ```
+/// use squad_routing::trace::id_base;
+/// assert_eq!(id_base(0, 1), 1 << 16);
+/// assert_eq!(id_base(2, 3), (2 << 48) | (3 << 16));
+/// ```
+pub const fn id_base(epoch: u16, position: u32) -> u64 {
+    ((epoch as u64) << 48) | ((position as u64) << 16)
+}
+
 /// An issue record with its optional number.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct IssueRecord {
@@ -66,6 +111,10 @@ pub enum TraceLine {
     SchemaVersion {
         /// The version, 1 to [`SCHEMA_VERSION`].
         version: u32,
+        /// How the trace's events name the ids the engine mints (`"ids"`, absent for a
+        /// counter).
+        #[serde(default, skip_serializing_if = "Ids::is_counter")]
+        ids: Ids,
     },
     /// A workspace.
     Workspace(Workspace),
@@ -205,6 +254,16 @@ pub fn parse_line(line: &str) -> Result<TraceLine> {
     }
     Ok(match kind.as_str() {
         "schema_version" => {
+            let ids = match obj.remove("ids") {
+                None => Ids::Counter,
+                Some(Value::String(s)) if s == "counter" => Ids::Counter,
+                Some(Value::String(s)) if s == "position" => Ids::Position,
+                Some(_) => {
+                    return Err(invalid(
+                        "\"ids\" in schema_version record must be \"counter\" or \"position\"",
+                    ));
+                }
+            };
             let version = match obj.remove("version") {
                 Some(Value::Number(n)) => n.as_u64(),
                 Some(_) => None,
@@ -218,6 +277,7 @@ pub fn parse_line(line: &str) -> Result<TraceLine> {
             match version {
                 Some(v @ 1..) if v <= u64::from(SCHEMA_VERSION) => TraceLine::SchemaVersion {
                     version: u32::try_from(v).unwrap_or(SCHEMA_VERSION),
+                    ids,
                 },
                 Some(v) if v > u64::from(SCHEMA_VERSION) => {
                     return Err(Error::new(
@@ -315,6 +375,9 @@ pub struct Replay<D = InMemoryDirectory> {
     line: usize,
     order: Order,
     version: u32,
+    ids: Ids,
+    epoch: u16,
+    events: u64,
 }
 
 impl Replay {
@@ -335,7 +398,26 @@ impl<D: Directory> Replay<D> {
             line: 0,
             order: Order::default(),
             version: 1,
+            ids: Ids::Counter,
+            epoch: 0,
+            events: 0,
         }
+    }
+
+    /// Mints ids from event positions ([`Ids::Position`], with this epoch) whatever the trace
+    /// declares: what a replay on a shared database does, so that its ids match a many-worker
+    /// replay's.
+    #[must_use]
+    pub fn with_position_ids(mut self, epoch: u16) -> Self {
+        self.ids = Ids::Position;
+        self.epoch = epoch;
+        self
+    }
+
+    /// How this replay mints ids (the trace's `schema_version` record may switch it to
+    /// [`Ids::Position`]).
+    pub fn ids(&self) -> Ids {
+        self.ids
     }
 
     /// The trace's schema version: 1 until a `schema_version` record says otherwise.
@@ -383,16 +465,45 @@ impl<D: Directory> Replay<D> {
     /// As [`Self::feed_line`], without the line number.
     pub fn feed(&mut self, record: TraceLine) -> Result<Option<EventOutput>> {
         self.order.check(&record)?;
-        if let TraceLine::SchemaVersion { version } = record {
+        if let TraceLine::SchemaVersion { version, ids } = record {
             self.version = version;
+            if ids == Ids::Position {
+                self.ids = Ids::Position;
+            }
             return Ok(None);
         }
         if let TraceLine::Event { at, event } = record {
             check_event(&self.dir, &event)?;
+            let base = match self.ids {
+                Ids::Counter => None,
+                Ids::Position => {
+                    let position = u32::try_from(self.events + 1)
+                        .map_err(|_| invalid("more events than position ids allow (2^32 - 1)"))?;
+                    let base = id_base(self.epoch, position);
+                    if self.dir.id_seq() > base {
+                        return Err(invalid(
+                            "position ids need a directory whose id counter is below the event's \
+                             (this directory holds ids minted after this position)",
+                        ));
+                    }
+                    Some(base)
+                }
+            };
             if let Some(at) = at {
                 self.clock = at;
             }
+            if let Some(base) = base {
+                self.dir.advance_id_seq(base);
+            }
             let decisions = self.engine.decide(&self.dir, self.clock, &event);
+            if let Some(base) = base
+                && decisions.id_seq > base + IDS_PER_EVENT
+            {
+                return Err(invalid(format!(
+                    "the event mints more than {IDS_PER_EVENT} ids (position ids allow no more)"
+                )));
+            }
+            self.events += 1;
             let instructions = decisions
                 .decisions
                 .iter()
@@ -407,6 +518,160 @@ impl<D: Directory> Replay<D> {
         }
         load_entity(&mut self.dir, record)?;
         Ok(None)
+    }
+}
+
+/// Rewrites a counter trace ([`Ids::Counter`]) into the same trace under [`Ids::Position`]
+/// (epoch 0): the `schema_version` record says `"ids":"position"`, and every id the engine minted
+/// that a later event names is replaced by the id position minting gives it. Each event is
+/// replayed once in memory (default policy) to learn which ids it mints. A trace already in
+/// position form is returned as it is.
+///
+/// ```
+/// use squad_routing::generate::{GenConfig, generate};
+/// use squad_routing::trace::to_position_ids;
+///
+/// let trace = generate(&GenConfig { squads: 2, events: 50, ..GenConfig::default() })?;
+/// let lines: Vec<String> = trace.lines().collect();
+/// let converted = to_position_ids(lines.iter().map(String::as_str))?;
+/// assert!(converted[0].contains(r#""ids":"position""#));
+/// assert_eq!(converted.len(), lines.len());
+/// # Ok::<(), squad_routing::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// Any error of replaying the trace ([`Replay::feed_line`]), with its line.
+pub fn to_position_ids<'l>(lines: impl IntoIterator<Item = &'l str>) -> Result<Vec<String>> {
+    let mut replay = Replay::new(Engine::default());
+    let mut map: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    let mut position: u32 = 0;
+    let mut lines = lines.into_iter();
+    while let Some(line) = lines.next() {
+        let first = replay.line == 0;
+        let before = replay.dir.id_seq();
+        let fed = replay.feed_line(line)?;
+        if replay.ids == Ids::Position {
+            // Already converted: nothing to rewrite.
+            return Ok(out
+                .into_iter()
+                .chain(std::iter::once(line.to_owned()))
+                .chain(lines.map(str::to_owned))
+                .collect());
+        }
+        let Some(output) = fed else {
+            if first && !line.trim().is_empty() {
+                match parse_line(line)? {
+                    TraceLine::SchemaVersion { version, .. } => {
+                        out.push(
+                            TraceLine::SchemaVersion {
+                                version,
+                                ids: Ids::Position,
+                            }
+                            .to_json(),
+                        );
+                        continue;
+                    }
+                    _ => out.push(
+                        TraceLine::SchemaVersion {
+                            version: 1,
+                            ids: Ids::Position,
+                        }
+                        .to_json(),
+                    ),
+                }
+            }
+            out.push(line.to_owned());
+            continue;
+        };
+        position = position
+            .checked_add(1)
+            .ok_or_else(|| invalid("more events than position ids allow (2^32 - 1)"))?;
+        // Rewrite the ids this event names, then learn the ones it minted.
+        let mut value: Value = serde_json::from_str(line)
+            .map_err(|e| invalid(format!("invalid JSON: {e}")).at_line(output.line))?;
+        rewrite_ids(&mut value, &map);
+        out.push(value.to_string());
+        let base = id_base(0, position);
+        for d in &output.decisions.decisions {
+            let minted = match d {
+                crate::Decision::Enqueue { task, .. } => task.id.as_str(),
+                crate::Decision::PostComment { comment, .. } => comment.id.as_str(),
+                crate::Decision::CreateIssue { issue, .. } => issue.id.as_str(),
+                _ => continue,
+            };
+            let Some(seq) = minted_seq(minted) else {
+                continue;
+            };
+            if seq > before && seq <= output.decisions.id_seq {
+                let n = seq - before;
+                if n > IDS_PER_EVENT {
+                    return Err(invalid(format!(
+                        "line {}: the event mints more than {IDS_PER_EVENT} ids",
+                        output.line
+                    )));
+                }
+                let pos = base | n;
+                let new = format!("{}-0000-4000-8000-{:012x}", &minted[..8], pos);
+                map.insert(minted.to_owned(), new);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The kinds (first group) of the ids the engine mints.
+pub(crate) const MINTED_KINDS: [&str; 3] = ["7a5c0000", "0c030000", "15500000"];
+
+/// The counter of a minted id (`<kind>-0000-4000-8000-<12 hex digits>`, with a kind the engine
+/// mints: a trace's own ids of that shape are not minted ones).
+fn minted_seq(id: &str) -> Option<u64> {
+    let kind = id.get(..8)?;
+    if !MINTED_KINDS.contains(&kind) {
+        return None;
+    }
+    let tail = id.strip_prefix(kind)?.strip_prefix("-0000-4000-8000-")?;
+    if tail.len() != 12 {
+        return None;
+    }
+    u64::from_str_radix(tail, 16).ok()
+}
+
+/// Replaces, in every string of `v`, the ids `map` names.
+fn rewrite_ids(v: &mut Value, map: &std::collections::HashMap<String, String>) {
+    match v {
+        Value::String(s) => {
+            if let Some(new) = map.get(s.as_str()) {
+                s.clone_from(new);
+            } else if s.len() > 36 && s.contains("-4000-8000-") {
+                // Ids inside text (a mention of a minted issue): each UUID-shaped run, found by
+                // its `-4000-8000-` (13 bytes into the id).
+                let mut text = String::with_capacity(s.len());
+                let mut done = 0;
+                for (i, _) in s.match_indices("-4000-8000-") {
+                    let Some(start) = i.checked_sub(13) else {
+                        continue;
+                    };
+                    let end = start + 36;
+                    if start < done {
+                        continue;
+                    }
+                    if let Some(new) = s.get(start..end).and_then(|old| map.get(old)) {
+                        text.push_str(&s[done..start]);
+                        text.push_str(new);
+                        done = end;
+                    }
+                }
+                if done > 0 {
+                    text.push_str(&s[done..]);
+                    *s = text;
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| rewrite_ids(x, map)),
+        Value::Object(o) => o.values_mut().for_each(|x| rewrite_ids(x, map)),
+        _ => {}
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use squad_model::ChannelKind;
 use squad_notify::host::wait_channels;
 use squad_notify::{
-    Gate, GateId, InChatChannel, Next, NotCommand, PacerOptions, Parsed, SystemClock, Turn,
+    Gate, GateId, InChatChannel, Next, NotCommand, PacerOptions, Parsed, RunId, SystemClock, Turn,
     WaitEnd, Waiter,
 };
 
@@ -68,10 +68,34 @@ pub(crate) async fn prepare_wait(
             crate::ctx::ONE_YEAR_SECS
         )));
     }
+    let run = args
+        .run
+        .as_deref()
+        .map(RunId::new)
+        .transpose()
+        .map_err(|e| cli_err(&e))?;
+    if gate_id.is_some() && run.is_some() {
+        return Err(CliError::usage("give --gate or --run, not both"));
+    }
     let svc = approvals(ctx.existing_state_dir()?);
-    let gate = svc.target(gate_id.as_ref()).map_err(|e| cli_err(&e))?;
+    let gate = match &run {
+        Some(run) => svc.target_run(run),
+        None => svc.target(gate_id.as_ref()),
+    }
+    .map_err(|e| cli_err(&e))?;
     if gate.state.is_terminal() {
         return Ok(Prepared::Done(Box::new(gate)));
+    }
+    if gate.is_expired_at(svc.clock().now()) {
+        // Report the expiry at once, never "waiting…" first.
+        let expired = svc.expire_if_due(&gate.id).map_err(|e| cli_err(&e))?;
+        let gate = match expired {
+            Some(g) => g,
+            None => svc.target(Some(&gate.id)).map_err(|e| cli_err(&e))?,
+        };
+        if gate.state.is_terminal() {
+            return Ok(Prepared::Done(Box::new(gate)));
+        }
     }
     let settings = svc.state().map_err(|e| cli_err(&e))?.notify;
     let chat = Arc::new(InChatChannel::new(

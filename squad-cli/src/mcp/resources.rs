@@ -5,7 +5,7 @@
 //!   below the state directory followed, files over the cap refused);
 //! - `squad://state/decisions.md`: `decisions.md` on the `squad-state` branch;
 //! - `squad://schema/<name>`: the JSON Schemas squad ships (`note-entry`, `notify-state`,
-//!   `trace`).
+//!   `approval-state`, `trace`).
 //!
 //! Everything is read afresh on each request.
 

@@ -104,7 +104,9 @@ pub(crate) const TOOLS: &[ToolDef] = &[
         name: "memory_add",
         title: "Add a memory entry",
         description: "Add one entry to an agent's hot tier (`squad memory add --json`); refused when hot \
-            would go over its cap (run the Scribe). Returns the entry; its `id` names it.",
+            would go over its cap (run the Scribe). Waits its turn for the memory lock up to `lock_timeout` \
+            seconds (default 30). Returns the entry; its `id` names it and `line` its heading's line in the \
+            hot file.",
         read_only: false,
         idempotent: false,
         open_world: false,
@@ -347,7 +349,11 @@ async fn memory_search(args: Map<String, Value>, ctx: Arc<Ctx>) -> Result<Output
 async fn memory_add(args: Map<String, Value>, ctx: Arc<Ctx>) -> Result<Output, CliError> {
     let input: AddInput = parse("memory_add", args)?;
     blocking(move || {
-        let store = FsStore::new(ctx.state_dir()?);
+        let store = crate::memory_cmd::writer_store(
+            &ctx.state_dir()?,
+            input.lock_timeout,
+            format!("squad mcp memory_add --agent {}", input.agent),
+        )?;
         let body = input.body.clone().unwrap_or_default();
         let at = crate::memory_cmd::now_secs()?;
         let entry = crate::memory_cmd::add_entry(&input, body, at, &ctx, &store)?;
@@ -371,9 +377,9 @@ async fn approval_request(args: Map<String, Value>, ctx: Arc<Ctx>) -> Result<Out
 }
 
 async fn approval_status(args: Map<String, Value>, ctx: Arc<Ctx>) -> Result<Output, CliError> {
-    let _: StatusArgs = parse("approval_status", args)?;
+    let input: StatusArgs = parse("approval_status", args)?;
     blocking(move || {
-        let status = crate::approval_cmd::status_of(&ctx)?;
+        let status = crate::approval_cmd::status_of(&input, &ctx)?;
         Ok(Output::new(status.to_json()))
     })
     .await

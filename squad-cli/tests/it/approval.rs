@@ -408,7 +408,7 @@ fn in_chat_end_to_end_with_every_exit_code() {
         .to_owned();
     assert!(gate.starts_with("g-") && gate.len() == 14, "{gate}");
     let state = f.state();
-    assert_eq!(state["approval"]["pendingGate"]["id"], gate.as_str());
+    assert_eq!(state["approval"]["pendingGates"][0]["id"], gate.as_str());
     // A second request while pending: exit 1, nothing changed.
     let before = std::fs::read(f.state_dir().join("state.json")).unwrap();
     let o = f.request("interactive", "step:review", &[]);
@@ -445,7 +445,10 @@ fn in_chat_end_to_end_with_every_exit_code() {
         .to_owned();
     let o = f.squad(&["approval", "wait"], Some("\n\nlooks fine\n"));
     assert_eq!(o.code, 5, "{}", o.stderr);
-    assert_eq!(f.state()["approval"]["pendingGate"]["id"], gate.as_str());
+    assert_eq!(
+        f.state()["approval"]["pendingGates"][0]["id"],
+        gate.as_str()
+    );
     let o = f.squad(&["approval", "wait"], None);
     assert_eq!(o.code, 5);
 
@@ -483,7 +486,7 @@ fn in_chat_end_to_end_with_every_exit_code() {
     assert!(o.stdout.contains("hash chain intact"), "{}", o.stdout);
     let v: Value =
         serde_json::from_str(&f.squad(&["--json", "approval", "status"], None).stdout).unwrap();
-    assert_eq!(v["pending"], Value::Null);
+    assert_eq!(v["pending"], serde_json::json!([]));
     assert_eq!(v["recent"][0]["state"], "stopped");
     assert_eq!(v["log"]["intact"], true);
 }
@@ -523,7 +526,10 @@ fn timeout_keeps_the_gate_pending_and_expiry_is_exit_6() {
     let _keep_open = child.stdin.take();
     let o = f.record(child.wait_with_output().unwrap());
     assert_eq!(o.code, 5, "{}", o.stderr);
-    assert_eq!(f.state()["approval"]["pendingGate"]["id"], gate.as_str());
+    assert_eq!(
+        f.state()["approval"]["pendingGates"][0]["id"],
+        gate.as_str()
+    );
     // Still waiting when the gate expires: 6, long before the timeout.
     let mut child = Command::new(env!("CARGO_BIN_EXE_squad"))
         .arg("-C")
@@ -637,7 +643,7 @@ fn a_failing_webhook_gets_bounded_retries_and_the_gate_stays_pending() {
         "degraded to in-chat, and said so"
     );
     let gate = o.stdout.trim();
-    assert_eq!(f.state()["approval"]["pendingGate"]["id"], gate);
+    assert_eq!(f.state()["approval"]["pendingGates"][0]["id"], gate);
     assert!(
         f.log()
             .contains("webhook failed: webhook delivery failed after 3 attempts: HTTP 500")
@@ -749,7 +755,7 @@ fn concurrent_requests_open_exactly_one_gate() {
             .all(|o| o.code == 1 && o.stderr.contains("still pending"))
     );
     assert_eq!(
-        f.state()["approval"]["pendingGate"]["id"],
+        f.state()["approval"]["pendingGates"][0]["id"],
         opened[0].stdout.trim()
     );
     let v: Value =
@@ -801,7 +807,7 @@ fn commands_inside_fences_on_stdin_do_not_count() {
     ] {
         let o = f.squad(&["approval", "wait"], Some(fenced));
         assert_eq!(o.code, 5, "{fenced:?}: {}", o.stderr);
-        assert!(f.state()["approval"]["pendingGate"].is_object());
+        assert!(f.state()["approval"]["pendingGates"][0].is_object());
     }
     let o = f.squad(&["approval", "wait"], Some("```\n/stop\n```\n/approve\n"));
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -856,8 +862,8 @@ fn a_corrupt_log_stops_the_request_before_the_webhook_is_called() {
     );
     let after = f.state();
     assert_eq!(
-        after["approval"]["pendingGate"],
-        before["approval"]["pendingGate"]
+        after["approval"]["pendingGates"][0],
+        before["approval"]["pendingGates"][0]
     );
     assert_eq!(after["notify"], before["notify"]);
 }

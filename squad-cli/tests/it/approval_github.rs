@@ -157,7 +157,7 @@ async fn request_opens_the_issue_and_each_decision_gives_its_exit_code() {
         assert!(issue.body.contains(&gate), "{}", issue.body);
         assert_eq!(issue.assignees, [APPROVER]);
         assert_eq!(
-            f.state()["approval"]["pendingGate"]["deliveries"][0]["channel"],
+            f.state()["approval"]["pendingGates"][0]["deliveries"][0]["channel"],
             "github-issue"
         );
         f.comment(APPROVER, comment);
@@ -168,7 +168,7 @@ async fn request_opens_the_issue_and_each_decision_gives_its_exit_code() {
         let log = f.log();
         assert!(log.contains("* Action: issue #1 acme/widgets"), "{log}");
         assert!(log.contains("* Approval Ref: #1 acme/widgets\n"), "{log}");
-        assert!(f.state()["approval"]["pendingGate"].is_null());
+        assert!(f.state()["approval"]["pendingGates"][0].is_null());
         f.no_token_in_files();
     }
 }
@@ -182,7 +182,7 @@ async fn a_second_wait_process_resumes_on_the_same_issue_and_gate() {
     let o = f.squad(&["approval", "wait", "--interval", "1", "--timeout", "1"]);
     assert_eq!(o.code, 5, "{}", o.stderr);
     assert!(o.stderr.contains("answer on issue #1"), "{}", o.stderr);
-    let locator = f.state()["approval"]["pendingGate"]["deliveries"][0]["locator"]
+    let locator = f.state()["approval"]["pendingGates"][0]["deliveries"][0]["locator"]
         .as_str()
         .unwrap()
         .to_owned();

@@ -433,13 +433,22 @@ fn every_json_document_uses_snake_case_keys() {
         None,
     );
 
+    // `route migrate` needs a PostgreSQL server: covered when the tests have one.
+    let pg = crate::route_postgres::server().map(|u| crate::route_postgres::TestDb::new(&u));
+    if let Some(db) = &pg {
+        s.run(&root, &["route", "migrate", "--db", &db.url], None);
+    }
+
     s.run(&a, &["doctor"], None);
 
     assert!(s.bad.is_empty(), "keys not in snake_case: {:#?}", s.bad);
     // Every command of the tree that prints a JSON report ran above. `mcp` speaks JSON-RPC (its
     // tools return these same documents), `schema` prints a JSON Schema document (whose keywords
     // are JSON Schema's), `completions` and `man` print scripts and roff.
-    let not_reports = ["mcp", "schema", "completions", "man"];
+    let mut not_reports = vec!["mcp", "schema", "completions", "man"];
+    if pg.is_none() {
+        not_reports.push("route migrate");
+    }
     let missing: Vec<String> = leaf_commands()
         .into_iter()
         .map(|c| c.join(" "))

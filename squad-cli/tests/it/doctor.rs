@@ -254,3 +254,290 @@ fn every_writer_blocked_by_a_left_over_lock_names_it_and_says_how_to_clear_it() 
         );
     }
 }
+
+/// Runs `squad -C <dir> <args>` under strace, killed (SIGKILL) when it, or a git it runs,
+/// renames the lock file `lock` over its ref: the lock file stays behind, fresh. `None` when
+/// strace does not work here (see `crash_table::available`).
+fn killed_at_lock_rename(
+    isolate: impl Fn(&mut std::process::Command),
+    dir: &std::path::Path,
+    lock: &std::path::Path,
+    args: &[&str],
+) -> Option<Output> {
+    if !crate::crash_table::available() {
+        return None;
+    }
+    let mut c = std::process::Command::new("strace");
+    c.args(["-f", "-qq", "-o", "/dev/null", "-P"])
+        .arg(lock)
+        .args([
+            "-e",
+            "trace=rename,renameat,renameat2",
+            "-e",
+            "inject=rename,renameat,renameat2:signal=SIGKILL",
+            env!("CARGO_BIN_EXE_squad"),
+            "-C",
+        ])
+        .arg(dir)
+        .args(args);
+    isolate(&mut c);
+    let out = c.output().unwrap();
+    assert!(
+        lock.exists(),
+        "the kill left no {}: {out:?}",
+        lock.display()
+    );
+    Some(out)
+}
+
+/// After a kill that left `lock`: `doctor` reports it at once, however young (exit 1), and
+/// `doctor --fix`, run at once, clears it (waiting out its youth) so that `rerun` works.
+#[track_caller]
+fn hint_followed_at_once_works(
+    run: &dyn Fn(&[&str]) -> Output,
+    lock: &std::path::Path,
+    rerun: &[&str],
+) {
+    let name = lock.file_name().unwrap().to_string_lossy().into_owned();
+    let o = run(&["doctor"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains(&name), "{}", stdout(&o));
+    assert!(stdout(&o).contains("squad doctor --fix"), "{}", stdout(&o));
+    let o = run(&["doctor", "--fix"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(!lock.exists(), "{}", stdout(&o));
+    let o = run(rerun);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{rerun:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = run(&["doctor"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}
+
+/// After a kill that left `lock`: the rerun fails fast naming it with a hint; the hint,
+/// followed, works.
+#[track_caller]
+fn rerun_then_hint_works(run: &dyn Fn(&[&str]) -> Output, lock: &std::path::Path, rerun: &[&str]) {
+    let started = std::time::Instant::now();
+    let o = run(rerun);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{rerun:?}: {err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{err}"
+    );
+    assert!(
+        err.contains(&*lock.file_name().unwrap().to_string_lossy())
+            && err.contains("hint: ")
+            && err.contains("squad doctor --fix"),
+        "{err}"
+    );
+    let o = run(&["doctor", "--fix"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let o = run(rerun);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{rerun:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Issue 25, young locks: a `notes write` and a `notes promote` killed while their ref lock is
+/// held leave it fresh; `doctor` reports it at once and `doctor --fix` clears it at once, and
+/// the rerun's own hint works too.
+#[test]
+fn a_young_lock_left_by_a_killed_write_or_promote_is_reported_and_cleared_at_once() {
+    let write: [&str; 8] = [
+        "notes",
+        "write",
+        "--agent",
+        "data",
+        "--type",
+        "decision",
+        "--fields",
+        r#"{"decision":"d","reasoning":"r","confidence":"high"}"#,
+    ];
+    let promote: [&str; 3] = ["notes", "promote", "--offline"];
+    for follow_hint_first in [true, false] {
+        for (ref_lock, args) in [
+            (".git/refs/notes/squad/data.lock", &write[..]),
+            (".git/refs/heads/squad-state.lock", &promote[..]),
+        ] {
+            let repo = Repo::new();
+            repo.git(&["config", "squad.defaultBranch", "main"]);
+            // The first write creates the namespace; promote needs an entry to promote.
+            assert_eq!(repo.squad(&write).status.code(), Some(0));
+            let lock = repo.path().join(ref_lock);
+            let Some(_) = killed_at_lock_rename(|c| repo.env(c), repo.path(), &lock, args) else {
+                return;
+            };
+            let run = |a: &[&str]| repo.squad(a);
+            if follow_hint_first {
+                hint_followed_at_once_works(&run, &lock, args);
+            } else {
+                rerun_then_hint_works(&run, &lock, args);
+            }
+        }
+    }
+}
+
+/// Issue 25, young locks: a `notes sync` whose git fetch is killed while it holds the lock of
+/// a remote-tracking notes ref: the same two ways out work.
+#[test]
+fn a_young_lock_left_by_a_killed_sync_is_reported_and_cleared_at_once() {
+    for follow_hint_first in [true, false] {
+        let w = crate::git_repo::Clones::new("sync");
+        let (a, b) = (w.path("a"), w.path("b"));
+        w.ok(
+            &b,
+            &[
+                "notes",
+                "write",
+                "--agent",
+                "data",
+                "--type",
+                "progress",
+                "--content",
+                "b",
+            ],
+            None,
+        );
+        w.ok(&b, &["notes", "sync"], None);
+        let lock = a.join(".git/refs/notes/remotes/origin/squad/data.lock");
+        std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+        let Some(_) = killed_at_lock_rename(|c| w.env(c), &a, &lock, &["notes", "sync"]) else {
+            return;
+        };
+        let run = |args: &[&str]| w.squad(&a, args, None);
+        if follow_hint_first {
+            hint_followed_at_once_works(&run, &lock, &["notes", "sync"]);
+        } else {
+            rerun_then_hint_works(&run, &lock, &["notes", "sync"]);
+        }
+    }
+}
+
+/// Issue 25: a bare repository is a repository (doctor looks at its locks); a `--state-dir`
+/// that does not exist is an error, not "all is well".
+#[test]
+fn bare_repositories_and_a_missing_state_dir() {
+    let repo = Repo::new();
+    let bare = repo.path().join("bare.git");
+    repo.git(&["clone", "-q", "--bare", ".", bare.to_str().unwrap()]);
+    let run = |dir: &std::path::Path, args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_squad"));
+        c.arg("-C").arg(dir).args(args);
+        repo.env(&mut c);
+        c.output().unwrap()
+    };
+    let o = run(&bare, &["doctor"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(stdout(&o), "all is well\n");
+    let lock = bare.join("packed-refs.lock");
+    std::fs::write(&lock, "").unwrap();
+    age(&lock);
+    let o = run(&bare, &["doctor"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("packed-refs.lock"), "{}", stdout(&o));
+    assert_eq!(run(&bare, &["doctor", "--fix"]).status.code(), Some(0));
+    assert!(!lock.exists());
+    // Notes live in a bare repository too.
+    let o = run(
+        &bare,
+        &[
+            "notes",
+            "write",
+            "--agent",
+            "data",
+            "--type",
+            "progress",
+            "--content",
+            "x",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // State needs a work tree: said so, not "not a git repository".
+    let o = run(&bare, &["approval", "status"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bare git repository") && !err.contains("not a git repository"),
+        "{err}"
+    );
+    // Bad input tried: a --state-dir that does not exist, in a work tree and in a bare repository.
+    for dir in [repo.path(), bare.as_path()] {
+        let o = run(dir, &["--state-dir", "no-such-dir", "doctor"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("no-such-dir") && err.contains("does not exist"),
+            "{err}"
+        );
+        assert!(stdout(&o).is_empty());
+    }
+}
+
+/// Issue 25: a lock file a killed `git receive-pack` left in a remote on this machine blocked
+/// every sync for 30 rounds with "other clones kept pushing". Now the sync fails fast naming
+/// the remote's lock file, doctor reports it, and `doctor --fix` clears it.
+#[test]
+fn a_left_over_lock_in_a_local_remote_is_named_reported_and_cleared() {
+    let w = crate::git_repo::Clones::new("remote-lock");
+    let a = w.path("a");
+    w.ok(
+        &a,
+        &[
+            "notes",
+            "write",
+            "--agent",
+            "data",
+            "--type",
+            "progress",
+            "--content",
+            "a",
+        ],
+        None,
+    );
+    let lock = w.path("remote.git/refs/notes/squad/data.lock");
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    std::fs::write(&lock, "").unwrap();
+    age(&lock);
+    let started = std::time::Instant::now();
+    let o = w.squad(&a, &["notes", "sync"], None);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{err}"
+    );
+    assert!(
+        err.contains("remote.git/refs/notes/squad/data.lock")
+            && err.contains("left over")
+            && err.contains("squad doctor --fix"),
+        "{err}"
+    );
+    let o = w.squad(&a, &["doctor"], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("data.lock"), "{}", stdout(&o));
+    assert_eq!(
+        w.squad(&a, &["doctor", "--fix"], None).status.code(),
+        Some(0)
+    );
+    assert!(!lock.exists());
+    w.ok(&a, &["notes", "sync"], None);
+    assert_eq!(w.squad(&a, &["doctor"], None).status.code(), Some(0));
+}

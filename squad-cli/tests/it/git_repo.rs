@@ -149,6 +149,18 @@ impl Clones {
         run_with_stdin(&mut squad_in(dir, self.home.path(), args), stdin)
     }
 
+    /// Isolates `c` as every command of these clones is.
+    pub(crate) fn env(&self, c: &mut Command) {
+        isolate(c, self.home.path());
+    }
+
+    /// [`Clones::squad`] with extra environment variables, set after the isolation.
+    pub(crate) fn squad_env(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut c = squad_in(dir, self.home.path(), args);
+        c.envs(env.iter().copied());
+        run_with_stdin(&mut c, None)
+    }
+
     /// [`Clones::squad`], asserting exit 0; returns stdout.
     #[track_caller]
     pub(crate) fn ok(&self, dir: &Path, args: &[&str], stdin: Option<&str>) -> String {

@@ -24,6 +24,7 @@ const COMMANDS: &[&[&str]] = &[
     &["route"],
     &["route", "replay"],
     &["route", "briefing"],
+    &["route", "migrate"],
     &["mcp"],
 ];
 

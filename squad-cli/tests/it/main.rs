@@ -6,6 +6,7 @@
 
 mod approval;
 mod approval_github;
+mod approval_runs;
 mod cli_contract;
 mod crash_table;
 mod doc_examples;
@@ -15,6 +16,7 @@ mod git_repo;
 mod help;
 mod mcp;
 mod memory;
+mod memory_lock;
 mod notes;
 mod notes_across;
 mod notes_git_states;
@@ -24,5 +26,7 @@ mod notes_sign;
 mod notes_sync;
 mod output;
 mod route;
+mod route_postgres;
 mod route_simulate;
 mod schema;
+mod secrets;

@@ -232,7 +232,7 @@ fn a_malformed_file_is_reported_by_validate_and_skipped_by_spawn() {
         "{}",
         stdout(&o)
     );
-    assert!(stderr(&o).contains("1 problem(s)"));
+    assert!(stderr(&o).contains("1 problem in memory files"));
     let o = squad(dir.path(), &["memory", "scribe", "--agent", "data"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(read(dir.path(), "hot/data.md"), HOT, "nothing written");
@@ -294,10 +294,16 @@ fn a_second_scribe_is_refused_while_one_holds_the_lock() {
     let dir = repo();
     let store = squad_memory::FsStore::new(dir.path().join(".squad"));
     let held = squad_memory::MemoryStore::lock(&store).unwrap();
-    let o = squad(dir.path(), &["memory", "scribe", "--agent", "data"]);
+    let o = squad(
+        dir.path(),
+        &["memory", "scribe", "--agent", "data", "--lock-timeout", "0"],
+    );
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("another Scribe holds the memory lock"),
+        stderr(&o).contains(&format!(
+            "the memory lock is held by pid {}",
+            std::process::id()
+        )),
         "{}",
         stderr(&o)
     );
@@ -600,4 +606,51 @@ fn outside_a_repository_memory_commands_say_so() {
         );
         assert!(!dir.path().join(".squad").exists());
     }
+}
+
+/// `script` runs a command on a pseudo-terminal: the import then shows its progress on stderr;
+/// piped, it shows none.
+#[test]
+fn import_shows_progress_on_a_terminal_only() {
+    let dir = repo();
+    let history = dir.path().join("history.md");
+    let mut text = String::from("# DATA\n\n## Learnings\n\n");
+    for i in 0..200 {
+        text.push_str(&format!(
+            "### 2026-03-{:02}: Lesson {i}\n- text {i}\n\n",
+            1 + i % 28
+        ));
+    }
+    std::fs::write(&history, &text).unwrap();
+    let cmd = format!(
+        "{} -C {} memory import --agent data {}",
+        env!("CARGO_BIN_EXE_squad"),
+        dir.path().display(),
+        history.display()
+    );
+    let o = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .expect("the `script` utility (util-linux) runs the command on a terminal");
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let tty = stdout(&o);
+    assert!(tty.contains("memory import: "), "{tty:?}");
+    assert!(
+        tty.contains("200 line(s) in") || tty.contains("line(s) in"),
+        "{tty:?}"
+    );
+    // Piped: the report, and no progress.
+    let o = squad(
+        dir.path(),
+        &[
+            "memory",
+            "import",
+            "--agent",
+            "data",
+            history.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("memory import: "), "{}", stderr(&o));
+    assert!(stdout(&o).contains("nothing to change"), "{}", stdout(&o));
 }

@@ -23,7 +23,10 @@ fn unknown_schema_is_exit_2_with_a_named_error() {
         err.starts_with("error: invalid value 'nope' for '<name>'"),
         "{err}"
     );
-    assert!(err.contains("note-entry, notify-state, trace"), "{err}");
+    assert!(
+        err.contains("note-entry, notify-state, approval-state, trace"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty());
 }
 
@@ -32,6 +35,7 @@ fn every_shipped_schema_prints_including_the_trace() {
     for (name, marker) in [
         ("note-entry", "promote_to_permanent"),
         ("notify-state", "approvalChannel"),
+        ("approval-state", "pendingGates"),
         ("trace", "schema_version"),
     ] {
         let out = squad().args(["schema", name, "--json"]).output().unwrap();

@@ -47,8 +47,13 @@ fn every_heading_shape_imports_and_every_line_is_stored() {
     )
     .unwrap();
     assert_eq!(r.lines_in, r.lines_stored);
-    assert_eq!(r.entries, 10);
-    assert_eq!((r.added, r.merged), (9, 1), "the union duplicate is merged");
+    // Ten `###` sections and the dated `## 📌 INCIDENT REPORT … (2026-03-XX)`.
+    assert_eq!(r.entries, 11);
+    assert_eq!(
+        (r.added, r.merged),
+        (10, 1),
+        "the union duplicate is merged"
+    );
     assert_eq!(r.hot_lines, 2);
     // Round trip: every non-blank input line is in some tier.
     let lines = all_lines(&store);
@@ -213,4 +218,61 @@ fn a_nul_byte_is_refused_with_file_and_line() {
     .unwrap_err();
     assert_eq!(e.to_string(), "history.md:2: line contains a NUL byte");
     assert!(store.list(Tier::Cold).unwrap().is_empty());
+}
+
+#[test]
+fn progress_comes_in_stage_order_and_only_grows() {
+    use squad_memory::{ImportStage, import_with_progress};
+    let store = InMemoryStore::new();
+    let mut seen = Vec::new();
+    let r = import_with_progress(
+        &store,
+        &ImportTarget::Agent(agent("data")),
+        &[src("a.md", HISTORY), src("b.md", "### Other\nbody\n")],
+        &ImportOptions::new(at("2026-06-01T00:00:00Z")),
+        &mut |p| seen.push(p),
+    )
+    .unwrap();
+    let stages = [
+        ImportStage::Read,
+        ImportStage::Load,
+        ImportStage::Place,
+        ImportStage::Check,
+        ImportStage::Write,
+    ];
+    let rank = |s: ImportStage| stages.iter().position(|x| *x == s).unwrap();
+    for w in seen.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        assert!(rank(a.stage) <= rank(b.stage), "{seen:?}");
+        if a.stage == b.stage {
+            assert!(a.done <= b.done && a.total == b.total, "{seen:?}");
+        }
+    }
+    for s in stages {
+        let last = seen.iter().rfind(|p| p.stage == s).unwrap();
+        assert_eq!(last.done, last.total, "{s:?} ends complete: {seen:?}");
+    }
+    assert_eq!(seen[0].total, 2, "two files to read");
+    let writes = seen
+        .iter()
+        .rfind(|p| p.stage == ImportStage::Write)
+        .unwrap();
+    assert_eq!(writes.total, r.plan.len());
+    // A dry run writes nothing, and says so.
+    let mut seen = Vec::new();
+    import_with_progress(
+        &InMemoryStore::new(),
+        &ImportTarget::Agent(agent("data")),
+        &[src("a.md", HISTORY)],
+        &ImportOptions {
+            dry_run: true,
+            ..ImportOptions::new(at("2026-06-01T00:00:00Z"))
+        },
+        &mut |p| seen.push(p),
+    )
+    .unwrap();
+    assert_eq!(
+        seen.last().map(|p| (p.stage, p.total)),
+        Some((ImportStage::Write, 0))
+    );
 }

@@ -33,7 +33,12 @@ fn logged(f: impl FnOnce()) -> String {
         .with_ansi(false)
         .with_writer(move || writer.clone())
         .finish();
-    tracing::subscriber::with_default(subscriber, f);
+    tracing::subscriber::with_default(subscriber, || {
+        // Another test's thread may have met a callsite first, with no subscriber, and cached
+        // that nobody is interested: ask again now that this one is in place.
+        tracing::callsite::rebuild_interest_cache();
+        f();
+    });
     let bytes = out.0.lock().unwrap().clone();
     String::from_utf8(bytes).unwrap()
 }

@@ -9,12 +9,14 @@ mod fixture;
 mod fs_boundary;
 mod fuzz;
 mod import;
+mod lock;
 mod logs;
 mod names;
 mod ops;
 mod realistic;
 mod render;
 mod scribe;
+mod shapes;
 
 use squad_model::{AgentName, Timestamp};
 

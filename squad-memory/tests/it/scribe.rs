@@ -536,7 +536,7 @@ fn a_crash_on_real_files_loses_nothing_and_the_rerun_converges() {
 }
 
 #[test]
-fn touch_is_skipped_and_reported_while_a_scribe_holds_the_lock() {
+fn touch_fails_with_locked_and_writes_nothing_while_another_writer_holds_the_lock() {
     let store = InMemoryStore::new();
     let who = agent("data");
     let cold = entry(
@@ -548,6 +548,21 @@ fn touch_is_skipped_and_reported_while_a_scribe_holds_the_lock() {
     store.write(&DocRef::Cold(who.clone()), &cold).unwrap();
     let held = store.lock().unwrap();
     let plan = LoadPlan::new(Situation::Debugging).task("deploy timeout");
+    let err = spawn(
+        &store,
+        &who,
+        &plan,
+        &Budget::default(),
+        Touch::At(at("2026-11-25T00:00:00Z")),
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Locked);
+    assert_eq!(
+        store.read(&DocRef::Cold(who.clone())).unwrap().unwrap(),
+        cold
+    );
+    drop(held);
+    // Free again: the touch is recorded.
     let out = spawn(
         &store,
         &who,
@@ -556,10 +571,14 @@ fn touch_is_skipped_and_reported_while_a_scribe_holds_the_lock() {
         Touch::At(at("2026-11-25T00:00:00Z")),
     )
     .unwrap();
-    assert!(!out.manifest.touched);
-    assert!(out.prompt.contains("deploy timeout"));
-    assert_eq!(store.read(&DocRef::Cold(who)).unwrap().unwrap(), cold);
-    drop(held);
+    assert!(out.manifest.touched && out.prompt.contains("deploy timeout"));
+    assert!(
+        store
+            .read(&DocRef::Cold(who))
+            .unwrap()
+            .unwrap()
+            .contains("**last_loaded:** 2026-11-25")
+    );
 }
 
 #[derive(Debug, Clone)]

@@ -5,6 +5,7 @@
 )]
 
 mod agent_name;
+mod redact;
 mod roundtrip;
 mod schema;
 mod values;

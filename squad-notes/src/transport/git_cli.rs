@@ -101,8 +101,10 @@ impl Default for SetupOptions {
 /// The notes ref glob git's rewrite support is pointed at.
 const REWRITE_REF: &str = "refs/notes/squad/*";
 
-/// Replaces the user-information part of every URL in `text` (`https://user:token@host/…`
-/// becomes `https://***@host/…`), so that no credential reaches a message or a log.
+/// Replaces every credential in `text` (URL user information, queries and token-looking path
+/// segments, secret `name=value` pairs, prefixed tokens, and the values of the secret
+/// environment variables) by `***`: [`squad_model::redact::redact`], the workspace's one
+/// redactor. Every message built from git's output goes through it.
 ///
 /// ```
 /// use squad_notes::transport::redact_urls;
@@ -110,29 +112,14 @@ const REWRITE_REF: &str = "refs/notes/squad/*";
 ///     redact_urls("fatal: unable to access 'https://me:s3cret@example.invalid/r.git/'"),
 ///     "fatal: unable to access 'https://***@example.invalid/r.git/'"
 /// );
+/// assert_eq!(
+///     redact_urls("fatal: 'https://example.invalid/r.git?access_token=abc' not found"),
+///     "fatal: 'https://example.invalid/r.git?***' not found"
+/// );
 /// assert_eq!(redact_urls("no url here"), "no url here");
 /// ```
 pub fn redact_urls(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        let end = tail
-            .find(|c: char| c == '/' || c.is_whitespace() || matches!(c, '\'' | '"' | '<' | '>'))
-            .unwrap_or(tail.len());
-        let authority = &tail[..end];
-        match authority.rfind('@') {
-            Some(at) => {
-                out.push_str("***");
-                out.push_str(&authority[at..]);
-            }
-            None => out.push_str(authority),
-        }
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    out
+    squad_model::redact::redact(text).into_owned()
 }
 
 impl GitCliTransport {
@@ -576,6 +563,21 @@ impl Transport for GitCliTransport {
                     status: status.clone(),
                 }),
                 None => return Err(git_failure("transport.push", &out)),
+            }
+        }
+        // A remote on this machine refused because a lock file a killed git left blocks the
+        // ref: no retry will help; name the file, as for a local lock.
+        if results
+            .iter()
+            .any(|r| matches!(r.status, PushStatus::Rejected { .. }))
+        {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if let Some(lock) = crate::health::remote_lock_in_git_message(&stderr)
+                && let LockState::Stale(stale) = crate::health::lock_state(&lock)
+            {
+                let path = lock.to_string_lossy();
+                let what = path.strip_suffix(".lock").unwrap_or(&path);
+                return Err(crate::health::locked_error("transport.push", what, &stale));
             }
         }
         Ok(results)

@@ -98,6 +98,54 @@ fn check(repo: &Repo, layout: &str) {
             "{layout}: read_all and read disagree on {object}"
         );
     }
+    check_stream(&backend, &tip, &all, layout);
+}
+
+/// `stream_map` gives what `read_all` gives, in batches of one first byte each, in order;
+/// with a delta cache too small to hold anything (every chain decoded from its base) and with
+/// one that holds everything.
+#[track_caller]
+pub(crate) fn check_stream(
+    backend: &squad_notes::GixNotes,
+    tip: &Oid,
+    all: &[(Oid, Vec<u8>)],
+    layout: &str,
+) {
+    for cache in [1, 64 << 20] {
+        let mut streamed = Vec::new();
+        let mut batches = 0;
+        backend
+            .stream_map(tip, cache, <[u8]>::to_vec, |batch| {
+                let first = &batch[0].0.as_str()[..2];
+                assert!(
+                    batch.iter().all(|(o, _)| &o.as_str()[..2] == first),
+                    "{layout}: a batch mixes first bytes"
+                );
+                batches += 1;
+                streamed.extend(batch);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(batches == 0, all.is_empty(), "{layout}: {batches} batches");
+        assert_eq!(
+            streamed, all,
+            "{layout}, cache {cache}: streamed differs from read_all"
+        );
+    }
+    if all.is_empty() {
+        return;
+    }
+    // An error of the sink stops the walk and comes back as it is.
+    let err = backend
+        .stream_map(tip, 1 << 20, <[u8]>::len, |_| {
+            Err(squad_notes::Error::new(
+                squad_notes::ErrorKind::Backend,
+                "test",
+                "stop here",
+            ))
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("stop here"), "{err}");
 }
 
 fn count(repo: &Repo, key: &str) -> usize {

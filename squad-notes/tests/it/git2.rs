@@ -266,3 +266,53 @@ fn racing_creators_of_one_ref_have_exactly_one_winner() {
     }
     repo.fsck();
 }
+
+/// A lock file left by a killed writer (nobody holds it) is not a lost race: the git2 backend
+/// fails with `Locked`, naming the file, within seconds, as the gix backend does, instead of
+/// retrying through a long retry budget. Tried: the ref's own `.lock`, and `packed-refs.lock`
+/// with the ref packed (libgit2 must rewrite packed-refs only to delete, so a write may pass).
+#[test]
+fn git2_fails_fast_on_a_left_over_lock_file() {
+    use squad_notes::{ErrorKind, Notes, RetryPolicy};
+    let repo = Repo::new();
+    let c = repo.commit("one");
+    // A retry loop through this budget would take many minutes (the test would hang).
+    let notes = Notes::new(Git2Notes::open(repo.path()).unwrap()).with_retry(RetryPolicy {
+        max_attempts: 10_000,
+        base: std::time::Duration::from_millis(5),
+        cap: std::time::Duration::from_millis(50),
+    });
+    let agent = crate::common::agent("data");
+    notes
+        .write(&agent, &c, &crate::common::entry("data", "first"))
+        .unwrap();
+    let backend = notes.backend();
+    let tip = backend.tip(&data()).unwrap();
+
+    let lock = repo.path().join(".git/refs/notes/squad/data.lock");
+    std::fs::write(&lock, "").unwrap();
+    let err = notes
+        .write(&agent, &c, &crate::common::entry("data", "second"))
+        .unwrap_err();
+    assert_eq!(
+        err.kind(),
+        ErrorKind::Locked,
+        "{}",
+        crate::common::with_sources(&err)
+    );
+    assert!(!err.is_retryable() && !err.is_user_error());
+    assert_eq!(
+        err.path().map(|p| p.canonicalize().unwrap()),
+        Some(lock.canonicalize().unwrap())
+    );
+    assert!(err.to_string().contains("data.lock"), "{err}");
+    assert_eq!(backend.tip(&data()).unwrap(), tip, "the ref is unchanged");
+
+    // Once the lock is gone, the same write goes through.
+    std::fs::remove_file(&lock).unwrap();
+    notes
+        .write(&agent, &c, &crate::common::entry("data", "second"))
+        .unwrap();
+    assert_eq!(notes.show(&agent, &c).unwrap().entries.len(), 2);
+    repo.fsck();
+}

@@ -15,6 +15,8 @@ mod interop;
 mod oid;
 mod protocol;
 mod sync;
+#[cfg(feature = "gix")]
+mod t3303;
 
 #[test]
 fn error_kinds_classify_user_errors() {

@@ -304,7 +304,7 @@ impl ApprovalChannel for GithubIssueChannel {
             .map(|r| self.ignored(r, r.reason.to_string()))
             .collect();
         let mut signals = Vec::new();
-        if let Some(decision) = step.decision {
+        for decision in step.decision.into_iter().chain(step.more) {
             match self.client.recheck(&t.state, &decision.candidate).await? {
                 Verdict::Authorized(_) => signals.push(self.signal(&decision.candidate)),
                 Verdict::Refused(reason) => ignored.push(Ignored {

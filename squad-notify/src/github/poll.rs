@@ -136,6 +136,9 @@ pub struct Decision<S> {
 pub struct Step<S> {
     /// The first authorized decision, if one arrived.
     pub decision: Option<Decision<S>>,
+    /// The authorized decisions after the first, oldest first (with a quorum each approver's
+    /// answer counts; a later one after a deciding answer is logged as ignored).
+    pub more: Vec<Decision<S>>,
     /// What was seen and does not count, with the reason, oldest first.
     pub rejected: Vec<Rejection>,
     /// HTTP requests made by the poll (authorization checks excluded).
@@ -388,7 +391,8 @@ impl GithubClient {
     }
 
     /// One step of waiting: one [`GithubClient::poll`], then each new candidate, oldest first, is
-    /// parsed with `parser`, checked against the gate id, and authorized, until one decides.
+    /// parsed with `parser`, checked against the gate id, and authorized (every authorized one is
+    /// returned: the first in `decision`, the others in `more`).
     /// `state` advances only when every candidate was handled, so a failed authorization check
     /// is retried by the next step and nothing is lost. [`super::GithubIssueChannel`] runs one
     /// step per poll of the crate's wait loop ([`crate::Waiter`]); a host that schedules its own
@@ -407,6 +411,7 @@ impl GithubClient {
         let out = self.poll(&mut next).await?;
         let mut rejected = out.rejected;
         let mut decision = None;
+        let mut more = Vec::new();
         for candidate in out.candidates {
             let Some(parsed) = parser.parse(&candidate.content) else {
                 rejected.push(Rejection {
@@ -427,12 +432,16 @@ impl GithubClient {
             }
             match self.authorize(&candidate.actor, &next).await? {
                 Verdict::Authorized(authorized_as) => {
-                    decision = Some(Decision {
+                    let found = Decision {
                         signal: parsed.signal,
                         candidate,
                         authorized_as,
-                    });
-                    break;
+                    };
+                    if decision.is_none() {
+                        decision = Some(found);
+                    } else {
+                        more.push(found);
+                    }
                 }
                 Verdict::Refused(reason) => rejected.push(Rejection { candidate, reason }),
             }
@@ -441,6 +450,7 @@ impl GithubClient {
         *state = next;
         Ok(Step {
             decision,
+            more,
             rejected,
             requests: out.requests,
             not_modified: out.not_modified,

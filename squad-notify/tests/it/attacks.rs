@@ -16,7 +16,15 @@ async fn refused(signal: Signal, auth: StaticAuthorizer, why: &str) {
         "{}",
         out.ignored[0].reason
     );
-    let pending = e.approvals.state().unwrap().approval.pending_gate.unwrap();
+    let pending = e
+        .approvals
+        .state()
+        .unwrap()
+        .approval
+        .pending_gates
+        .first()
+        .cloned()
+        .unwrap();
     assert_eq!(pending.id, gate.id);
     assert_eq!(pending.state, GateState::Pending);
     // Ignored and logged.
@@ -220,7 +228,16 @@ async fn a_decision_on_an_expired_gate_does_not_count() {
     assert_eq!(g.state, GateState::Expired);
     assert!(!g.state.proceeds());
     assert!(e.log().contains("Resolved: expired"));
-    assert!(e.approvals.state().unwrap().approval.pending_gate.is_none());
+    assert!(
+        e.approvals
+            .state()
+            .unwrap()
+            .approval
+            .pending_gates
+            .first()
+            .cloned()
+            .is_none()
+    );
 }
 
 #[tokio::test]
@@ -257,7 +274,9 @@ async fn an_empty_in_chat_line_never_approves() {
             .state()
             .unwrap()
             .approval
-            .pending_gate
+            .pending_gates
+            .first()
+            .cloned()
             .unwrap()
             .state,
         GateState::Pending
@@ -410,7 +429,15 @@ async fn an_answer_older_than_the_gate_is_a_replay_and_does_not_count() {
 async fn the_pending_gate_keeps_what_each_channel_returned() {
     let e = env();
     let gate = e.open(Mode::Autopilot, Trigger::RiskGate).await;
-    let stored = e.approvals.state().unwrap().approval.pending_gate.unwrap();
+    let stored = e
+        .approvals
+        .state()
+        .unwrap()
+        .approval
+        .pending_gates
+        .first()
+        .cloned()
+        .unwrap();
     assert_eq!(stored.deliveries.len(), 1);
     assert_eq!(stored.deliveries[0].channel, ChannelKind::GithubIssue);
     assert_eq!(stored.id, gate.id);

@@ -176,7 +176,13 @@ async fn fan_out_merges_signals_oldest_first_and_the_first_valid_decision_wins()
     let done = e
         .consume(&polled.signals, &rules(), &StaticAuthorizer::new())
         .await;
-    assert_eq!(done.ignored.len(), 1);
+    // mallory is refused; octocat's /approve comes after the /stop decided: logged, ignored.
+    assert_eq!(done.ignored.len(), 2);
+    assert!(
+        done.ignored[1].reason.contains("already decided"),
+        "{:?}",
+        done.ignored
+    );
     assert_eq!(done.decided.unwrap().state, GateState::Stopped);
 }
 
@@ -199,4 +205,36 @@ async fn the_conformance_suite_passes_for_every_shipped_channel() {
     )
     .unwrap();
     squad_notify::conformance::run_all(&hook).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_static_authorizer_passes_the_authorizer_conformance_suite() {
+    use squad_notify::conformance::authorizer::{Accounts, run_all};
+    let who = |login: &str, id| Responder {
+        login: login.into(),
+        id: Some(id),
+        bot: false,
+    };
+    let accounts = Accounts {
+        admin: who("ada", 1),
+        write: who("wendy", 2),
+        read: who("rita", 3),
+        unknown: who("nobody", 4),
+    };
+    let table = StaticAuthorizer::new()
+        .with("ada", Role::Admin)
+        .with("wendy", Role::Write)
+        .with("rita", Role::Triage);
+    run_all(&table, &accounts).await.unwrap();
+    run_all(&std::sync::Arc::new(table.clone()), &accounts)
+        .await
+        .unwrap();
+    let boxed: Box<dyn Authorizer> = Box::new(table);
+    run_all(&boxed, &accounts).await.unwrap();
+    // A table that gets a role wrong fails the suite.
+    let wrong = StaticAuthorizer::new()
+        .with("ada", Role::Admin)
+        .with("wendy", Role::Write)
+        .with("rita", Role::Write);
+    assert!(run_all(&wrong, &accounts).await.is_err());
 }

@@ -44,7 +44,14 @@ async fn a_symlinked_log_is_never_appended_to_and_status_reports_it() {
         assert!(!e.approvals.health().unwrap().is_healthy());
     }
     assert!(
-        e.approvals.state().unwrap().approval.pending_gate.is_none(),
+        e.approvals
+            .state()
+            .unwrap()
+            .approval
+            .pending_gates
+            .first()
+            .cloned()
+            .is_none(),
         "no gate was recorded"
     );
 }
@@ -86,7 +93,16 @@ async fn a_corrupt_log_is_found_before_anyone_is_pinged() {
         e.phone.sent().is_empty(),
         "no ping for a gate never recorded"
     );
-    assert!(e.approvals.state().unwrap().approval.pending_gate.is_none());
+    assert!(
+        e.approvals
+            .state()
+            .unwrap()
+            .approval
+            .pending_gates
+            .first()
+            .cloned()
+            .is_none()
+    );
 }
 
 /// A channel that, while it notifies, replaces notifications.md with a symbolic link: the log
@@ -149,7 +165,7 @@ async fn a_failure_after_the_send_keeps_the_gate_and_the_next_command_completes_
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     // The ping went out: the gate is recorded, with what was delivered.
     let doc = e.approvals.state().unwrap();
-    let pending = doc.approval.pending_gate.clone().unwrap();
+    let pending = doc.approval.pending_gates.first().cloned().clone().unwrap();
     assert_ne!(pending.id, first.id);
     assert_eq!(pending.deliveries[0].channel, ChannelKind::Webhook);
     assert!(doc.approval.batch.is_some(), "the unfinished log append");
@@ -190,7 +206,9 @@ async fn a_notification_cut_short_is_recorded_as_interrupted() {
     std::fs::write(e.approvals.dir().log_path(), cut).unwrap();
     doc.approval.log_head = Some(log_head(cut).unwrap());
     doc.approval
-        .pending_gate
+        .pending_gates
+        .first()
+        .cloned()
         .as_mut()
         .unwrap()
         .deliveries
@@ -218,7 +236,10 @@ async fn a_notification_cut_short_is_recorded_as_interrupted() {
     assert!(text.contains(&g.id.to_string()));
     let st = e.approvals.status().unwrap();
     assert!(matches!(st.log, LogStatus::Intact { entries: 1, .. }));
-    assert_eq!(st.state.approval.pending_gate.unwrap().id, g.id);
+    assert_eq!(
+        st.state.approval.pending_gates.first().cloned().unwrap().id,
+        g.id
+    );
 }
 
 #[tokio::test]

@@ -172,7 +172,14 @@ async fn a_fresh_process_resumes_at_the_exact_gate() {
     let gate = e.open(Mode::Autopilot, Trigger::RiskGate).await;
     // A new service over the same directory (a fresh process) sees the same pending gate.
     let fresh = Approvals::new(StateDir::new(e.approvals.dir().root()), e.clock.clone());
-    let resumed = fresh.state().unwrap().approval.pending_gate.unwrap();
+    let resumed = fresh
+        .state()
+        .unwrap()
+        .approval
+        .pending_gates
+        .first()
+        .cloned()
+        .unwrap();
     assert_eq!(resumed, gate);
     assert!(resumed.digest_matches());
     assert_eq!(fresh.target(None).unwrap().id, gate.id);

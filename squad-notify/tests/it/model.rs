@@ -1,6 +1,6 @@
-//! A model test: random sequences of requests, signals and clock moves, compared with a small
-//! oracle of the contract. Checks after every step that the pending gate, the runs and the
-//! decisions agree, that nothing is approved after its expiry, and that the log chain holds.
+//! A model test: random sequences of requests (in several runs), signals (on any pending gate,
+//! `/revoke-all` included) and clock moves, compared with a small oracle of the contract. Checks
+//! after every step that the pending gates (one per run), the runs and the decisions agree, that nothing is approved after its expiry, and that the log chain holds.
 
 use std::collections::HashMap;
 
@@ -25,6 +25,7 @@ enum Cmd {
     ApproveAll,
     Changes,
     Stop,
+    RevokeAll,
     Noise,
     Empty,
 }
@@ -48,6 +49,7 @@ enum Op {
         who: Who,
         cmd: Cmd,
         bind: Bind,
+        pick: u8,
     },
     Advance(u16),
 }
@@ -58,10 +60,11 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(mode, trigger, run, ttl)| Op::Request { mode, trigger, run, ttl }),
         4 => (
             prop::sample::select(vec![Who::Approver, Who::Stranger, Who::Bot, Who::SelfId, Who::Chat]),
-            prop::sample::select(vec![Cmd::Approve, Cmd::ApproveAll, Cmd::Changes, Cmd::Stop, Cmd::Noise, Cmd::Empty]),
+            prop::sample::select(vec![Cmd::Approve, Cmd::ApproveAll, Cmd::Changes, Cmd::Stop, Cmd::RevokeAll, Cmd::Noise, Cmd::Empty]),
             prop::sample::select(vec![Bind::Unbound, Bind::Right, Bind::Wrong]),
+            any::<u8>(),
         )
-            .prop_map(|(who, cmd, bind)| Op::Signal { who, cmd, bind }),
+            .prop_map(|(who, cmd, bind, pick)| Op::Signal { who, cmd, bind, pick }),
         1 => (0..400u16).prop_map(Op::Advance),
     ]
 }
@@ -74,7 +77,8 @@ struct RunModel {
 
 #[derive(Debug, Default)]
 struct Model {
-    pending: Option<(GateId, Trigger, RunId, squad_model::Timestamp)>,
+    /// The pending gate of each run: id, trigger, expiry.
+    pending: HashMap<RunId, (GateId, Trigger, squad_model::Timestamp)>,
     current: Option<RunId>,
     runs: HashMap<RunId, RunModel>,
 }
@@ -90,6 +94,7 @@ fn text(cmd: Cmd, bind: Bind, id: &GateId) -> String {
         Cmd::ApproveAll => format!("/approve-all{suffix}"),
         Cmd::Changes => format!("/changes{suffix}: redo"),
         Cmd::Stop => format!("/stop{suffix}"),
+        Cmd::RevokeAll => format!("/revoke-all{suffix}"),
         Cmd::Noise => "> /approve\nLGTM".to_owned(),
         Cmd::Empty => String::new(),
     }
@@ -123,11 +128,15 @@ async fn run_ops(ops: Vec<Op>) {
                     assert!(matches!(got, Ok(RequestOutcome::NoGate { .. })), "{got:?}");
                     continue;
                 }
-                if m.pending.as_ref().is_some_and(|p| now < p.3) {
+                let run_id = run.or_else(|| m.current.clone());
+                if run_id
+                    .as_ref()
+                    .and_then(|r| m.pending.get(r))
+                    .is_some_and(|p| now < p.2)
+                {
                     assert_eq!(got.unwrap_err().kind(), ErrorKind::Conflict);
                     continue;
                 }
-                let run_id = run.or_else(|| m.current.clone());
                 if run_id
                     .as_ref()
                     .is_some_and(|r| m.runs.get(r).is_some_and(|r| r.stopped))
@@ -135,7 +144,8 @@ async fn run_ops(ops: Vec<Op>) {
                     assert_eq!(got.unwrap_err().kind(), ErrorKind::Conflict);
                     continue;
                 }
-                m.pending = None; // an expired pending gate was expired on the way
+                // Every pending gate past its expiry was expired on the way.
+                m.pending.retain(|_, p| now < p.2);
                 match got.unwrap() {
                     RequestOutcome::PreApproved(g) => {
                         assert_eq!(trigger, Trigger::ImpactfulAction);
@@ -153,16 +163,25 @@ async fn run_ops(ops: Vec<Op>) {
                         }
                         m.runs.entry(gate.run.clone()).or_default();
                         m.current = Some(gate.run.clone());
-                        m.pending = Some((gate.id, trigger, gate.run, gate.expires));
+                        m.pending.insert(gate.run, (gate.id, trigger, gate.expires));
                     }
                     RequestOutcome::NoGate { .. } => panic!("policy pings"),
                 }
             }
-            Op::Signal { who, cmd, bind } => {
-                let id = m
-                    .pending
-                    .as_ref()
-                    .map_or_else(|| GateId::new("g-000000000000").unwrap(), |p| p.0.clone());
+            Op::Signal {
+                who,
+                cmd,
+                bind,
+                pick,
+            } => {
+                let mut runs: Vec<&RunId> = m.pending.keys().collect();
+                runs.sort();
+                let target =
+                    (!runs.is_empty()).then(|| runs[usize::from(pick) % runs.len()].clone());
+                let id = target.as_ref().map_or_else(
+                    || GateId::new("g-000000000000").unwrap(),
+                    |r| m.pending[r].0.clone(),
+                );
                 let body = text(cmd, bind, &id);
                 let mut s = match who {
                     Who::Approver => gh("octocat", 583231, &body),
@@ -172,18 +191,23 @@ async fn run_ops(ops: Vec<Op>) {
                     Who::Chat => signal("in-chat", None, false, ChannelKind::InChat, &body),
                 };
                 s.at = now;
-                let got = e
-                    .approvals
-                    .consume(&[s], &rules(), &StaticAuthorizer::new())
-                    .await;
-                let Some((pid, _trigger, run, expires)) = m.pending.clone() else {
+                let Some(run) = target else {
+                    let got = e
+                        .approvals
+                        .consume(&[s], &rules(), &StaticAuthorizer::new())
+                        .await;
                     assert_eq!(got.unwrap_err().kind(), ErrorKind::NotFound);
                     continue;
                 };
-                let got = got.unwrap();
+                let (pid, _trigger, expires) = m.pending[&run].clone();
+                let got = e
+                    .approvals
+                    .consume_gate(&pid, &[s], &rules(), &StaticAuthorizer::new())
+                    .await
+                    .unwrap();
                 if now >= expires {
                     assert_eq!(got.decided.unwrap().state, GateState::Expired);
-                    m.pending = None;
+                    m.pending.remove(&run);
                     continue;
                 }
                 let counts = matches!(who, Who::Approver | Who::Chat)
@@ -193,6 +217,11 @@ async fn run_ops(ops: Vec<Op>) {
                     assert!(got.decided.is_none(), "{who:?} {cmd:?} {bind:?}");
                     continue;
                 }
+                if matches!(cmd, Cmd::RevokeAll) {
+                    assert!(got.decided.is_none(), "/revoke-all decides nothing");
+                    m.runs.get_mut(&run).unwrap().approve_all = false;
+                    continue;
+                }
                 let g = got.decided.unwrap();
                 assert_eq!(g.id, pid);
                 let want = match cmd {
@@ -200,22 +229,39 @@ async fn run_ops(ops: Vec<Op>) {
                     Cmd::ApproveAll => GateState::ApproveAll,
                     Cmd::Changes => GateState::ChangesRequested,
                     Cmd::Stop => GateState::Stopped,
-                    Cmd::Noise | Cmd::Empty => unreachable!(),
+                    Cmd::RevokeAll | Cmd::Noise | Cmd::Empty => unreachable!(),
                 };
                 assert_eq!(g.state, want);
                 let r = m.runs.get_mut(&run).unwrap();
                 r.approve_all |= want == GateState::ApproveAll;
                 r.stopped |= want == GateState::Stopped;
-                m.pending = None;
+                m.pending.remove(&run);
             }
             Op::Advance(s) => e.clock.advance_seconds(i64::from(s)),
         }
         // After every step: the file agrees with the model, and no rule is broken.
         let st = e.approvals.state().unwrap();
         let a = &st.approval;
-        let file_pending = a.pending_gate.as_ref().map(|g| g.id.clone());
-        let model_pending = m.pending.as_ref().map(|p| p.0.clone());
+        let mut file_pending: Vec<(RunId, GateId)> = a
+            .pending_gates
+            .iter()
+            .map(|g| (g.run.clone(), g.id.clone()))
+            .collect();
+        file_pending.sort();
+        let mut model_pending: Vec<(RunId, GateId)> = m
+            .pending
+            .iter()
+            .map(|(r, p)| (r.clone(), p.0.clone()))
+            .collect();
+        model_pending.sort();
         assert_eq!(file_pending, model_pending);
+        for (run, r) in &m.runs {
+            assert_eq!(
+                a.run(run).unwrap().approve_all.is_some(),
+                r.approve_all,
+                "{run}"
+            );
+        }
         for g in &a.recent {
             if let Some(d) = &g.decision {
                 assert!(

@@ -123,7 +123,8 @@ async fn the_pending_gate_and_runs_are_in_state_json() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(e.approvals.dir().state_path()).unwrap())
             .unwrap();
-    let p = &v["approval"]["pendingGate"];
+    let p = &v["approval"]["pendingGates"][0];
+    assert!(v["approval"].get("pendingGate").is_none());
     assert_eq!(p["id"], g.id.as_str());
     assert_eq!(p["state"], "pending");
     assert_eq!(p["trigger"], "final-outcome");
@@ -137,4 +138,91 @@ async fn the_pending_gate_and_runs_are_in_state_json() {
     );
     assert_eq!(e.phone.sent()[0].id, g.id);
     let _ = ChannelKind::InChat;
+}
+
+/// A `state.json` written by the single-gate format (captured from the binary before gates
+/// were kept per run), with its log.
+fn legacy_dir() -> (tempfile::TempDir, StateDir) {
+    let src =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/legacy-pending-gate");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("state");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["state.json", "notifications.md"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    (tmp, StateDir::new(dir))
+}
+
+#[tokio::test]
+async fn a_legacy_pending_gate_is_read_and_upgraded_on_the_next_write() {
+    let (_tmp, dir) = legacy_dir();
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.state_path()).unwrap()).unwrap();
+    squad_model::schema::Schema::ApprovalState
+        .validate(&raw["approval"])
+        .unwrap();
+    let legacy_id = raw["approval"]["pendingGate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // A clock before the fixture's expiry, so the gate is still pending.
+    let created: squad_model::Timestamp = raw["approval"]["pendingGate"]["created"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let clock = Arc::new(FixedClock::at_unix_seconds(0));
+    clock.set(created.plus_seconds(60));
+    let svc = Approvals::new(dir.clone(), clock.clone());
+    let doc = svc.state().unwrap();
+    assert_eq!(doc.approval.pending_gates.len(), 1);
+    let legacy = doc.approval.pending_gates[0].clone();
+    assert_eq!(legacy.id.as_str(), legacy_id);
+    assert!(legacy.digest_matches(), "the old record keeps its digest");
+    // Its run still refuses a second gate; another run opens one, and the write upgrades.
+    let chat = Arc::new(InMemoryChannel::new(ChannelKind::InChat));
+    let fan = FanOut::new().with(chat);
+    let req = request(Mode::Autopilot, Trigger::RiskGate);
+    let err = svc
+        .request(&req, Some(legacy.run.clone()), 600, &fan)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict);
+    let RequestOutcome::Opened { gate, .. } = svc
+        .request(&req, Some(RunId::new("r-next").unwrap()), 600, &fan)
+        .await
+        .unwrap()
+    else {
+        panic!("a risk gate pings")
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.state_path()).unwrap()).unwrap();
+    assert!(v["approval"].get("pendingGate").is_none(), "{v:#}");
+    let ids: Vec<&str> = v["approval"]["pendingGates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [legacy_id.as_str(), gate.id.as_str()]);
+    squad_model::schema::Schema::ApprovalState
+        .validate(&v["approval"])
+        .unwrap();
+    // The hash chain runs on from the old log across both runs.
+    let log = std::fs::read_to_string(dir.log_path()).unwrap();
+    verify_log(&log, v["approval"]["logHead"].as_str()).unwrap();
+    // The old gate is decided as any other.
+    let mut s = signal("in-chat", None, false, ChannelKind::InChat, "/approve");
+    s.at = clock.now();
+    let done = svc
+        .consume_gate(
+            &legacy.id,
+            &[s],
+            &ApproverRules::default(),
+            &StaticAuthorizer::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.decided.unwrap().state, GateState::Approved);
 }

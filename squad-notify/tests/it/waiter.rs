@@ -153,7 +153,9 @@ async fn a_timeout_ends_the_wait_and_never_approves() {
             .state()
             .unwrap()
             .approval
-            .pending_gate
+            .pending_gates
+            .first()
+            .cloned()
             .unwrap()
             .id,
         r.gate.id

@@ -78,6 +78,7 @@ async fn delivered_signed_and_verified_by_the_server() {
     assert_eq!(sig, &sign(CANARY_SECRET.as_bytes(), &r.body));
     let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(body["gate"], gate.id.as_str());
+    assert_eq!(body["run"], "run-1", "the payload names the run");
     assert_eq!(body["digest"], gate.digest);
     assert_eq!(body["deliveryId"], d.delivery_id.clone().unwrap());
     assert_eq!(body["sentAt"], "2027-01-15T08:00:00Z");
@@ -156,7 +157,9 @@ async fn a_500_gets_bounded_retries_a_logged_failure_and_the_gate_stays_pending(
             .state()
             .unwrap()
             .approval
-            .pending_gate
+            .pending_gates
+            .first()
+            .cloned()
             .unwrap()
             .id,
         gate.id
@@ -221,7 +224,9 @@ async fn a_slow_server_times_out_with_bounded_retries_and_the_gate_stays_pending
             .state()
             .unwrap()
             .approval
-            .pending_gate
+            .pending_gates
+            .first()
+            .cloned()
             .unwrap()
             .id,
         gate.id
@@ -240,7 +245,7 @@ async fn refused_unreachable_and_malformed_urls_never_leak() {
     let err = hook.notify(&sample_gate()).await.unwrap_err();
     assert_eq!(
         err.to_string(),
-        "webhook delivery refused after 1 attempt(s): HTTP 404"
+        "webhook delivery refused after 1 attempt: HTTP 404"
     );
     assert_eq!(server.received().len(), 1);
 

@@ -162,7 +162,8 @@ impl Engine {
     }
 }
 
-/// Kinds of minted ids (first UUID group), so minted ids are UUID-shaped and distinct.
+/// Kinds of minted ids (first UUID group), so minted ids are UUID-shaped and distinct
+/// (`trace::MINTED_KINDS` spells them).
 #[derive(Clone, Copy)]
 pub(crate) enum IdKind {
     Task = 0x7a5c_0000,
@@ -344,7 +345,12 @@ impl<'a> Cx<'a> {
         for shift in (0..8).rev() {
             out.push(char::from(HEX[((k >> (shift * 4)) & 0xf) as usize]));
         }
-        out.push_str("-0000-4000-8000-");
+        // Bits 48..63 (0 for a counter; the epoch of position ids) go in the second group.
+        out.push('-');
+        for shift in (12..16).rev() {
+            out.push(char::from(HEX[((self.seq >> (shift * 4)) & 0xf) as usize]));
+        }
+        out.push_str("-4000-8000-");
         for shift in (0..12).rev() {
             out.push(char::from(HEX[((self.seq >> (shift * 4)) & 0xf) as usize]));
         }
@@ -620,5 +626,11 @@ mod tests {
             )
         );
         assert!(crate::mention::is_uuid(&id));
+        // A position id: the epoch shows in the second group.
+        cx.seq = (3 << 48) | (7 << 16);
+        assert_eq!(
+            cx.mint(IdKind::Task),
+            "7a5c0000-0003-4000-8000-000000070001"
+        );
     }
 }

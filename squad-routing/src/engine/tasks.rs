@@ -71,8 +71,13 @@ fn retry(cx: &mut Cx<'_>, failed: &Task) {
         if cx.issue(issue).is_none() {
             return cx.noop_for(NoopReason::IssueNotFound, &failed.agent_id);
         }
-        // A task queued meanwhile (a comment while the failed one ran) does the work.
-        if cx.has_pending(issue, &failed.agent_id) {
+        // A task queued meanwhile (a comment while the failed one ran) does the work. The failed
+        // task itself does not count: one that fails while still queued or dispatched (a
+        // prepare timeout, R60) is retried like one that fails while running.
+        if cx
+            .pending(issue, &failed.agent_id)
+            .is_some_and(|pending| pending != failed.id)
+        {
             return cx.noop_for(NoopReason::PendingTask, &failed.agent_id);
         }
     }

@@ -114,6 +114,7 @@ impl Generated {
     pub fn lines(&self) -> impl Iterator<Item = String> + '_ {
         let version = TraceLine::SchemaVersion {
             version: crate::trace::SCHEMA_VERSION,
+            ids: crate::trace::Ids::Counter,
         };
         std::iter::once(version.to_json())
             .chain(self.entities.iter().map(TraceLine::to_json))

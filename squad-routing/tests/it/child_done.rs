@@ -269,3 +269,55 @@ fn child_done_commands_name_the_parent_by_its_id() {
         "{text}"
     );
 }
+
+/// R60 (multica's prepare-timeout case): the child finishes and wakes the leader task T1; T1 is
+/// dispatched and fails at attempt 1 of 3 before it runs. The failing task is not "the agent's
+/// pending task": the retry T2 is a leader task with attempt 2, the same trigger (the child-done
+/// system comment) and the same originator.
+#[test]
+fn a_leader_task_failing_while_dispatched_is_retried() {
+    let mut s = setup(IssueStatus::InProgress);
+    s.w.engine.policy.max_attempts = 3;
+    let p = s.parent.clone();
+    let child = s.w.child(IssueStatus::Todo, None, Some(&p), None);
+    let d = done(&mut s, &child);
+    let t1 = d
+        .enqueued()
+        .next()
+        .expect("child-done wakes the leader")
+        .clone();
+    assert!(t1.is_leader_task);
+    assert_eq!(t1.attempt, 1);
+    assert!(t1.trigger_comment_id.is_some());
+    let d = s.w.event(Event::Claim(ClaimTask {
+        task_id: t1.id.clone(),
+    }));
+    assert_eq!(d.rejection(), None);
+    let d = s.w.event(Event::TaskStatus(SetTaskStatus {
+        task_id: t1.id.clone(),
+        status: TaskStatus::Failed,
+    }));
+    assert_eq!(noops(&d), Vec::<String>::new(), "no pending_task no-op");
+    assert_eq!(
+        enqueued(&d),
+        vec![(s.leader.clone(), true, TriggerSource::Retry)]
+    );
+    let t2 = d.enqueued().next().unwrap();
+    assert_ne!(t2.id, t1.id);
+    assert_eq!(t2.attempt, 2);
+    assert_eq!(t2.status, TaskStatus::Queued);
+    assert_eq!(t2.squad_id.as_ref(), Some(&s.squad));
+    assert_eq!(t2.trigger_comment_id, t1.trigger_comment_id);
+    assert_eq!(t2.originator_user_id, t1.originator_user_id);
+    assert_eq!(t2.issue_id.as_ref(), Some(&p));
+    // A task queued (never dispatched) that fails is retried the same way.
+    let d = s.w.event(Event::TaskStatus(SetTaskStatus {
+        task_id: t2.id.clone(),
+        status: TaskStatus::Failed,
+    }));
+    let t3 = d
+        .enqueued()
+        .next()
+        .expect("a queued task that fails is retried");
+    assert_eq!(t3.attempt, 3);
+}

@@ -16,6 +16,7 @@ mod equivalence;
 mod fuzz;
 mod hosts;
 mod invoke;
+mod postgres;
 mod props;
 mod replay;
 mod simulate;
@@ -35,5 +36,6 @@ fn public_types_are_send_and_sync() {
     // A database connection moves between threads but is not shared.
     fn send<T: Send>() {}
     send::<squad_routing::SqliteDirectory>();
+    send::<squad_routing::PostgresDirectory>();
     send::<squad_routing::Replay<squad_routing::SqliteDirectory>>();
 }

@@ -266,18 +266,7 @@ fn schema_version_records() {
 /// the same decisions as before.
 #[test]
 fn an_old_format_trace_still_replays() {
-    let old = r#"{"kind":"workspace","id":"w1","issue_prefix":"SQ"}
-{"kind":"user","id":"u1","name":"Sam"}
-{"kind":"membership","workspace_id":"w1","user_id":"u1","role":"owner"}
-{"kind":"agent","id":"00000000-0000-4000-8000-0000000000a1","workspace_id":"w1","name":"Lead","owner_id":"u1","runtime":{"runtime_id":"rt1","status":"online"},"created_at":"2026-01-01T00:00:00Z"}
-{"kind":"squad","id":"00000000-0000-4000-8000-0000000005a1","workspace_id":"w1","name":"Core","leader_id":"00000000-0000-4000-8000-0000000000a1","creator_id":"u1","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}
-{"kind":"member","id":"m1","squad_id":"00000000-0000-4000-8000-0000000005a1","member_type":"agent","member_id":"00000000-0000-4000-8000-0000000000a1","role":"leader","created_at":"2026-01-01T00:00:00Z"}
-{"kind":"autopilot","id":"ap1","workspace_id":"w1","title":"Nightly","assignee_type":"squad","assignee_id":"00000000-0000-4000-8000-0000000005a1","execution_mode":"create_issue","creator_id":"u1"}
-{"kind":"event","at":"2026-01-02T00:00:00Z","event":{"type":"create_issue","actor":{"type":"member","id":"u1"},"workspace_id":"w1","issue_id":"i1","title":"Fix login","assignee_type":"squad","assignee_id":"00000000-0000-4000-8000-0000000005a1"}}
-{"kind":"event","event":{"type":"claim","task_id":"7a5c0000-0000-4000-8000-000000000001"}}
-{"kind":"event","event":{"type":"trigger_autopilot","autopilot_id":"ap1","trigger":"schedule"}}
-{"kind":"event","event":{"type":"task_status","task_id":"7a5c0000-0000-4000-8000-000000000001","status":"completed"}}
-"#;
+    let old = OLD_FORMAT_TRACE;
     let schema: serde_json::Value = serde_json::from_str(TRACE_SCHEMA).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     for line in old.lines() {
@@ -320,22 +309,7 @@ fn an_old_format_trace_still_replays() {
 /// assignee, one created by an agent, agent instructions, a quick-create and its claim, a retry.
 #[test]
 fn a_version_2_trace_says_what_hosts_record() {
-    let trace = r#"{"kind":"schema_version","version":2}
-{"kind":"workspace","id":"w1","issue_prefix":"SQ"}
-{"kind":"user","id":"u1","name":"Sam"}
-{"kind":"membership","workspace_id":"w1","user_id":"u1","role":"owner"}
-{"kind":"agent","id":"00000000-0000-4000-8000-0000000000a1","workspace_id":"w1","name":"Lead","owner_id":"u1","runtime":{"runtime_id":"rt1","status":"online"},"permission_mode":"public_to","invocation_targets":[{"type":"workspace"}],"instructions":"You lead the core team.","created_at":"2026-01-01T00:00:00Z"}
-{"kind":"agent","id":"00000000-0000-4000-8000-0000000000a2","workspace_id":"w1","name":"Maker","owner_id":"u1","created_at":"2026-01-01T00:00:00Z"}
-{"kind":"squad","id":"00000000-0000-4000-8000-0000000005a1","workspace_id":"w1","name":"Core","leader_id":"00000000-0000-4000-8000-0000000000a1","creator_id":"u1","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}
-{"kind":"autopilot","id":"ap-none","workspace_id":"w1","title":"Orphan","execution_mode":"run_only","creator_id":"u1"}
-{"kind":"autopilot","id":"ap-agent","workspace_id":"w1","title":"By an agent","assignee_type":"squad","assignee_id":"00000000-0000-4000-8000-0000000005a1","execution_mode":"create_issue","creator_type":"agent","creator_id":"00000000-0000-4000-8000-0000000000a2"}
-{"kind":"task","id":"t-old","agent_id":"00000000-0000-4000-8000-0000000000a1","status":"running","context":{"type":"quick_create","squad_id":"00000000-0000-4000-8000-0000000005a1","prompt":"old"},"created_at":"2026-01-01T00:00:00Z"}
-{"kind":"event","at":"2026-01-02T00:00:00Z","event":{"type":"trigger_autopilot","autopilot_id":"ap-none","trigger":"schedule"}}
-{"kind":"event","event":{"type":"trigger_autopilot","autopilot_id":"ap-agent","trigger":"schedule"}}
-{"kind":"event","event":{"type":"quick_create","actor":"u1","workspace_id":"w1","target_type":"squad","target_id":"00000000-0000-4000-8000-0000000005a1","prompt":"Login fails"}}
-{"kind":"event","event":{"type":"claim","task_id":"7a5c0000-0000-4000-8000-000000000003"}}
-{"kind":"event","event":{"type":"task_status","task_id":"t-old","status":"failed"}}
-"#;
+    let trace = VERSION_2_TRACE;
     let schema: serde_json::Value = serde_json::from_str(TRACE_SCHEMA).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     for line in trace.lines() {
@@ -365,4 +339,88 @@ fn a_version_2_trace_says_what_hosts_record() {
     assert_eq!(retry["source"], "retry");
     assert_eq!(retry["task"]["attempt"], 2);
     assert_eq!(retry["task"]["context"]["prompt"], "old");
+}
+
+/// A scenario trace (also replayed on PostgreSQL by `postgres.rs`).
+pub(crate) const OLD_FORMAT_TRACE: &str = r#"{"kind":"workspace","id":"w1","issue_prefix":"SQ"}
+{"kind":"user","id":"u1","name":"Sam"}
+{"kind":"membership","workspace_id":"w1","user_id":"u1","role":"owner"}
+{"kind":"agent","id":"00000000-0000-4000-8000-0000000000a1","workspace_id":"w1","name":"Lead","owner_id":"u1","runtime":{"runtime_id":"rt1","status":"online"},"created_at":"2026-01-01T00:00:00Z"}
+{"kind":"squad","id":"00000000-0000-4000-8000-0000000005a1","workspace_id":"w1","name":"Core","leader_id":"00000000-0000-4000-8000-0000000000a1","creator_id":"u1","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}
+{"kind":"member","id":"m1","squad_id":"00000000-0000-4000-8000-0000000005a1","member_type":"agent","member_id":"00000000-0000-4000-8000-0000000000a1","role":"leader","created_at":"2026-01-01T00:00:00Z"}
+{"kind":"autopilot","id":"ap1","workspace_id":"w1","title":"Nightly","assignee_type":"squad","assignee_id":"00000000-0000-4000-8000-0000000005a1","execution_mode":"create_issue","creator_id":"u1"}
+{"kind":"event","at":"2026-01-02T00:00:00Z","event":{"type":"create_issue","actor":{"type":"member","id":"u1"},"workspace_id":"w1","issue_id":"i1","title":"Fix login","assignee_type":"squad","assignee_id":"00000000-0000-4000-8000-0000000005a1"}}
+{"kind":"event","event":{"type":"claim","task_id":"7a5c0000-0000-4000-8000-000000000001"}}
+{"kind":"event","event":{"type":"trigger_autopilot","autopilot_id":"ap1","trigger":"schedule"}}
+{"kind":"event","event":{"type":"task_status","task_id":"7a5c0000-0000-4000-8000-000000000001","status":"completed"}}
+"#;
+
+/// A scenario trace (also replayed on PostgreSQL by `postgres.rs`).
+pub(crate) const VERSION_2_TRACE: &str = r#"{"kind":"schema_version","version":2}
+{"kind":"workspace","id":"w1","issue_prefix":"SQ"}
+{"kind":"user","id":"u1","name":"Sam"}
+{"kind":"membership","workspace_id":"w1","user_id":"u1","role":"owner"}
+{"kind":"agent","id":"00000000-0000-4000-8000-0000000000a1","workspace_id":"w1","name":"Lead","owner_id":"u1","runtime":{"runtime_id":"rt1","status":"online"},"permission_mode":"public_to","invocation_targets":[{"type":"workspace"}],"instructions":"You lead the core team.","created_at":"2026-01-01T00:00:00Z"}
+{"kind":"agent","id":"00000000-0000-4000-8000-0000000000a2","workspace_id":"w1","name":"Maker","owner_id":"u1","created_at":"2026-01-01T00:00:00Z"}
+{"kind":"squad","id":"00000000-0000-4000-8000-0000000005a1","workspace_id":"w1","name":"Core","leader_id":"00000000-0000-4000-8000-0000000000a1","creator_id":"u1","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}
+{"kind":"autopilot","id":"ap-none","workspace_id":"w1","title":"Orphan","execution_mode":"run_only","creator_id":"u1"}
+{"kind":"autopilot","id":"ap-agent","workspace_id":"w1","title":"By an agent","assignee_type":"squad","assignee_id":"00000000-0000-4000-8000-0000000005a1","execution_mode":"create_issue","creator_type":"agent","creator_id":"00000000-0000-4000-8000-0000000000a2"}
+{"kind":"task","id":"t-old","agent_id":"00000000-0000-4000-8000-0000000000a1","status":"running","context":{"type":"quick_create","squad_id":"00000000-0000-4000-8000-0000000005a1","prompt":"old"},"created_at":"2026-01-01T00:00:00Z"}
+{"kind":"event","at":"2026-01-02T00:00:00Z","event":{"type":"trigger_autopilot","autopilot_id":"ap-none","trigger":"schedule"}}
+{"kind":"event","event":{"type":"trigger_autopilot","autopilot_id":"ap-agent","trigger":"schedule"}}
+{"kind":"event","event":{"type":"quick_create","actor":"u1","workspace_id":"w1","target_type":"squad","target_id":"00000000-0000-4000-8000-0000000005a1","prompt":"Login fails"}}
+{"kind":"event","event":{"type":"claim","task_id":"7a5c0000-0000-4000-8000-000000000003"}}
+{"kind":"event","event":{"type":"task_status","task_id":"t-old","status":"failed"}}
+"#;
+
+/// `to_position_ids` rewrites the ids the engine minted and only those: the converted trace of
+/// every workload replays (no event names an id that does not exist) to the same decisions, ids
+/// aside, and converting it again changes nothing.
+#[test]
+fn position_ids_keep_every_decision() {
+    use squad_routing::generate::{GenConfig, Workload, WorkloadConfig, generate_workload};
+    use squad_routing::trace::to_position_ids;
+    let shape = |lines: &[String]| -> Vec<String> {
+        let mut r = squad_routing::Replay::new(squad_routing::Engine::default());
+        lines
+            .iter()
+            .filter_map(|l| r.feed_line(l).unwrap())
+            .map(|o| {
+                // Minted ids differ: keep each decision's kind and rule.
+                let v = serde_json::to_value(&o.decisions).unwrap();
+                let kinds: Vec<String> = v["decisions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| format!("{}/{}", d["kind"], d["rule"]))
+                    .collect();
+                format!("{} {}", o.event, kinds.join(","))
+            })
+            .collect()
+    };
+    for (seed, events) in [(1, 1000), (11, 3000)] {
+        for w in [
+            Workload::Episodes,
+            Workload::Steady,
+            Workload::ReviewStorm,
+            Workload::Chatter,
+            Workload::Mentions,
+        ] {
+            let cfg = WorkloadConfig::new(
+                w,
+                GenConfig {
+                    squads: 8,
+                    issues_per_squad: 4,
+                    events,
+                    seed,
+                },
+            );
+            let lines: Vec<String> = generate_workload(&cfg).unwrap().lines().collect();
+            let converted = to_position_ids(lines.iter().map(String::as_str)).unwrap();
+            assert_eq!(shape(&lines), shape(&converted), "{w:?}, seed {seed}");
+            assert_ne!(lines, converted);
+            let again = to_position_ids(converted.iter().map(String::as_str)).unwrap();
+            assert_eq!(again, converted);
+        }
+    }
 }

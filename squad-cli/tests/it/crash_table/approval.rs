@@ -62,7 +62,11 @@ fn no_phantom(root: &Path) -> Check {
         .as_array()
         .into_iter()
         .flatten()
-        .chain(a["pendingGate"].as_object().map(|_| &a["pendingGate"]))
+        .chain(
+            a["pendingGates"][0]
+                .as_object()
+                .map(|_| &a["pendingGates"][0]),
+        )
         .filter_map(|g| g["id"].as_str())
         .collect();
     let text = log(root);
@@ -161,7 +165,7 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
             .after_kill(no_false_alarm(false))
             .after_recovery(whole(move |root| {
                 let s = state(root);
-                let pending = s["approval"]["pendingGate"]["id"]
+                let pending = s["approval"]["pendingGates"][0]["id"]
                     .as_str()
                     .unwrap_or_default();
                 let text = log(root);
@@ -193,7 +197,7 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
                     .split("\n### ")
                     .filter(|e| e.contains(gate.as_str()) && e.contains("* Resolved: approved"))
                     .count();
-                (decided && s["approval"]["pendingGate"].is_null() && resolutions == 1)
+                (decided && s["approval"]["pendingGates"][0].is_null() && resolutions == 1)
                     .then_some(())
                     .ok_or_else(|| format!("decided {decided}, resolutions {resolutions}"))
             })),

@@ -11,6 +11,8 @@ use squad_notify::{
 };
 use wiremock::ResponseTemplate;
 
+use crate::common::Paths;
+
 use super::emulator::{APPROVER, Emulator, SimClock, TOKEN};
 
 struct Rig {
@@ -116,7 +118,7 @@ async fn notify_opens_the_issue_and_stores_the_poll_state_with_the_pending_gate(
     let r = Rig::new().await;
     let gate = r.open(3600).await;
     let doc = r.svc.state().unwrap();
-    let pending = doc.approval.pending_gate.unwrap();
+    let pending = doc.approval.pending_gates.first().cloned().unwrap();
     assert_eq!(pending.id, gate.id);
     let d = &pending.deliveries[0];
     assert_eq!(d.channel, ChannelKind::GithubIssue);
@@ -286,7 +288,16 @@ async fn unauthorized_commenters_bots_and_the_squad_itself_are_ignored_and_logge
     assert!(log.contains("not authorized (role read)"), "{log}");
     assert!(log.contains("written by a bot"), "{log}");
     assert!(log.contains("written by the squad's own account"), "{log}");
-    assert!(r.svc.state().unwrap().approval.pending_gate.is_some());
+    assert!(
+        r.svc
+            .state()
+            .unwrap()
+            .approval
+            .pending_gates
+            .first()
+            .cloned()
+            .is_some()
+    );
     // A collaborator with write access may decide.
     r.em.person("dev", Some(("write", "write")));
     r.comment("dev", "/approve");
@@ -304,7 +315,15 @@ async fn a_fresh_channel_resumes_on_the_same_issue_and_gate() {
     let gate = r.open(3600).await;
     r.comment("somebody", "any news?");
     assert!(r.round(&gate).await.decided.is_none());
-    let stored = r.svc.state().unwrap().approval.pending_gate.unwrap();
+    let stored = r
+        .svc
+        .state()
+        .unwrap()
+        .approval
+        .pending_gates
+        .first()
+        .cloned()
+        .unwrap();
     let loc = stored.deliveries[0].locator.clone().unwrap();
     assert!(
         loc.contains("commentsEtag") || loc.contains("eventsEtag"),
@@ -467,7 +486,15 @@ async fn the_next_gate_reuses_the_issue_and_an_earlier_approve_does_not_count() 
     let second = r.open(3600).await;
     assert_ne!(second.id, first.id);
     assert_eq!(second.run, first.run);
-    let pending = r.svc.state().unwrap().approval.pending_gate.unwrap();
+    let pending = r
+        .svc
+        .state()
+        .unwrap()
+        .approval
+        .pending_gates
+        .first()
+        .cloned()
+        .unwrap();
     assert_eq!(
         pending.deliveries[0].approval_ref,
         "#1 acme/widgets (reused)"
@@ -513,4 +540,234 @@ async fn an_in_chat_decision_is_shown_on_the_issue() {
         "{}",
         last.body
     );
+}
+
+/// Configures the github-issue channel of the emulated repository with a quorum of `n`.
+fn configure_quorum(r: &Rig, n: u32) {
+    let mut settings = squad_model::NotifySettings {
+        approval_channel: ChannelKind::GithubIssue,
+        enabled: true,
+        email: String::new(),
+        github: Some(squad_model::GithubTarget {
+            handle: APPROVER.into(),
+            repo: "acme/widgets".into(),
+            extra: Default::default(),
+        }),
+        trigger: None,
+        extra: Default::default(),
+    };
+    settings.set_quorum(n);
+    r.svc.configure(settings).unwrap();
+}
+
+#[tokio::test]
+async fn a_quorum_counts_distinct_authorized_approvers_once_each() {
+    let r = Rig::new().await;
+    r.em.person("wendy", Some(("write", "write")));
+    r.em.person("maria", Some(("maintain", "maintain")));
+    r.em.person("rita", Some(("read", "read")));
+    r.em.person("walt", Some(("write", "write")));
+    r.em.bot("ci-helper[bot]");
+    configure_quorum(&r, 3);
+    let gate = r.open(3600).await;
+    assert_eq!(gate.quorum, 3);
+    // A writer approves twice, a read-only user, a bot and the squad's own account approve.
+    r.comment("wendy", "/approve");
+    r.comment("wendy", "/approve");
+    r.comment("rita", "/approve");
+    r.comment("ci-helper[bot]", "/approve");
+    r.comment(emulator_squad(), "/approve");
+    let round = r.round(&gate).await;
+    assert!(round.decided.is_none());
+    let stored = r.svc.state().unwrap().approval.pending_gates[0].clone();
+    assert_eq!(stored.approvers(), ["wendy"]);
+    // The file as written, votes included, has the shipped schema's shape.
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(r.svc.dir().state_path()).unwrap()).unwrap();
+    squad_model::schema::Schema::ApprovalState
+        .validate(&file["approval"])
+        .unwrap();
+    assert_eq!(file["approval"]["pendingGates"][0]["quorum"], 3);
+    let st = r.svc.status().unwrap().to_json();
+    assert_eq!(st["pending"][0]["quorum"], 3);
+    assert_eq!(st["pending"][0]["approvals"], serde_json::json!(["wendy"]));
+    let log = r.log();
+    assert!(log.contains("pending (1 of 3 approvals)"), "{log}");
+    assert!(log.contains("the same approver counts once"), "{log}");
+    // The maintainer counts; the registered approver (admin) completes the quorum; a later
+    // approval by another writer changes nothing and is logged as ignored.
+    r.comment("maria", "/approve");
+    r.comment(APPROVER, "/approve");
+    r.comment("walt", "/approve");
+    let round = r.round(&gate).await;
+    let decided = round.decided.unwrap();
+    assert_eq!(decided.state, GateState::Approved);
+    assert_eq!(decided.approvers(), ["wendy", "maria", APPROVER]);
+    assert!(
+        round
+            .ignored
+            .iter()
+            .any(|i| i.reason.contains("already decided")),
+        "{:?}",
+        round.ignored
+    );
+    let log = r.log();
+    assert!(log.contains("pending (2 of 3 approvals)"), "{log}");
+    assert!(log.contains("Approvals: wendy, maria, octocat"), "{log}");
+    assert!(log.contains("already decided (approved)"), "{log}");
+    for refused in ["rita", "ci-helper[bot]", emulator_squad()] {
+        assert!(!decided.approvers().contains(&refused), "{refused}");
+    }
+    r.assert_log_intact();
+}
+
+#[tokio::test]
+async fn one_authorized_changes_decides_a_quorum_gate_at_once() {
+    let r = Rig::new().await;
+    r.em.person("wendy", Some(("write", "write")));
+    configure_quorum(&r, 2);
+    let gate = r.open(3600).await;
+    r.comment("wendy", "/approve");
+    r.comment(APPROVER, "/changes: split the migration");
+    let decided = r.round(&gate).await.decided.unwrap();
+    assert_eq!(decided.state, GateState::ChangesRequested);
+    assert_eq!(decided.approvers(), ["wendy"]);
+    r.assert_log_intact();
+}
+
+#[tokio::test]
+async fn revoke_all_ends_the_runs_approve_all() {
+    let r = Rig::new().await;
+    let first = r.open(3600).await;
+    r.comment(APPROVER, "/approve-all");
+    assert_eq!(
+        r.round(&first).await.decided.unwrap().state,
+        GateState::ApproveAll
+    );
+    // Covered: pre-approved without a ping.
+    let req = GateRequest {
+        mode: Mode::Autopilot,
+        trigger: Trigger::ImpactfulAction,
+        topic: "Deploy again".into(),
+        awaiting: "Approve".into(),
+        detail: String::new(),
+    };
+    let fan = FanOut::new().with(r.gh.clone());
+    let got = r
+        .svc
+        .request(&req, Some(first.run.clone()), 3600, &fan)
+        .await
+        .unwrap();
+    assert!(matches!(got, RequestOutcome::PreApproved(_)), "{got:?}");
+    // A risk gate of the run pings; /revoke-all on it ends the pre-authorization.
+    let risk = GateRequest {
+        trigger: Trigger::RiskGate,
+        ..req.clone()
+    };
+    let RequestOutcome::Opened { gate: risk, .. } = r
+        .svc
+        .request(&risk, Some(first.run.clone()), 3600, &fan)
+        .await
+        .unwrap()
+    else {
+        panic!("a risk gate always pings")
+    };
+    r.em.person("someone-else", Some(("read", "read")));
+    let issue = r.gh.issue_number(&risk).unwrap();
+    let on_issue = |who: &str, body: &str| {
+        r.em.clock.advance(30);
+        let now = r.em.now();
+        r.em.s().add_comment(issue, who, body, now);
+    };
+    on_issue("someone-else", "/revoke-all");
+    on_issue(APPROVER, "/revoke-all");
+    let round = r.round(&risk).await;
+    assert!(round.decided.is_none(), "/revoke-all decides nothing");
+    let st = r.svc.state().unwrap();
+    assert_eq!(st.approval.run(&first.run).unwrap().approve_all, None);
+    assert!(r.log().contains("revoke-all"), "{}", r.log());
+    on_issue(APPROVER, "/approve");
+    assert_eq!(
+        r.round(&risk).await.decided.unwrap().state,
+        GateState::Approved
+    );
+    // Later impactful-action gates of the run ping again.
+    let got = r
+        .svc
+        .request(&req, Some(first.run.clone()), 3600, &fan)
+        .await
+        .unwrap();
+    assert!(matches!(got, RequestOutcome::Opened { .. }), "{got:?}");
+    r.assert_log_intact();
+}
+
+fn emulator_squad() -> &'static str {
+    super::emulator::SQUAD
+}
+
+#[tokio::test]
+async fn the_github_channel_passes_the_authorizer_conformance_suite() {
+    use squad_notify::conformance::authorizer::{Accounts, run_all};
+    let r = Rig::new().await;
+    r.em.person("wendy", Some(("write", "write")));
+    r.em.person("rita", Some(("read", "read")));
+    r.em.person("nobody", None);
+    let who = |login: &str| squad_notify::Responder {
+        login: login.into(),
+        id: Some(r.em.s().user(login, "User")),
+        bot: false,
+    };
+    let accounts = Accounts {
+        admin: who(APPROVER),
+        write: who("wendy"),
+        read: who("rita"),
+        unknown: who("nobody"),
+    };
+    run_all(r.gh.as_ref(), &accounts).await.unwrap();
+    let shared: Arc<dyn squad_notify::Authorizer> = r.gh.clone();
+    run_all(&shared, &accounts).await.unwrap();
+}
+
+#[tokio::test]
+async fn gates_of_two_runs_are_pending_at_once_each_on_its_own_issue() {
+    let r = Rig::new().await;
+    let fan = FanOut::new().with(r.gh.clone());
+    let req = GateRequest {
+        mode: Mode::Autopilot,
+        trigger: Trigger::ImpactfulAction,
+        topic: "Deploy".into(),
+        awaiting: "Approve".into(),
+        detail: String::new(),
+    };
+    let mut gates = Vec::new();
+    for run in ["run-a", "run-b"] {
+        let RequestOutcome::Opened { gate, .. } = r
+            .svc
+            .request(
+                &req,
+                Some(squad_notify::RunId::new(run).unwrap()),
+                3600,
+                &fan,
+            )
+            .await
+            .unwrap()
+        else {
+            panic!("autopilot pings")
+        };
+        gates.push(gate);
+    }
+    let (a, b) = (&gates[0], &gates[1]);
+    let (ia, ib) = (r.gh.issue_number(a).unwrap(), r.gh.issue_number(b).unwrap());
+    assert_ne!(ia, ib, "one issue per run");
+    assert_eq!(r.svc.state().unwrap().approval.pending_gates.len(), 2);
+    // An approval on run b's issue decides b only.
+    r.em.clock.advance(30);
+    let now = r.em.now();
+    r.em.s().add_comment(ib, APPROVER, "/approve", now);
+    assert!(r.round(a).await.decided.is_none());
+    assert_eq!(r.round(b).await.decided.unwrap().state, GateState::Approved);
+    let st = r.svc.state().unwrap();
+    assert_eq!(st.approval.pending_gates.len(), 1);
+    assert_eq!(st.approval.pending_gates[0].id, a.id);
+    r.assert_log_intact();
 }

@@ -1,0 +1,137 @@
+//! Routing on PostgreSQL with many workers (issue 23): events per second of one 50k-event
+//! generated trace (`episodes`, 1k squads, ids from event positions), replayed in memory (the
+//! baseline), into SQLite (one transaction), and into PostgreSQL with 1, 2 and 4 workers (one
+//! transaction per event, `postgres::replay_parallel`), all in the same run. Each PostgreSQL
+//! sample replays into a fresh, migrated database (created outside the timed section) on the
+//! server `SQUAD_BENCH_POSTGRES_URL` or `SQUAD_TEST_POSTGRES_URL` names; without one those
+//! arguments are skipped. Run: `cargo bench -p squad-bench --bench routing_workers`.
+//!
+//! Targets (issue 23, 2-core machine, server on the same machine): at least 3,000 events/s with
+//! 4 workers and at least 1.3x one worker. Figures: see the crate README of `squad-routing`.
+#![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use squad_routing::generate::{GenConfig, generate};
+use squad_routing::postgres::{migrate, replay_parallel};
+use squad_routing::trace::to_position_ids;
+use squad_routing::{Engine, Replay, SqliteDirectory};
+
+/// Events in the trace: 50,000, or `SQUAD_BENCH_EVENTS` (for a quick look on a loaded machine).
+fn events() -> usize {
+    std::env::var("SQUAD_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000)
+}
+
+fn main() {
+    divan::main();
+}
+
+fn trace() -> &'static Vec<String> {
+    static T: OnceLock<Vec<String>> = OnceLock::new();
+    T.get_or_init(|| {
+        let g = generate(&GenConfig {
+            squads: 1_000,
+            issues_per_squad: 4,
+            events: events(),
+            seed: 23,
+        })
+        .unwrap();
+        let lines: Vec<String> = g.lines().collect();
+        to_position_ids(lines.iter().map(String::as_str)).unwrap()
+    })
+}
+
+fn server() -> Option<String> {
+    ["SQUAD_BENCH_POSTGRES_URL", "SQUAD_TEST_POSTGRES_URL"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+}
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh migrated database on the server; its URL.
+fn fresh_db(server: &str) -> String {
+    let name = format!(
+        "squad_bench_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut c = postgres::Client::connect(server, postgres::NoTls).unwrap();
+    c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+        .unwrap();
+    c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+    let (base, query) = server.split_once('?').unwrap_or((server, ""));
+    let cut = base.rfind('/').unwrap();
+    let mut url = format!("{}/{name}", &base[..cut]);
+    if !query.is_empty() {
+        url.push('?');
+        url.push_str(query);
+    }
+    migrate(&url).unwrap();
+    url
+}
+
+fn drop_db(server: &str, url: &str) {
+    let name = url.rsplit('/').next().unwrap().split('?').next().unwrap();
+    if let Ok(mut c) = postgres::Client::connect(server, postgres::NoTls) {
+        let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+    }
+}
+
+#[divan::bench(
+    args = ["memory", "sqlite", "postgres-1", "postgres-2", "postgres-4"],
+    sample_count = 1,
+    sample_size = 1
+)]
+fn replay_50k(bencher: divan::Bencher<'_, '_>, how: &str) {
+    let lines = trace();
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let engine = Engine::default();
+    let bencher = bencher.counter(divan::counter::ItemsCount::new(events()));
+    match how {
+        "memory" => bencher.bench_local(|| {
+            let mut r = Replay::new(engine.clone());
+            for l in &refs {
+                r.feed_line(l).unwrap();
+            }
+        }),
+        "sqlite" => bencher.bench_local(|| {
+            let mut dir = SqliteDirectory::open_in_memory().unwrap();
+            dir.begin().unwrap();
+            let mut r = Replay::with_directory(engine.clone(), dir);
+            for l in &refs {
+                r.feed_line(l).unwrap();
+            }
+            r.into_directory().commit().unwrap();
+        }),
+        _ => {
+            let Some(server) = server() else {
+                return;
+            };
+            let workers: usize = how.trim_start_matches("postgres-").parse().unwrap();
+            bencher
+                .with_inputs(|| fresh_db(&server))
+                .bench_local_values(|url| {
+                    let r = replay_parallel(&url, &engine, &refs, workers).unwrap();
+                    assert_eq!(r.events, events());
+                    #[expect(
+                        clippy::print_stderr,
+                        reason = "the bench reports the replay's own figures"
+                    )]
+                    {
+                        eprintln!(
+                            "{how}: {} (retries {}, barriers {})",
+                            r.stats_line(),
+                            r.retries,
+                            r.barriers
+                        );
+                    }
+                    drop_db(&server, &url);
+                });
+        }
+    }
+}
