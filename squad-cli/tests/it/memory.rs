@@ -635,10 +635,7 @@ fn import_shows_progress_on_a_terminal_only() {
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     let tty = stdout(&o);
     assert!(tty.contains("memory import: "), "{tty:?}");
-    assert!(
-        tty.contains("402 lines in, 402 stored"),
-        "{tty:?}"
-    );
+    assert!(tty.contains("402 lines in, 402 stored"), "{tty:?}");
     // Piped: the report, and no progress.
     let o = squad(
         dir.path(),
