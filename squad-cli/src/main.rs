@@ -1,4 +1,7 @@
 //! The `squad` command-line tool. See the crate README and `squad --help`.
+// The doc comments of clap arguments are the --help text, where `<cmd>` and `[:port]` are
+// placeholders, not HTML tags or intra-doc links.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 mod approval_cmd;
 mod ctx;
 mod doctor_cmd;
