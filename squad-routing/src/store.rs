@@ -116,6 +116,27 @@ impl<T> Table<T> {
         };
         self.arena.get(slot?)
     }
+
+    /// The record for `key` when it is known (`Some(None)`: known to be absent), without loading.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn peek(&self, key: &str) -> Option<Option<&T>> {
+        let slot = *self.index.borrow().get(key)?;
+        Some(slot.and_then(|s| self.arena.get(s)))
+    }
+
+    /// Records `value` (or its absence) for `key`, replacing what was known; references lent
+    /// before stay valid.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn insert(&self, key: &str, value: Option<T>) {
+        let slot = value.map(|v| self.arena.push(v));
+        self.index.borrow_mut().insert(key.to_owned(), slot);
+    }
+
+    /// Forgets the keys `keep` refuses (their records stay in the arena until a reset).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.index.get_mut().retain(|k, _| keep(k));
+    }
 }
 
 /// An append-only arena: chunks of cells that are set once, each chunk twice the size of the one

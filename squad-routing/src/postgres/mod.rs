@@ -15,13 +15,42 @@
 #![doc = include_str!("schema_v1.sql")]
 //! ```
 //!
+//! Version 2 adds the configuration version (see below):
+//!
+//! ```sql
+#![doc = include_str!("schema_v2.sql")]
+//! ```
+//!
 //! # One event, one transaction
 //!
-//! [`PostgresDirectory::handle_event`] runs an event in one `SERIALIZABLE` transaction: it checks
+//! [`PostgresDirectory::handle_event`] runs an event in one transaction (`SERIALIZABLE` unless
+//! [`set_isolation`](PostgresDirectory::set_isolation) says otherwise): it checks
 //! `processed_events`, decides, applies, records the event as processed, and commits. A
-//! serialization failure or a deadlock (SQLSTATE `40001`, `40P01`) rolls back and runs the event
-//! again on the new state; the caller never sees it. An event handled twice (a worker killed after
-//! its commit, then the replay run again) prints its stored line and changes nothing.
+//! serialization failure or a deadlock (SQLSTATE `40001`, `40P01`), or under `REPEATABLE READ` a
+//! unique violation of `tasks_one_pending`, rolls back and runs the event again on the new state;
+//! the caller never sees it. An event handled twice (a worker killed after its commit, then the
+//! replay run again) prints its stored line and changes nothing.
+//!
+//! An event usually costs two round trips ([`round_trips`](PostgresDirectory::round_trips)
+//! counts them):
+//!
+//! 1. `BEGIN`, the `processed_events` check, the configuration version, and what the event names
+//!    (its issues, tasks and comments by id, and the live tasks of its issues: the active ones
+//!    and each agent's latest), in one simple-query message;
+//! 2. the event's writes, its `processed_events` row and `COMMIT`, in another.
+//!
+//! Between them the engine decides from what was read ahead; a read it cannot answer is one more
+//! round trip. Writes wait in a buffer (SQL text with quoted literals: every connection sets
+//! `standard_conforming_strings = on`, and text holding NUL is refused) and the reads they make
+//! stale are forgotten, so that a later read of them goes to the server after the buffer is sent.
+//!
+//! **Configuration rows are kept across events.** Workspaces, users, memberships, squads,
+//! members, agents and autopilots change rarely (barrier events). Triggers bump the one-row
+//! `squad_config_version` in the transaction of every statement that writes them; a handle keeps
+//! the configuration rows it read, with the version they were read at, and uses them only while
+//! the version its transaction reads (in its first statement, so from its own snapshot) is the
+//! same. A handle that writes a configuration row forgets them. Outside `handle_event` (the
+//! trait's methods called by a host), nothing is kept across writes.
 //!
 //! The ids an event mints come from its position ([`Ids::Position`](crate::trace::Ids)), not from a
 //! counter shared by the workers: whatever the interleaving, a task gets the same id.
@@ -35,8 +64,9 @@
 mod parallel;
 mod schema;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -221,6 +251,18 @@ struct Kept {
     unique: bool,
 }
 
+/// A database error as kept: its SQLSTATE and message, and whether it is worth a retry.
+fn kept(e: &postgres::Error) -> Kept {
+    Kept {
+        retry: is_retryable(e),
+        unique: is_unique_violation(e),
+        message: match e.as_db_error() {
+            Some(db) => format!("{}: {}", db.code().code(), db.message()),
+            None => e.to_string(),
+        },
+    }
+}
+
 fn is_retryable(e: &postgres::Error) -> bool {
     matches!(
         e.code(),
@@ -296,6 +338,19 @@ pub struct PostgresDirectory {
     in_transaction: bool,
     isolation: Isolation,
     url: String,
+    round_trips: Cell<u64>,
+    /// Configuration rows kept across events (schema version 2), read at `config_version`.
+    config: ConfigCache,
+    config_version: Option<i64>,
+    /// Whether configuration reads use `config`: inside `handle_event`, from the moment its
+    /// transaction read `squad_config_version` (equal to `config_version`) until it writes a
+    /// configuration row.
+    config_live: bool,
+    /// Whether writes wait in `pending` (inside `handle_event`) instead of running at once.
+    buffering: bool,
+    /// Writes not yet sent (SQL statements with literals, `;`-separated): sent before the next
+    /// query, or with the commit.
+    pending: RefCell<String>,
 }
 
 impl std::fmt::Debug for PostgresDirectory {
@@ -321,6 +376,11 @@ impl PostgresDirectory {
     /// `squad route migrate`), or newer.
     pub fn connect(url: &str) -> Result<Self> {
         let mut client = connect_client(url)?;
+        // Writes are sent as SQL text with quoted literals (`Lit`): a quote is doubled and a
+        // backslash is itself, which holds only with standard conforming strings.
+        client
+            .batch_execute("SET standard_conforming_strings = on")
+            .map_err(storage)?;
         let version = stored_version(&mut client)?;
         if version == 0 {
             return Err(storage(format!(
@@ -352,6 +412,12 @@ impl PostgresDirectory {
             in_transaction: false,
             isolation: Isolation::Serializable,
             url: redact(url),
+            round_trips: Cell::new(0),
+            config: ConfigCache::default(),
+            config_version: None,
+            config_live: false,
+            buffering: false,
+            pending: RefCell::new(String::new()),
         })
     }
 
@@ -392,6 +458,7 @@ impl PostgresDirectory {
             Isolation::Serializable => "BEGIN ISOLATION LEVEL SERIALIZABLE",
             Isolation::RepeatableRead => "BEGIN ISOLATION LEVEL REPEATABLE READ",
         };
+        self.trip();
         self.client.get_mut().batch_execute(sql).map_err(storage)?;
         self.in_transaction = true;
         Ok(())
@@ -415,6 +482,7 @@ impl PostgresDirectory {
         self.cache.reset();
         if self.in_transaction {
             self.in_transaction = false;
+            self.trip();
             self.client
                 .get_mut()
                 .batch_execute("COMMIT")
@@ -436,6 +504,7 @@ impl PostgresDirectory {
         self.cache.reset();
         if self.in_transaction {
             self.in_transaction = false;
+            self.trip();
             self.client
                 .get_mut()
                 .batch_execute("ROLLBACK")
@@ -516,11 +585,73 @@ impl PostgresDirectory {
         at: Timestamp,
         event: &Event,
     ) -> std::result::Result<Handled, Attempt> {
-        self.begin().map_err(Attempt::Fail)?;
-        let done: Option<String> = self.scalar(
-            "SELECT output FROM processed_events WHERE position = $1",
-            &[&pos],
+        if self.in_transaction {
+            return Err(Attempt::Fail(storage("a transaction is already open")));
+        }
+        let r = self.run_event(engine, base, pos, line, at, event);
+        self.buffering = false;
+        self.config_live = false;
+        self.pending.get_mut().clear();
+        if self.in_transaction {
+            let _ = self.rollback();
+        }
+        self.error.get_mut().take();
+        r
+    }
+
+    /// [`try_event`](Self::try_event)'s transaction, in (usually) two round trips: the first
+    /// begins it, checks `processed_events` and reads the configuration version; the second sends
+    /// the writes, records the event and commits. Reads the caches cannot answer are one round
+    /// trip each. The transaction is left open on error (the caller rolls it back).
+    fn run_event(
+        &mut self,
+        engine: &Engine,
+        base: u64,
+        pos: i64,
+        line: usize,
+        at: Timestamp,
+        event: &Event,
+    ) -> std::result::Result<Handled, Attempt> {
+        self.cache.reset();
+        self.pending.get_mut().clear();
+        self.error.get_mut().take();
+        let begin = match self.isolation {
+            Isolation::Serializable => "BEGIN ISOLATION LEVEL SERIALIZABLE",
+            Isolation::RepeatableRead => "BEGIN ISOLATION LEVEL REPEATABLE READ",
+        };
+        let mut sql = format!(
+            "{begin}; SELECT (SELECT output FROM processed_events WHERE position = {pos}), \
+             (SELECT version FROM squad_config_version)"
         );
+        let ahead = Ahead::of(event);
+        let stmts = ahead.sql(&mut sql);
+        self.in_transaction = true;
+        self.trip();
+        let messages = self
+            .client
+            .get_mut()
+            .simple_query(&sql)
+            .map_err(|e| Attempt::from(kept(&e)))?;
+        let mut done: Option<String> = None;
+        let mut version: Option<i64> = None;
+        let mut rows: Vec<Vec<&postgres::SimpleQueryRow>> = vec![Vec::new(); stmts.len()];
+        // Statement 0 is BEGIN, 1 the check, then `stmts`.
+        let mut at_stmt = 0;
+        for m in &messages {
+            match m {
+                postgres::SimpleQueryMessage::CommandComplete(_) => at_stmt += 1,
+                postgres::SimpleQueryMessage::Row(row) if at_stmt == 1 => {
+                    done = row.get(0).map(str::to_owned);
+                    version = row.get(1).and_then(|v| v.parse().ok());
+                }
+                postgres::SimpleQueryMessage::Row(row) if at_stmt >= 2 => {
+                    if let Some(r) = rows.get_mut(at_stmt - 2) {
+                        r.push(row);
+                    }
+                }
+                _ => {}
+            }
+        }
         if let Some(output) = done {
             self.commit_kept().map_err(Attempt::from)?;
             return Ok(Handled {
@@ -530,10 +661,17 @@ impl PostgresDirectory {
                 enqueued: Vec::new(),
             });
         }
+        // The configuration rows kept are this snapshot's when they were read at its version.
+        if let Some(v) = version {
+            if self.config_version != Some(v) {
+                self.config = ConfigCache::default();
+                self.config_version = Some(v);
+            }
+            self.config_live = true;
+        }
+        self.fill_ahead(&ahead, &stmts, &rows);
         if let Err(e) = check_event(self, event) {
-            let kept = self.error.get_mut().take();
-            let _ = self.rollback();
-            return Err(match kept {
+            return Err(match self.error.get_mut().take() {
                 // A failed read looks like a missing record: report the read's error.
                 Some(k) => Attempt::from(k),
                 None => Attempt::Fail(e.at_line(line)),
@@ -542,7 +680,6 @@ impl PostgresDirectory {
         self.seq = base;
         let decisions = engine.decide(self, at, event);
         if decisions.id_seq > base + IDS_PER_EVENT {
-            let _ = self.rollback();
             return Err(Attempt::Fail(Error::new(
                 ErrorKind::OutOfRange,
                 format!("line {line}: the event mints more than {IDS_PER_EVENT} ids"),
@@ -556,7 +693,9 @@ impl PostgresDirectory {
             .enqueued()
             .map(|t| (t.id.clone(), t.issue_id.clone()))
             .collect();
+        self.buffering = true;
         apply(self, &decisions);
+        self.buffering = false;
         let out = EventOutput {
             line,
             event: event.kind(),
@@ -565,11 +704,26 @@ impl PostgresDirectory {
         };
         let output = serde_json::to_string(&out)
             .map_err(|e| Attempt::Fail(storage(format!("cannot encode the decisions: {e}"))))?;
-        self.exec(
-            "INSERT INTO processed_events (position, output) VALUES ($1, $2)",
-            &[&pos, &output],
-        );
-        self.commit_kept().map_err(Attempt::from)?;
+        if let Some(k) = self.error.get_mut().take() {
+            return Err(Attempt::from(k));
+        }
+        let mut sql = std::mem::take(self.pending.get_mut());
+        sql.push_str(&format!(
+            "INSERT INTO processed_events (position, output) VALUES ({pos}, {}); COMMIT",
+            Lit(&output)
+        ));
+        if sql.contains('\0') {
+            return Err(Attempt::Fail(storage(
+                "a decision line holds a NUL character, which PostgreSQL text cannot",
+            )));
+        }
+        self.trip();
+        self.client
+            .get_mut()
+            .batch_execute(&sql)
+            .map_err(|e| Attempt::from(kept(&e)))?;
+        self.in_transaction = false;
+        self.cache.reset();
         Ok(Handled {
             output,
             already: false,
@@ -669,11 +823,26 @@ impl PostgresDirectory {
         self.client.get_mut()
     }
 
-    /// The prepared statement for `sql` (prepared once per connection).
+    /// Counts one round trip to the server.
+    fn trip(&self) {
+        self.round_trips.set(self.round_trips.get() + 1);
+    }
+
+    /// How many round trips to the server this handle made (queries, batches of writes,
+    /// statements prepared, transaction control): what an event costs beyond the engine, and
+    /// what [`ParallelReplay::round_trips`] adds up.
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.get()
+    }
+
+    /// The prepared statement for `sql` (prepared once per connection), counting the round trip
+    /// that runs it (and the one that prepares it).
     fn statement(&self, sql: &'static str) -> Option<Statement> {
+        self.trip();
         if let Some(st) = self.statements.borrow().get(sql) {
             return Some(st.clone());
         }
+        self.trip();
         let prepared = self.client.borrow_mut().prepare(sql);
         let st = self.ok(prepared)?;
         self.statements.borrow_mut().insert(sql, st.clone());
@@ -687,14 +856,7 @@ impl PostgresDirectory {
             Err(e) => {
                 let mut slot = self.error.borrow_mut();
                 if slot.is_none() {
-                    *slot = Some(Kept {
-                        retry: is_retryable(&e),
-                        unique: is_unique_violation(&e),
-                        message: match e.as_db_error() {
-                            Some(db) => format!("{}: {}", db.code().code(), db.message()),
-                            None => e.to_string(),
-                        },
-                    });
+                    *slot = Some(kept(&e));
                 }
                 None
             }
@@ -717,6 +879,7 @@ impl PostgresDirectory {
     where
         T: for<'a> postgres::types::FromSql<'a>,
     {
+        self.flush();
         let st = self.statement(sql)?;
         let row = self.ok(self.client.borrow_mut().query_opt(&st, args))??;
         self.ok(row.try_get(0))
@@ -748,6 +911,7 @@ impl PostgresDirectory {
         args: &[&(dyn ToSql + Sync)],
         f: impl Fn(&Self, String) -> Option<T>,
     ) -> Vec<T> {
+        self.flush();
         let Some(st) = self.statement(sql) else {
             return Vec::new();
         };
@@ -779,14 +943,352 @@ impl PostgresDirectory {
         }
     }
 
-    /// Runs a write (the read cache is dropped first: a write takes `&mut self`).
-    fn exec(&mut self, sql: &'static str, args: &[&(dyn ToSql + Sync)]) {
-        self.cache.reset();
-        let Some(st) = self.statement(sql) else {
+    /// Keeps what the first round trip read ahead (see [`Ahead`]) as this transaction's reads.
+    fn fill_ahead(
+        &self,
+        ahead: &Ahead,
+        stmts: &[AheadStmt],
+        rows: &[Vec<&postgres::SimpleQueryRow>],
+    ) {
+        let mut list_issues: Vec<String> = Vec::new();
+        for i in &ahead.issues {
+            if !list_issues.contains(i) {
+                list_issues.push(i.clone());
+            }
+        }
+        for (kind, rows) in stmts.iter().zip(rows) {
+            let pairs = rows
+                .iter()
+                .filter_map(|r| Some((r.get(0)?, r.get(1)?)))
+                .collect::<Vec<_>>();
+            match kind {
+                AheadStmt::Issues => {
+                    for id in &ahead.issues {
+                        let text = pairs.iter().find(|(k, _)| k == id).map(|(_, v)| *v);
+                        self.cache
+                            .issues
+                            .insert(id, text.and_then(|t| self.decode(t)));
+                    }
+                }
+                AheadStmt::Tasks => {
+                    for id in &ahead.tasks {
+                        let text = pairs.iter().find(|(k, _)| k == id).map(|(_, v)| *v);
+                        let task: Option<Task> = text.and_then(|t| self.decode(t));
+                        if let Some(i) = task.as_ref().and_then(|t| t.issue_id.as_ref())
+                            && !list_issues.iter().any(|l| l == i.as_str())
+                        {
+                            list_issues.push(i.as_str().to_owned());
+                        }
+                        self.cache.tasks.insert(id, task);
+                    }
+                }
+                AheadStmt::Comments => {
+                    for id in &ahead.comments {
+                        let text = pairs.iter().find(|(k, _)| k == id).map(|(_, v)| *v);
+                        self.cache
+                            .comments
+                            .insert(id, text.and_then(|t| self.decode(t)));
+                    }
+                }
+                AheadStmt::Lists => {
+                    let mut active: HashMap<&str, Vec<Task>> = HashMap::new();
+                    let mut latest: HashMap<&str, Vec<Task>> = HashMap::new();
+                    for r in rows {
+                        let (Some(issue), Some(text)) = (r.get(0), r.get(1)) else {
+                            continue;
+                        };
+                        let Some(task) = self.decode::<Task>(text) else {
+                            continue;
+                        };
+                        if r.get(2) == Some("t") {
+                            active.entry(issue).or_default().push(task.clone());
+                        }
+                        if r.get(3) == Some("t") {
+                            latest.entry(issue).or_default().push(task);
+                        }
+                    }
+                    for issue in &list_issues {
+                        let a = active.remove(issue.as_str()).unwrap_or_default();
+                        let l = latest.remove(issue.as_str()).unwrap_or_default();
+                        self.cache
+                            .task_lists
+                            .insert(&format!("a\0{issue}"), Some(a));
+                        self.cache
+                            .task_lists
+                            .insert(&format!("L\0{issue}"), Some(l));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The configuration table to read: the rows kept across events while `config_live`, else
+    /// the transaction's.
+    fn config_table<'s, T>(&self, kept: &'s Table<T>, tx: &'s Table<T>) -> &'s Table<T> {
+        if self.config_live { kept } else { tx }
+    }
+
+    /// Runs a write, or, inside [`handle_event`](Self::handle_event), keeps it for the next
+    /// round trip; either way the reads it makes stale are forgotten.
+    fn write(&mut self, sql: String, touch: Touch) {
+        if sql.contains('\0') {
+            self.fail(
+                "database: a record holds a NUL character, which PostgreSQL text cannot".into(),
+            );
             return;
-        };
-        let r = self.client.get_mut().execute(&st, args);
+        }
+        self.touch(&touch);
+        if self.buffering {
+            let pending = self.pending.get_mut();
+            pending.push_str(&sql);
+            pending.push_str(";\n");
+        } else {
+            self.trip();
+            let r = self.client.get_mut().batch_execute(&sql);
+            self.ok(r);
+        }
+    }
+
+    /// Forgets the reads a write makes stale: outside `handle_event` all of them (as before any
+    /// write); inside it, the written record and the lists its table feeds.
+    fn touch(&mut self, touch: &Touch) {
+        if !self.buffering {
+            self.cache.reset();
+            if matches!(touch, Touch::Config) {
+                self.drop_config();
+            }
+            return;
+        }
+        let plain = |k: &str| !k.contains('\0');
+        match touch {
+            Touch::Config => {
+                self.drop_config();
+                self.cache.reset();
+            }
+            Touch::Issue(id) => {
+                self.cache.issues.retain(|k| k != id);
+                self.cache.id_lists.retain(|_| false);
+            }
+            Touch::Task(id) => {
+                self.cache.tasks.retain(|k| k != id && plain(k));
+                self.cache.task_lists.retain(|_| false);
+            }
+            Touch::Comment(id) => self.cache.comments.retain(|k| k != id),
+            Touch::Evaluation => {}
+        }
+    }
+
+    /// Forgets the configuration rows kept across events (a configuration write).
+    fn drop_config(&mut self) {
+        self.config = ConfigCache::default();
+        self.config_version = None;
+        self.config_live = false;
+    }
+
+    /// Sends the writes kept so far (before a query: the query must see them).
+    fn flush(&self) {
+        let sql = std::mem::take(&mut *self.pending.borrow_mut());
+        if sql.is_empty() {
+            return;
+        }
+        self.trip();
+        let r = self.client.borrow_mut().batch_execute(&sql);
         self.ok(r);
+    }
+}
+
+/// Configuration rows (workspaces, users, memberships, squads, members, agents, autopilots)
+/// kept across events while `squad_config_version` does not change.
+#[derive(Default)]
+struct ConfigCache {
+    workspaces: Table<Workspace>,
+    users: Table<User>,
+    roles: Table<WorkspaceRole>,
+    squads: Table<Squad>,
+    members: Table<Vec<SquadMember>>,
+    agents: Table<Agent>,
+    autopilots: Table<Autopilot>,
+    squad_autopilots: Table<Vec<AutopilotId>>,
+}
+
+/// What an event names, read ahead in its first round trip: issues, tasks and comments by id,
+/// and the live tasks of its issues (the active ones and each agent's latest).
+#[derive(Default)]
+struct Ahead {
+    issues: Vec<String>,
+    tasks: Vec<String>,
+    comments: Vec<String>,
+}
+
+impl Ahead {
+    fn of(event: &Event) -> Self {
+        let mut a = Self::default();
+        let issue = |a: &mut Self, id: &IssueId| a.issues.push(id.as_str().to_owned());
+        let task = |a: &mut Self, id: Option<&TaskId>| {
+            if let Some(t) = id {
+                a.tasks.push(t.as_str().to_owned());
+            }
+        };
+        match event {
+            Event::CreateIssue(e) => {
+                issue(&mut a, &e.issue_id);
+                if let Some(p) = &e.parent_issue_id {
+                    issue(&mut a, p);
+                }
+                task(&mut a, e.task_id.as_ref());
+            }
+            Event::UpdateIssue(e) => {
+                issue(&mut a, &e.issue_id);
+                task(&mut a, e.task_id.as_ref());
+            }
+            Event::DeleteIssue(e) => issue(&mut a, &e.issue_id),
+            Event::Comment(e) => {
+                issue(&mut a, &e.issue_id);
+                task(&mut a, e.task_id.as_ref());
+                a.comments.push(e.comment_id.as_str().to_owned());
+                if let Some(p) = &e.parent_id {
+                    a.comments.push(p.as_str().to_owned());
+                }
+            }
+            Event::RecordEvaluation(e) => {
+                issue(&mut a, &e.issue_id);
+                if let Some(t) = &e.task_id {
+                    a.tasks.push(t.clone());
+                }
+            }
+            Event::TaskStatus(e) => task(&mut a, Some(&e.task_id)),
+            Event::Claim(e) => task(&mut a, Some(&e.task_id)),
+            _ => {}
+        }
+        a
+    }
+}
+
+/// A statement of the first round trip after the check.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AheadStmt {
+    Issues,
+    Tasks,
+    Comments,
+    Lists,
+}
+
+/// `ids` as an SQL list of literals.
+fn lit_list(ids: &[String]) -> String {
+    let mut out = String::new();
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&Lit(id).to_string());
+    }
+    out
+}
+
+impl Ahead {
+    /// Appends the read-ahead statements to `sql`; their kinds, in order. Ids with a NUL
+    /// character are left out (they are read one by one, and refused there).
+    fn sql(&self, sql: &mut String) -> Vec<AheadStmt> {
+        let clean = |v: &[String]| -> Vec<String> {
+            v.iter().filter(|s| !s.contains('\0')).cloned().collect()
+        };
+        let (issues, tasks, comments) = (
+            clean(&self.issues),
+            clean(&self.tasks),
+            clean(&self.comments),
+        );
+        let mut kinds = Vec::new();
+        if !issues.is_empty() {
+            sql.push_str(&format!(
+                "; SELECT id, record::text FROM issues WHERE id IN ({})",
+                lit_list(&issues)
+            ));
+            kinds.push(AheadStmt::Issues);
+        }
+        if !tasks.is_empty() {
+            sql.push_str(&format!(
+                "; SELECT id, record::text FROM tasks WHERE id IN ({})",
+                lit_list(&tasks)
+            ));
+            kinds.push(AheadStmt::Tasks);
+        }
+        if !comments.is_empty() {
+            sql.push_str(&format!(
+                "; SELECT id, record::text FROM comments WHERE id IN ({})",
+                lit_list(&comments)
+            ));
+            kinds.push(AheadStmt::Comments);
+        }
+        if !issues.is_empty() || !tasks.is_empty() {
+            // The live tasks of the issues named, and of the tasks' issues: the active ones and
+            // each agent's latest, in creation order.
+            let mut cond = Vec::new();
+            if !issues.is_empty() {
+                cond.push(format!("issue_id IN ({})", lit_list(&issues)));
+            }
+            if !tasks.is_empty() {
+                cond.push(format!(
+                    "issue_id IN (SELECT t.issue_id FROM tasks t WHERE t.id IN ({}))",
+                    lit_list(&tasks)
+                ));
+            }
+            sql.push_str(&format!(
+                "; SELECT issue_id, record::text, active, latest FROM (\
+                 SELECT issue_id, record, seq, \
+                 status NOT IN ('completed', 'failed', 'cancelled') AS active, \
+                 seq = max(seq) OVER (PARTITION BY issue_id, agent_id) AS latest \
+                 FROM tasks WHERE live AND ({})) x WHERE active OR latest ORDER BY seq",
+                cond.join(" OR ")
+            ));
+            kinds.push(AheadStmt::Lists);
+        }
+        kinds
+    }
+}
+
+/// What a write changes, so that the reads it makes stale are forgotten.
+enum Touch {
+    /// A configuration table.
+    Config,
+    /// The issue with this id (and the lists of issues).
+    Issue(String),
+    /// The task with this id (and the task lists); an empty id: only the lists.
+    Task(String),
+    /// The comment with this id.
+    Comment(String),
+    /// An evaluation (never kept: always read from the server).
+    Evaluation,
+}
+
+/// `s` as an SQL string literal. Every connection runs with `standard_conforming_strings = on`,
+/// where a quote is written twice and nothing else is special; text with a NUL character is
+/// refused before it is sent ([`PostgresDirectory::write`]).
+struct Lit<'a>(&'a str);
+
+impl fmt::Display for Lit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("'")?;
+        let mut parts = self.0.split('\'');
+        if let Some(first) = parts.next() {
+            f.write_str(first)?;
+        }
+        for part in parts {
+            f.write_str("''")?;
+            f.write_str(part)?;
+        }
+        f.write_str("'")
+    }
+}
+
+/// An optional literal: `NULL` or [`Lit`].
+struct OptLit<'a>(Option<&'a str>);
+
+impl fmt::Display for OptLit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(s) => Lit(s).fmt(f),
+            None => f.write_str("NULL"),
+        }
     }
 }
 
@@ -811,26 +1313,38 @@ impl From<Kept> for Attempt {
 impl Directory for PostgresDirectory {
     fn workspace(&self, id: &WorkspaceId) -> Option<&Workspace> {
         let sql = "SELECT record::text FROM workspaces WHERE id = $1";
-        self.cached(&self.cache.workspaces, sql, id.as_str())
+        let table = self.config_table(&self.config.workspaces, &self.cache.workspaces);
+        self.cached(table, sql, id.as_str())
     }
     fn user(&self, id: &UserId) -> Option<&User> {
         let sql = "SELECT record::text FROM users WHERE id = $1";
-        self.cached(&self.cache.users, sql, id.as_str())
+        let table = self.config_table(&self.config.users, &self.cache.users);
+        self.cached(table, sql, id.as_str())
     }
     fn workspace_role(&self, workspace: &WorkspaceId, user: &UserId) -> Option<WorkspaceRole> {
-        let role: String = self.scalar(
-            "SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2",
-            &[&workspace.as_str(), &user.as_str()],
-        )?;
-        parse_role(&role)
+        let load = || {
+            let role: String = self.scalar(
+                "SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2",
+                &[&workspace.as_str(), &user.as_str()],
+            )?;
+            parse_role(&role)
+        };
+        if self.config_live {
+            self.config
+                .roles
+                .get(&format!("{workspace}\0{user}"), load)
+                .copied()
+        } else {
+            load()
+        }
     }
     fn squad(&self, id: &SquadId) -> Option<&Squad> {
         let sql = "SELECT record::text FROM squads WHERE id = $1";
-        self.cached(&self.cache.squads, sql, id.as_str())
+        let table = self.config_table(&self.config.squads, &self.cache.squads);
+        self.cached(table, sql, id.as_str())
     }
     fn squad_members(&self, id: &SquadId) -> &[SquadMember] {
-        self.cache
-            .members
+        self.config_table(&self.config.members, &self.cache.members)
             .get(id.as_str(), || {
                 Some(self.all(
                     "SELECT record::text FROM squad_members WHERE squad_id = $1 ORDER BY seq",
@@ -842,7 +1356,8 @@ impl Directory for PostgresDirectory {
     }
     fn agent(&self, id: &AgentId) -> Option<&Agent> {
         let sql = "SELECT record::text FROM agents WHERE id = $1";
-        self.cached(&self.cache.agents, sql, id.as_str())
+        let table = self.config_table(&self.config.agents, &self.cache.agents);
+        self.cached(table, sql, id.as_str())
     }
     fn issue(&self, id: &IssueId) -> Option<&Issue> {
         let sql = "SELECT record::text FROM issues WHERE id = $1";
@@ -889,6 +1404,13 @@ impl Directory for PostgresDirectory {
         self.cached(&self.cache.tasks, sql, id.as_str())
     }
     fn pending_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task> {
+        // The issue's active tasks, when read, hold its pending ones (the newest last).
+        if let Some(active) = self.cache.task_lists.peek(&format!("a\0{issue}")) {
+            return active?.iter().rev().find(|t| {
+                t.agent_id == *agent
+                    && matches!(t.status, TaskStatus::Queued | TaskStatus::Dispatched)
+            });
+        }
         self.cache.tasks.get(&format!("p\0{issue}\0{agent}"), || {
             self.one(
                 "SELECT record::text FROM tasks WHERE issue_id = $1 AND agent_id = $2 AND live \
@@ -898,6 +1420,9 @@ impl Directory for PostgresDirectory {
         })
     }
     fn latest_task(&self, issue: &IssueId, agent: &AgentId) -> Option<&Task> {
+        if let Some(latest) = self.cache.task_lists.peek(&format!("L\0{issue}")) {
+            return latest?.iter().find(|t| t.agent_id == *agent);
+        }
         self.cache.tasks.get(&format!("l\0{issue}\0{agent}"), || {
             self.one(
                 "SELECT record::text FROM tasks WHERE issue_id = $1 AND agent_id = $2 AND live \
@@ -937,14 +1462,26 @@ impl Directory for PostgresDirectory {
     }
     fn autopilot(&self, id: &AutopilotId) -> Option<&Autopilot> {
         let sql = "SELECT record::text FROM autopilots WHERE id = $1";
-        self.cached(&self.cache.autopilots, sql, id.as_str())
+        let table = self.config_table(&self.config.autopilots, &self.cache.autopilots);
+        self.cached(table, sql, id.as_str())
     }
     fn squad_autopilots(&self, squad: &SquadId) -> Vec<AutopilotId> {
-        self.all(
-            "SELECT id FROM autopilots WHERE squad_id = $1 ORDER BY id",
-            &[&squad.as_str()],
-            |_, t| AutopilotId::new(t).ok(),
-        )
+        let load = || {
+            self.all(
+                "SELECT id FROM autopilots WHERE squad_id = $1 ORDER BY id",
+                &[&squad.as_str()],
+                |_, t| AutopilotId::new(t).ok(),
+            )
+        };
+        if self.config_live {
+            self.config
+                .squad_autopilots
+                .get(squad.as_str(), || Some(load()))
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            load()
+        }
     }
     fn evaluation(&self, task: &TaskId) -> Option<EvaluationOutcome> {
         let o: String = self.scalar(
@@ -961,91 +1498,115 @@ impl Directory for PostgresDirectory {
         let Some(json) = self.encode(&workspace) else {
             return;
         };
-        self.exec(
-            "INSERT INTO workspaces (id, record) VALUES ($1, $2::text::jsonb) \
-             ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-            &[&workspace.id.as_str(), &json],
+        self.write(
+            format!(
+                "INSERT INTO workspaces (id, record) VALUES ({}, {}::jsonb) \
+                 ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+                Lit(workspace.id.as_str()),
+                Lit(&json)
+            ),
+            Touch::Config,
         );
     }
     fn put_user(&mut self, user: User) {
         let Some(json) = self.encode(&user) else {
             return;
         };
-        self.exec(
-            "INSERT INTO users (id, record) VALUES ($1, $2::text::jsonb) \
-             ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-            &[&user.id.as_str(), &json],
+        self.write(
+            format!(
+                "INSERT INTO users (id, record) VALUES ({}, {}::jsonb) \
+                 ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+                Lit(user.id.as_str()),
+                Lit(&json)
+            ),
+            Touch::Config,
         );
     }
     fn put_membership(&mut self, m: Membership) {
-        self.exec(
-            "INSERT INTO memberships (workspace_id, user_id, role) VALUES ($1, $2, $3) \
-             ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = excluded.role",
-            &[
-                &m.workspace_id.as_str(),
-                &m.user_id.as_str(),
-                &role_str(m.role),
-            ],
+        self.write(
+            format!(
+                "INSERT INTO memberships (workspace_id, user_id, role) VALUES ({}, {}, {}) \
+                 ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = excluded.role",
+                Lit(m.workspace_id.as_str()),
+                Lit(m.user_id.as_str()),
+                Lit(role_str(m.role))
+            ),
+            Touch::Config,
         );
     }
     fn put_squad(&mut self, squad: Squad) {
         let Some(json) = self.encode(&squad) else {
             return;
         };
-        self.exec(
-            "INSERT INTO squads (id, record) VALUES ($1, $2::text::jsonb) \
-             ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-            &[&squad.id.as_str(), &json],
+        self.write(
+            format!(
+                "INSERT INTO squads (id, record) VALUES ({}, {}::jsonb) \
+                 ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+                Lit(squad.id.as_str()),
+                Lit(&json)
+            ),
+            Touch::Config,
         );
     }
     fn put_member(&mut self, member: SquadMember) {
         let Some(json) = self.encode(&member) else {
             return;
         };
-        self.exec(
-            "INSERT INTO squad_members (squad_id, member_key, record) VALUES ($1, $2, $3::text::jsonb) \
-             ON CONFLICT (squad_id, member_key) DO UPDATE SET record = excluded.record",
-            &[
-                &member.squad_id.as_str(),
-                &member_key(&member.member),
-                &json,
-            ],
+        self.write(
+            format!(
+                "INSERT INTO squad_members (squad_id, member_key, record) VALUES ({}, {}, {}::jsonb) \
+                 ON CONFLICT (squad_id, member_key) DO UPDATE SET record = excluded.record",
+                Lit(member.squad_id.as_str()),
+                Lit(&member_key(&member.member)),
+                Lit(&json)
+            ),
+            Touch::Config,
         );
     }
     fn remove_member(&mut self, squad: &SquadId, member: &MemberRef) {
-        self.exec(
-            "DELETE FROM squad_members WHERE squad_id = $1 AND member_key = $2",
-            &[&squad.as_str(), &member_key(member)],
+        self.write(
+            format!(
+                "DELETE FROM squad_members WHERE squad_id = {} AND member_key = {}",
+                Lit(squad.as_str()),
+                Lit(&member_key(member))
+            ),
+            Touch::Config,
         );
     }
     fn put_agent(&mut self, agent: Agent) {
         let Some(json) = self.encode(&agent) else {
             return;
         };
-        self.exec(
-            "INSERT INTO agents (id, record) VALUES ($1, $2::text::jsonb) \
-             ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-            &[&agent.id.as_str(), &json],
+        self.write(
+            format!(
+                "INSERT INTO agents (id, record) VALUES ({}, {}::jsonb) \
+                 ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+                Lit(agent.id.as_str()),
+                Lit(&json)
+            ),
+            Touch::Config,
         );
     }
     fn put_issue(&mut self, issue: Issue) {
         let Some(json) = self.encode(&issue) else {
             return;
         };
-        let id = issue.id.as_str();
-        let parent = issue.parent_issue_id.as_ref().map(IssueId::as_str);
-        let squad = squad_of(issue.assignee.as_ref());
-        let autopilot = issue
-            .origin
-            .as_ref()
-            .filter(|o| o.kind == "autopilot")
-            .and_then(|o| o.id.as_deref());
+        let id = Lit(issue.id.as_str());
+        let parent = OptLit(issue.parent_issue_id.as_ref().map(IssueId::as_str));
+        let squad = OptLit(squad_of(issue.assignee.as_ref()));
+        let autopilot = OptLit(
+            issue
+                .origin
+                .as_ref()
+                .filter(|o| o.kind == "autopilot")
+                .and_then(|o| o.id.as_deref()),
+        );
         // One statement: a new issue is listed under its parent when the parent is stored, last
         // among its children; a stored one keeps its place unless its parent changes.
-        self.exec(
+        let sql = format!(
             "INSERT INTO issues (id, parent_issue_id, child_of, child_seq, squad_id, autopilot_id, record) \
-             VALUES ($1, $2::text, (SELECT p.id FROM issues p WHERE p.id = $2::text), \
-                     nextval('issues_child_seq'), $3, $4, $5::text::jsonb) \
+             VALUES ({id}, {parent}::text, (SELECT p.id FROM issues p WHERE p.id = {parent}::text), \
+                     nextval('issues_child_seq'), {squad}, {autopilot}, {json}::jsonb) \
              ON CONFLICT (id) DO UPDATE SET \
                child_of = CASE WHEN issues.parent_issue_id IS DISTINCT FROM excluded.parent_issue_id \
                           THEN excluded.child_of ELSE issues.child_of END, \
@@ -1053,8 +1614,9 @@ impl Directory for PostgresDirectory {
                           THEN excluded.child_seq ELSE issues.child_seq END, \
                parent_issue_id = excluded.parent_issue_id, \
                squad_id = excluded.squad_id, record = excluded.record",
-            &[&id, &parent, &squad, &autopilot, &json],
+            json = Lit(&json)
         );
+        self.write(sql, Touch::Issue(issue.id.as_str().to_owned()));
     }
     fn update_issue(
         &mut self,
@@ -1074,51 +1636,59 @@ impl Directory for PostgresDirectory {
         let Some(json) = self.encode(&issue) else {
             return;
         };
-        let squad = squad_of(issue.assignee.as_ref());
-        self.exec(
-            "UPDATE issues SET squad_id = $2, record = $3::text::jsonb WHERE id = $1",
-            &[&id.as_str(), &squad, &json],
+        self.write(
+            format!(
+                "UPDATE issues SET squad_id = {}, record = {}::jsonb WHERE id = {}",
+                OptLit(squad_of(issue.assignee.as_ref())),
+                Lit(&json),
+                Lit(id.as_str())
+            ),
+            Touch::Issue(id.as_str().to_owned()),
         );
     }
     fn set_issue_number(&mut self, id: &IssueId, number: u64) {
-        self.exec(
-            "UPDATE issues SET number = $2 WHERE id = $1",
-            &[&id.as_str(), &number.cast_signed()],
+        self.write(
+            format!(
+                "UPDATE issues SET number = {} WHERE id = {}",
+                number.cast_signed(),
+                Lit(id.as_str())
+            ),
+            Touch::Issue(id.as_str().to_owned()),
         );
     }
     fn delete_issue(&mut self, id: &IssueId) {
-        self.exec("DELETE FROM issues WHERE id = $1", &[&id.as_str()]);
-        self.exec(
-            "UPDATE tasks SET live = false WHERE issue_id = $1 AND live",
-            &[&id.as_str()],
+        let id_lit = Lit(id.as_str());
+        self.write(
+            format!(
+                "DELETE FROM issues WHERE id = {id_lit}; \
+                 UPDATE tasks SET live = false WHERE issue_id = {id_lit} AND live; \
+                 UPDATE issues SET child_of = NULL WHERE child_of = {id_lit}"
+            ),
+            Touch::Issue(id.as_str().to_owned()),
         );
-        self.exec(
-            "UPDATE issues SET child_of = NULL WHERE child_of = $1",
-            &[&id.as_str()],
-        );
+        // The issue's tasks left the lists.
+        self.touch(&Touch::Task(String::new()));
     }
     fn put_task(&mut self, task: Task) {
         let Some(json) = self.encode(&task) else {
             return;
         };
-        let issue = task.issue_id.as_ref().map(IssueId::as_str);
+        let issue = OptLit(task.issue_id.as_ref().map(IssueId::as_str));
         // A task counts for its issue only if the issue is stored (an upsert keeps `live`).
-        self.exec(
+        let sql = format!(
             "INSERT INTO tasks (id, issue_id, agent_id, status, trigger_comment_id, live, record) \
-             VALUES ($1, $2::text, $3, $4, $5, \
-                     EXISTS (SELECT 1 FROM issues WHERE id = $2::text), $6::text::jsonb) \
+             VALUES ({}, {issue}::text, {}, {}, {}, \
+                     EXISTS (SELECT 1 FROM issues WHERE id = {issue}::text), {}::jsonb) \
              ON CONFLICT (id) DO UPDATE SET issue_id = excluded.issue_id, \
              agent_id = excluded.agent_id, status = excluded.status, \
              trigger_comment_id = excluded.trigger_comment_id, record = excluded.record",
-            &[
-                &task.id.as_str(),
-                &issue,
-                &task.agent_id.as_str(),
-                &status_str(task.status),
-                &task.trigger_comment_id.as_ref().map(CommentId::as_str),
-                &json,
-            ],
+            Lit(task.id.as_str()),
+            Lit(task.agent_id.as_str()),
+            Lit(status_str(task.status)),
+            OptLit(task.trigger_comment_id.as_ref().map(CommentId::as_str)),
+            Lit(&json),
         );
+        self.write(sql, Touch::Task(task.id.as_str().to_owned()));
     }
     fn set_task_status(&mut self, id: &TaskId, status: TaskStatus) {
         let Some(mut task) = self.task(id).cloned() else {
@@ -1128,41 +1698,55 @@ impl Directory for PostgresDirectory {
         let Some(json) = self.encode(&task) else {
             return;
         };
-        self.exec(
-            "UPDATE tasks SET status = $2, record = $3::text::jsonb WHERE id = $1",
-            &[&id.as_str(), &status_str(status), &json],
+        self.write(
+            format!(
+                "UPDATE tasks SET status = {}, record = {}::jsonb WHERE id = {}",
+                Lit(status_str(status)),
+                Lit(&json),
+                Lit(id.as_str())
+            ),
+            Touch::Task(id.as_str().to_owned()),
         );
     }
     fn put_comment(&mut self, comment: Comment) {
         let Some(json) = self.encode(&comment) else {
             return;
         };
-        self.exec(
-            "INSERT INTO comments (id, record) VALUES ($1, $2::text::jsonb) \
-             ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-            &[&comment.id.as_str(), &json],
+        self.write(
+            format!(
+                "INSERT INTO comments (id, record) VALUES ({}, {}::jsonb) \
+                 ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+                Lit(comment.id.as_str()),
+                Lit(&json)
+            ),
+            Touch::Comment(comment.id.as_str().to_owned()),
         );
     }
     fn put_autopilot(&mut self, autopilot: Autopilot) {
         let Some(json) = self.encode(&autopilot) else {
             return;
         };
-        self.exec(
-            "INSERT INTO autopilots (id, squad_id, record) VALUES ($1, $2, $3::text::jsonb) \
-             ON CONFLICT (id) DO UPDATE SET squad_id = excluded.squad_id, \
-             record = excluded.record",
-            &[
-                &autopilot.id.as_str(),
-                &squad_of(autopilot.assignee.as_ref()),
-                &json,
-            ],
+        self.write(
+            format!(
+                "INSERT INTO autopilots (id, squad_id, record) VALUES ({}, {}, {}::jsonb) \
+                 ON CONFLICT (id) DO UPDATE SET squad_id = excluded.squad_id, \
+                 record = excluded.record",
+                Lit(autopilot.id.as_str()),
+                OptLit(squad_of(autopilot.assignee.as_ref())),
+                Lit(&json)
+            ),
+            Touch::Config,
         );
     }
     fn put_evaluation(&mut self, task: TaskId, outcome: EvaluationOutcome) {
-        self.exec(
-            "INSERT INTO evaluations (task_id, outcome) VALUES ($1, $2) \
-             ON CONFLICT (task_id) DO UPDATE SET outcome = excluded.outcome",
-            &[&task.as_str(), &outcome_str(outcome)],
+        self.write(
+            format!(
+                "INSERT INTO evaluations (task_id, outcome) VALUES ({}, {}) \
+                 ON CONFLICT (task_id) DO UPDATE SET outcome = excluded.outcome",
+                Lit(task.as_str()),
+                Lit(outcome_str(outcome))
+            ),
+            Touch::Evaluation,
         );
     }
     fn advance_id_seq(&mut self, seq: u64) {

@@ -54,6 +54,9 @@ pub struct ParallelReplay {
     pub seconds: f64,
     /// The trace's epoch in this database (its minted ids carry it).
     pub epoch: u16,
+    /// Round trips the workers made to the server, for the events (the trace's entities and the
+    /// scheduler's own queries aside): see [`PostgresDirectory::round_trips`].
+    pub round_trips: u64,
 }
 
 impl ParallelReplay {
@@ -70,14 +73,19 @@ impl ParallelReplay {
     pub fn stats_line(&self) -> String {
         format!(
             "route replay: workers {}, events {}, seconds {:.3}, events per second {:.0} \
-             (retried {}, barriers {}, already handled {})",
+             (retried {}, barriers {}, already handled {}, round trips per event {:.2})",
             self.workers,
             self.events,
             self.seconds,
             self.events_per_second(),
             self.retries,
             self.barriers,
-            self.already
+            self.already,
+            if self.events > 0 {
+                self.round_trips as f64 / self.events as f64
+            } else {
+                0.0
+            }
         )
     }
 }
@@ -382,17 +390,20 @@ pub fn replay_parallel(
                 }
             };
             loop {
+                let trips = dir.as_ref().map_or(0, PostgresDirectory::round_trips);
                 let job = match job_rx.lock() {
                     Ok(rx) => rx.recv(),
-                    Err(_) => return,
+                    Err(_) => return trips,
                 };
-                let Ok(job) = job else { return };
+                let Ok(job) = job else {
+                    return trips;
+                };
                 let r = match dir.as_mut() {
                     Some(d) => d.handle_event(&engine, job.position, job.line, job.at, &job.event),
                     None => Err(storage("this worker could not connect")),
                 };
                 if res_tx.send((job.index, r)).is_err() {
-                    return;
+                    return trips;
                 }
             }
         }));
@@ -517,8 +528,9 @@ pub fn replay_parallel(
         }
     }
     drop(job_tx);
+    let mut round_trips = 0;
     for h in handles {
-        let _ = h.join();
+        round_trips += h.join().unwrap_or(0);
     }
     if let Some(e) = first_error {
         return Err(e);
@@ -536,6 +548,7 @@ pub fn replay_parallel(
         barriers,
         seconds: start.elapsed().as_secs_f64(),
         epoch,
+        round_trips,
     })
 }
 

@@ -141,7 +141,7 @@ fn migrations_are_versioned_and_idempotent() {
     let again = migrate(&db.url).unwrap();
     assert_eq!(
         (again.from, again.to),
-        (1, 1),
+        (2, 2),
         "a second migrate is a no-op"
     );
     PostgresDirectory::connect(&db.url).unwrap();
@@ -150,7 +150,7 @@ fn migrations_are_versioned_and_idempotent() {
         .query_one("SELECT count(*) FROM squad_schema_version", &[])
         .unwrap()
         .get(0);
-    assert_eq!(versions, 1);
+    assert_eq!(versions, 2);
     // An emptied version table reads as never migrated; a newer version is refused.
     db.client()
         .batch_execute("DELETE FROM squad_schema_version")
@@ -388,4 +388,221 @@ fn an_unreachable_server_fails_fast_without_the_password() {
         redact("postgresql://u:p@h/d?password=x"),
         "postgresql://u:***@h/d?password=***"
     );
+}
+
+/// A database at schema version 1 upgrades to 2 (the configuration version and its triggers),
+/// and the version 2 migration may run again on a database that has it; then every statement
+/// that writes a configuration table bumps the version, and one that writes an issue does not.
+#[test]
+fn version_1_upgrades_and_configuration_writes_bump_the_version() {
+    let Some(server) = server() else { return };
+    let db = TestDb::new(&server);
+    migrate(&db.url).unwrap();
+    let mut c = db.client();
+    // Back to version 1.
+    c.batch_execute(
+        "DROP TABLE squad_config_version; DROP FUNCTION squad_bump_config_version() CASCADE; \
+         DELETE FROM squad_schema_version WHERE version = 2",
+    )
+    .unwrap();
+    let err = PostgresDirectory::connect(&db.url).unwrap_err();
+    assert!(err.to_string().contains("squad route migrate"), "{err}");
+    let up = migrate(&db.url).unwrap();
+    assert_eq!((up.from, up.to), (1, 2));
+    // The migration itself is idempotent.
+    c.batch_execute("DELETE FROM squad_schema_version WHERE version = 2")
+        .unwrap();
+    assert_eq!(migrate(&db.url).unwrap().from, 1);
+    let version = |c: &mut postgres::Client| -> i64 {
+        c.query_one("SELECT version FROM squad_config_version", &[])
+            .unwrap()
+            .get(0)
+    };
+    let v0 = version(&mut c);
+    for (i, sql) in [
+        "INSERT INTO workspaces (id, record) VALUES ('w9', '{}')",
+        "INSERT INTO users (id, record) VALUES ('u9', '{}')",
+        "INSERT INTO memberships (workspace_id, user_id, role) VALUES ('w9', 'u9', 'owner')",
+        "INSERT INTO squads (id, record) VALUES ('s9', '{}')",
+        "INSERT INTO squad_members (squad_id, member_key, record) VALUES ('s9', 'agent:a9', '{}')",
+        "INSERT INTO agents (id, record) VALUES ('a9', '{}')",
+        "INSERT INTO autopilots (id, record) VALUES ('p9', '{}')",
+        "DELETE FROM squad_members WHERE squad_id = 's9'",
+    ]
+    .iter()
+    .enumerate()
+    {
+        c.batch_execute(sql).unwrap();
+        assert_eq!(version(&mut c), v0 + i as i64 + 1, "{sql}");
+    }
+    let v1 = version(&mut c);
+    c.batch_execute("INSERT INTO issues (id, record) VALUES ('i9', '{}')")
+        .unwrap();
+    assert_eq!(version(&mut c), v1, "an issue is not configuration");
+    // One transaction bumps it once, however many statements it runs.
+    c.batch_execute(
+        "BEGIN; INSERT INTO agents (id, record) VALUES ('a10', '{}'); \
+         INSERT INTO agents (id, record) VALUES ('a11', '{}'); \
+         UPDATE squads SET record = '{\"x\": 1}'; COMMIT",
+    )
+    .unwrap();
+    assert_eq!(version(&mut c), v1 + 1);
+}
+
+/// Two handles take turns on one database: each event is handled by the other handle than the
+/// one before, so a handle that kept a squad's rows from an earlier event must see that the other
+/// archived it meanwhile. The decisions equal the in-memory replay's.
+#[test]
+fn a_handle_sees_configuration_another_changed() {
+    let Some(server) = server() else { return };
+    let db = TestDb::new(&server);
+    let url = db.schema("cfg");
+    let squad = "00000000-0000-4000-8000-0000000005a1";
+    let mut lines: Vec<String> = crate::replay::VERSION_2_TRACE
+        .lines()
+        .filter(|l| !l.contains(r#""kind":"event""#))
+        .map(str::to_owned)
+        .collect();
+    let create = |n: u32| {
+        format!(
+            r#"{{"kind":"event","event":{{"type":"create_issue","actor":{{"type":"member","id":"u1"}},"workspace_id":"w1","issue_id":"i{n}","title":"Work {n}","status":"todo","assignee_type":"squad","assignee_id":"{squad}"}}}}"#
+        )
+    };
+    lines.push(create(1));
+    lines.push(format!(
+        r#"{{"kind":"event","event":{{"type":"update_squad","actor":"u1","squad_id":"{squad}","leader_id":"00000000-0000-4000-8000-0000000000a2"}}}}"#
+    ));
+    lines.push(create(2));
+    lines.push(format!(
+        r#"{{"kind":"event","event":{{"type":"archive_squad","actor":"u1","squad_id":"{squad}"}}}}"#
+    ));
+    lines.push(create(3));
+    let lines = to_position_ids(lines.iter().map(String::as_str)).unwrap();
+    let want = in_memory(&lines);
+    // The entities, through a replay of no events; then the events, one handle each in turn.
+    let entities: Vec<&str> = lines
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !l.contains(r#""kind":"event""#))
+        .collect();
+    let engine = Engine::default();
+    let epoch = u64::from(replay_parallel(&url, &engine, &entities, 1).unwrap().epoch);
+    let mut handles = [
+        PostgresDirectory::connect(&url).unwrap(),
+        PostgresDirectory::connect(&url).unwrap(),
+    ];
+    let at = squad_model::Timestamp::from_unix_seconds(1_767_312_000).unwrap();
+    let mut got = Vec::new();
+    let events = lines.iter().filter(|l| l.contains(r#""kind":"event""#));
+    for (i, l) in events.enumerate() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let event: squad_routing::Event = serde_json::from_value(v["event"].clone()).unwrap();
+        let line = lines.iter().position(|x| x == l).unwrap() + 1;
+        // Handle 0 takes the issues, handle 1 the squad changes.
+        let h = &mut handles[i % 2];
+        let done = h
+            .handle_event(&engine, (epoch << 32) | (i as u64 + 1), line, at, &event)
+            .unwrap();
+        got.push(done.output);
+    }
+    // Timestamps aside (the in-memory replay's clock is the trace's).
+    let strip = |s: &String| {
+        let mut v: serde_json::Value = serde_json::from_str(s).unwrap();
+        strip_times(&mut v);
+        v
+    };
+    assert_eq!(
+        got.iter().map(strip).collect::<Vec<_>>(),
+        want.iter().map(strip).collect::<Vec<_>>()
+    );
+    assert!(
+        want[2] != want[4].replace("i3", "i2"),
+        "the archive changes the decision"
+    );
+}
+
+fn strip_times(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for k in ["created_at", "updated_at", "archived_at"] {
+                m.remove(k);
+            }
+            m.values_mut().for_each(strip_times);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(strip_times),
+        _ => {}
+    }
+}
+
+/// Inside `handle_event`, an event whose configuration rows are kept takes two round trips:
+/// one to begin (with the `processed_events` check and the records it names) and one to write
+/// and commit; text with quotes and backslashes is stored as it was.
+#[test]
+fn a_warm_event_takes_two_round_trips() {
+    let Some(server) = server() else { return };
+    let db = TestDb::new(&server);
+    let url = db.schema("rt");
+    let trace = to_position_ids(crate::replay::VERSION_2_TRACE.lines()).unwrap();
+    let entities: Vec<&str> = trace
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !l.contains(r#""kind":"event""#))
+        .collect();
+    let engine = Engine::default();
+    replay_parallel(&url, &engine, &entities, 1).unwrap();
+    let mut d = PostgresDirectory::connect(&url).unwrap();
+    let at = squad_model::Timestamp::from_unix_seconds(1_767_225_600).unwrap();
+    let event = |json: &str| -> squad_routing::Event { serde_json::from_str(json).unwrap() };
+    d.handle_event(
+        &engine,
+        1_000,
+        1,
+        at,
+        &event(
+            r#"{"type":"create_issue","actor":{"type":"member","id":"u1"},"workspace_id":"w1","issue_id":"i1","title":"Quotes","status":"todo"}"#,
+        ),
+    )
+    .unwrap();
+    let content = r#"O'Brien's \\ '' \' "; DROP TABLE tasks; -- ok"#;
+    let comment = |id: &str| {
+        event(&format!(
+            r#"{{"type":"comment","comment_id":"{id}","issue_id":"i1","author":{{"type":"member","id":"u1"}},"content":{}}}"#,
+            serde_json::to_string(content).unwrap()
+        ))
+    };
+    // The first comment reads the user's rows; the second finds them kept.
+    d.handle_event(&engine, 1_001, 2, at, &comment("c1"))
+        .unwrap();
+    let before = d.round_trips();
+    let done = d
+        .handle_event(&engine, 1_002, 3, at, &comment("c2"))
+        .unwrap();
+    assert_eq!(d.round_trips() - before, 2, "{}", done.output);
+    let stored: String = db
+        .client()
+        .query_one(
+            "SELECT record->>'content' FROM rt.comments WHERE id = 'c2'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(stored, content);
+    // The stored line is the one printed, and a rerun returns it.
+    let again = d
+        .handle_event(&engine, 1_002, 3, at, &comment("c2"))
+        .unwrap();
+    assert!(again.already);
+    assert_eq!(again.output, done.output);
+    // A NUL cannot be stored: the event fails with a storage error and changes nothing.
+    let nul = event(
+        r#"{"type":"comment","comment_id":"c3","issue_id":"i1","author":{"type":"member","id":"u1"},"content":"a\u0000b"}"#,
+    );
+    let err = d.handle_event(&engine, 1_003, 4, at, &nul).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Storage, "{err}");
+    let n: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM rt.comments WHERE id = 'c3'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0);
 }
