@@ -61,6 +61,7 @@
 //! found", a write that fails is skipped, and the first error is returned by
 //! [`check`](PostgresDirectory::check) and [`commit`](PostgresDirectory::commit).
 
+mod ahead;
 mod parallel;
 mod schema;
 
@@ -82,6 +83,8 @@ use squad_model::{
 };
 
 pub use parallel::{MAX_WORKERS, ParallelReplay, WINDOW, replay_parallel};
+
+use ahead::{Ahead, rows_by_statement};
 
 use crate::apply::apply;
 use crate::directory::Directory;
@@ -480,19 +483,28 @@ impl PostgresDirectory {
             return Err(kept);
         }
         self.cache.reset();
+        self.buffering = false;
+        // The writes still buffered go with the COMMIT.
+        let mut sql = std::mem::take(self.pending.get_mut());
         if self.in_transaction {
             self.in_transaction = false;
+            sql.push_str("COMMIT");
+        }
+        if !sql.is_empty() {
             self.trip();
-            self.client
-                .get_mut()
-                .batch_execute("COMMIT")
-                .map_err(|e| Kept {
-                    retry: is_retryable(&e),
-                    unique: is_unique_violation(&e),
-                    message: e.to_string(),
-                })?;
+            if let Err(e) = self.client.get_mut().batch_execute(&sql) {
+                // A failed write leaves the transaction open, aborted.
+                let _ = self.client.get_mut().batch_execute("ROLLBACK");
+                return Err(kept(&e));
+            }
         }
         Ok(())
+    }
+
+    /// Buffers this transaction's writes until [`commit`](Self::commit) (or a query that must
+    /// see them), as `handle_event` does.
+    pub(super) fn buffer_writes(&mut self) {
+        self.buffering = true;
     }
 
     /// Rolls the open transaction back; no-op without one.
@@ -502,6 +514,8 @@ impl PostgresDirectory {
     /// [`ErrorKind::Storage`] if the server refuses.
     pub fn rollback(&mut self) -> Result<()> {
         self.cache.reset();
+        self.buffering = false;
+        self.pending.get_mut().clear();
         if self.in_transaction {
             self.in_transaction = false;
             self.trip();
@@ -632,26 +646,11 @@ impl PostgresDirectory {
             .get_mut()
             .simple_query(&sql)
             .map_err(|e| Attempt::from(kept(&e)))?;
-        let mut done: Option<String> = None;
-        let mut version: Option<i64> = None;
-        let mut rows: Vec<Vec<&postgres::SimpleQueryRow>> = vec![Vec::new(); stmts.len()];
         // Statement 0 is BEGIN, 1 the check, then `stmts`.
-        let mut at_stmt = 0;
-        for m in &messages {
-            match m {
-                postgres::SimpleQueryMessage::CommandComplete(_) => at_stmt += 1,
-                postgres::SimpleQueryMessage::Row(row) if at_stmt == 1 => {
-                    done = row.get(0).map(str::to_owned);
-                    version = row.get(1).and_then(|v| v.parse().ok());
-                }
-                postgres::SimpleQueryMessage::Row(row) if at_stmt >= 2 => {
-                    if let Some(r) = rows.get_mut(at_stmt - 2) {
-                        r.push(row);
-                    }
-                }
-                _ => {}
-            }
-        }
+        let rows = rows_by_statement(&messages);
+        let check = rows.get(1).and_then(|r| r.first());
+        let done: Option<String> = check.and_then(|r| r.get(0)).map(str::to_owned);
+        let version: Option<i64> = check.and_then(|r| r.get(1)).and_then(|v| v.parse().ok());
         if let Some(output) = done {
             self.commit_kept().map_err(Attempt::from)?;
             return Ok(Handled {
@@ -669,7 +668,7 @@ impl PostgresDirectory {
             }
             self.config_live = true;
         }
-        self.fill_ahead(&ahead, &stmts, &rows);
+        self.fill_ahead(&ahead, &stmts, rows.get(2..).unwrap_or_default());
         if let Err(e) = check_event(self, event) {
             return Err(match self.error.get_mut().take() {
                 // A failed read looks like a missing record: report the read's error.
@@ -943,85 +942,6 @@ impl PostgresDirectory {
         }
     }
 
-    /// Keeps what the first round trip read ahead (see [`Ahead`]) as this transaction's reads.
-    fn fill_ahead(
-        &self,
-        ahead: &Ahead,
-        stmts: &[AheadStmt],
-        rows: &[Vec<&postgres::SimpleQueryRow>],
-    ) {
-        let mut list_issues: Vec<String> = Vec::new();
-        for i in &ahead.issues {
-            if !list_issues.contains(i) {
-                list_issues.push(i.clone());
-            }
-        }
-        for (kind, rows) in stmts.iter().zip(rows) {
-            let pairs = rows
-                .iter()
-                .filter_map(|r| Some((r.get(0)?, r.get(1)?)))
-                .collect::<Vec<_>>();
-            match kind {
-                AheadStmt::Issues => {
-                    for id in &ahead.issues {
-                        let text = pairs.iter().find(|(k, _)| k == id).map(|(_, v)| *v);
-                        self.cache
-                            .issues
-                            .insert(id, text.and_then(|t| self.decode(t)));
-                    }
-                }
-                AheadStmt::Tasks => {
-                    for id in &ahead.tasks {
-                        let text = pairs.iter().find(|(k, _)| k == id).map(|(_, v)| *v);
-                        let task: Option<Task> = text.and_then(|t| self.decode(t));
-                        if let Some(i) = task.as_ref().and_then(|t| t.issue_id.as_ref())
-                            && !list_issues.iter().any(|l| l == i.as_str())
-                        {
-                            list_issues.push(i.as_str().to_owned());
-                        }
-                        self.cache.tasks.insert(id, task);
-                    }
-                }
-                AheadStmt::Comments => {
-                    for id in &ahead.comments {
-                        let text = pairs.iter().find(|(k, _)| k == id).map(|(_, v)| *v);
-                        self.cache
-                            .comments
-                            .insert(id, text.and_then(|t| self.decode(t)));
-                    }
-                }
-                AheadStmt::Lists => {
-                    let mut active: HashMap<&str, Vec<Task>> = HashMap::new();
-                    let mut latest: HashMap<&str, Vec<Task>> = HashMap::new();
-                    for r in rows {
-                        let (Some(issue), Some(text)) = (r.get(0), r.get(1)) else {
-                            continue;
-                        };
-                        let Some(task) = self.decode::<Task>(text) else {
-                            continue;
-                        };
-                        if r.get(2) == Some("t") {
-                            active.entry(issue).or_default().push(task.clone());
-                        }
-                        if r.get(3) == Some("t") {
-                            latest.entry(issue).or_default().push(task);
-                        }
-                    }
-                    for issue in &list_issues {
-                        let a = active.remove(issue.as_str()).unwrap_or_default();
-                        let l = latest.remove(issue.as_str()).unwrap_or_default();
-                        self.cache
-                            .task_lists
-                            .insert(&format!("a\0{issue}"), Some(a));
-                        self.cache
-                            .task_lists
-                            .insert(&format!("L\0{issue}"), Some(l));
-                    }
-                }
-            }
-        }
-    }
-
     /// The configuration table to read: the rows kept across events while `config_live`, else
     /// the transaction's.
     fn config_table<'s, T>(&self, kept: &'s Table<T>, tx: &'s Table<T>) -> &'s Table<T> {
@@ -1061,10 +981,8 @@ impl PostgresDirectory {
         }
         let plain = |k: &str| !k.contains('\0');
         match touch {
-            Touch::Config => {
-                self.drop_config();
-                self.cache.reset();
-            }
+            // The transaction's own copies are written through by the caller.
+            Touch::Config => self.drop_config(),
             Touch::Issue(id) => {
                 self.cache.issues.retain(|k| k != id);
                 self.cache.id_lists.retain(|_| false);
@@ -1074,7 +992,7 @@ impl PostgresDirectory {
                 self.cache.task_lists.retain(|_| false);
             }
             Touch::Comment(id) => self.cache.comments.retain(|k| k != id),
-            Touch::Evaluation => {}
+            Touch::Uncached => {}
         }
     }
 
@@ -1111,141 +1029,6 @@ struct ConfigCache {
     squad_autopilots: Table<Vec<AutopilotId>>,
 }
 
-/// What an event names, read ahead in its first round trip: issues, tasks and comments by id,
-/// and the live tasks of its issues (the active ones and each agent's latest).
-#[derive(Default)]
-struct Ahead {
-    issues: Vec<String>,
-    tasks: Vec<String>,
-    comments: Vec<String>,
-}
-
-impl Ahead {
-    fn of(event: &Event) -> Self {
-        let mut a = Self::default();
-        let issue = |a: &mut Self, id: &IssueId| a.issues.push(id.as_str().to_owned());
-        let task = |a: &mut Self, id: Option<&TaskId>| {
-            if let Some(t) = id {
-                a.tasks.push(t.as_str().to_owned());
-            }
-        };
-        match event {
-            Event::CreateIssue(e) => {
-                issue(&mut a, &e.issue_id);
-                if let Some(p) = &e.parent_issue_id {
-                    issue(&mut a, p);
-                }
-                task(&mut a, e.task_id.as_ref());
-            }
-            Event::UpdateIssue(e) => {
-                issue(&mut a, &e.issue_id);
-                task(&mut a, e.task_id.as_ref());
-            }
-            Event::DeleteIssue(e) => issue(&mut a, &e.issue_id),
-            Event::Comment(e) => {
-                issue(&mut a, &e.issue_id);
-                task(&mut a, e.task_id.as_ref());
-                a.comments.push(e.comment_id.as_str().to_owned());
-                if let Some(p) = &e.parent_id {
-                    a.comments.push(p.as_str().to_owned());
-                }
-            }
-            Event::RecordEvaluation(e) => {
-                issue(&mut a, &e.issue_id);
-                if let Some(t) = &e.task_id {
-                    a.tasks.push(t.clone());
-                }
-            }
-            Event::TaskStatus(e) => task(&mut a, Some(&e.task_id)),
-            Event::Claim(e) => task(&mut a, Some(&e.task_id)),
-            _ => {}
-        }
-        a
-    }
-}
-
-/// A statement of the first round trip after the check.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum AheadStmt {
-    Issues,
-    Tasks,
-    Comments,
-    Lists,
-}
-
-/// `ids` as an SQL list of literals.
-fn lit_list(ids: &[String]) -> String {
-    let mut out = String::new();
-    for (i, id) in ids.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        out.push_str(&Lit(id).to_string());
-    }
-    out
-}
-
-impl Ahead {
-    /// Appends the read-ahead statements to `sql`; their kinds, in order. Ids with a NUL
-    /// character are left out (they are read one by one, and refused there).
-    fn sql(&self, sql: &mut String) -> Vec<AheadStmt> {
-        let clean = |v: &[String]| -> Vec<String> {
-            v.iter().filter(|s| !s.contains('\0')).cloned().collect()
-        };
-        let (issues, tasks, comments) = (
-            clean(&self.issues),
-            clean(&self.tasks),
-            clean(&self.comments),
-        );
-        let mut kinds = Vec::new();
-        if !issues.is_empty() {
-            sql.push_str(&format!(
-                "; SELECT id, record::text FROM issues WHERE id IN ({})",
-                lit_list(&issues)
-            ));
-            kinds.push(AheadStmt::Issues);
-        }
-        if !tasks.is_empty() {
-            sql.push_str(&format!(
-                "; SELECT id, record::text FROM tasks WHERE id IN ({})",
-                lit_list(&tasks)
-            ));
-            kinds.push(AheadStmt::Tasks);
-        }
-        if !comments.is_empty() {
-            sql.push_str(&format!(
-                "; SELECT id, record::text FROM comments WHERE id IN ({})",
-                lit_list(&comments)
-            ));
-            kinds.push(AheadStmt::Comments);
-        }
-        if !issues.is_empty() || !tasks.is_empty() {
-            // The live tasks of the issues named, and of the tasks' issues: the active ones and
-            // each agent's latest, in creation order.
-            let mut cond = Vec::new();
-            if !issues.is_empty() {
-                cond.push(format!("issue_id IN ({})", lit_list(&issues)));
-            }
-            if !tasks.is_empty() {
-                cond.push(format!(
-                    "issue_id IN (SELECT t.issue_id FROM tasks t WHERE t.id IN ({}))",
-                    lit_list(&tasks)
-                ));
-            }
-            sql.push_str(&format!(
-                "; SELECT issue_id, record::text, active, latest FROM (\
-                 SELECT issue_id, record, seq, \
-                 status NOT IN ('completed', 'failed', 'cancelled') AS active, \
-                 seq = max(seq) OVER (PARTITION BY issue_id, agent_id) AS latest \
-                 FROM tasks WHERE live AND ({})) x WHERE active OR latest ORDER BY seq",
-                cond.join(" OR ")
-            ));
-            kinds.push(AheadStmt::Lists);
-        }
-        kinds
-    }
-}
-
 /// What a write changes, so that the reads it makes stale are forgotten.
 enum Touch {
     /// A configuration table.
@@ -1256,8 +1039,8 @@ enum Touch {
     Task(String),
     /// The comment with this id.
     Comment(String),
-    /// An evaluation (never kept: always read from the server).
-    Evaluation,
+    /// What no read keeps (evaluations, issue numbers: always read from the server).
+    Uncached,
 }
 
 /// `s` as an SQL string literal. Every connection runs with `standard_conforming_strings = on`,
@@ -1507,6 +1290,10 @@ impl Directory for PostgresDirectory {
             ),
             Touch::Config,
         );
+        if self.buffering {
+            let id = workspace.id.to_string();
+            self.cache.workspaces.insert(&id, Some(workspace));
+        }
     }
     fn put_user(&mut self, user: User) {
         let Some(json) = self.encode(&user) else {
@@ -1521,6 +1308,10 @@ impl Directory for PostgresDirectory {
             ),
             Touch::Config,
         );
+        if self.buffering {
+            let id = user.id.to_string();
+            self.cache.users.insert(&id, Some(user));
+        }
     }
     fn put_membership(&mut self, m: Membership) {
         self.write(
@@ -1547,6 +1338,10 @@ impl Directory for PostgresDirectory {
             ),
             Touch::Config,
         );
+        if self.buffering {
+            let id = squad.id.to_string();
+            self.cache.squads.insert(&id, Some(squad));
+        }
     }
     fn put_member(&mut self, member: SquadMember) {
         let Some(json) = self.encode(&member) else {
@@ -1562,6 +1357,18 @@ impl Directory for PostgresDirectory {
             ),
             Touch::Config,
         );
+        // The roster keeps a member's place; a new one comes last.
+        let key = member.squad_id.to_string();
+        if self.buffering
+            && let Some(Some(roster)) = self.cache.members.peek(&key)
+        {
+            let mut roster = roster.clone();
+            match roster.iter_mut().find(|m| m.member == member.member) {
+                Some(m) => *m = member,
+                None => roster.push(member),
+            }
+            self.cache.members.insert(&key, Some(roster));
+        }
     }
     fn remove_member(&mut self, squad: &SquadId, member: &MemberRef) {
         self.write(
@@ -1572,6 +1379,16 @@ impl Directory for PostgresDirectory {
             ),
             Touch::Config,
         );
+        if self.buffering
+            && let Some(Some(roster)) = self.cache.members.peek(squad.as_str())
+        {
+            let roster: Vec<SquadMember> = roster
+                .iter()
+                .filter(|m| m.member != *member)
+                .cloned()
+                .collect();
+            self.cache.members.insert(squad.as_str(), Some(roster));
+        }
     }
     fn put_agent(&mut self, agent: Agent) {
         let Some(json) = self.encode(&agent) else {
@@ -1586,6 +1403,10 @@ impl Directory for PostgresDirectory {
             ),
             Touch::Config,
         );
+        if self.buffering {
+            let id = agent.id.to_string();
+            self.cache.agents.insert(&id, Some(agent));
+        }
     }
     fn put_issue(&mut self, issue: Issue) {
         let Some(json) = self.encode(&issue) else {
@@ -1616,7 +1437,11 @@ impl Directory for PostgresDirectory {
                squad_id = excluded.squad_id, record = excluded.record",
             json = Lit(&json)
         );
-        self.write(sql, Touch::Issue(issue.id.as_str().to_owned()));
+        let id = issue.id.to_string();
+        self.write(sql, Touch::Issue(id.clone()));
+        if self.buffering {
+            self.cache.issues.insert(&id, Some(issue));
+        }
     }
     fn update_issue(
         &mut self,
@@ -1645,6 +1470,9 @@ impl Directory for PostgresDirectory {
             ),
             Touch::Issue(id.as_str().to_owned()),
         );
+        if self.buffering {
+            self.cache.issues.insert(id.as_str(), Some(issue));
+        }
     }
     fn set_issue_number(&mut self, id: &IssueId, number: u64) {
         self.write(
@@ -1653,7 +1481,7 @@ impl Directory for PostgresDirectory {
                 number.cast_signed(),
                 Lit(id.as_str())
             ),
-            Touch::Issue(id.as_str().to_owned()),
+            Touch::Uncached,
         );
     }
     fn delete_issue(&mut self, id: &IssueId) {
@@ -1668,6 +1496,9 @@ impl Directory for PostgresDirectory {
         );
         // The issue's tasks left the lists.
         self.touch(&Touch::Task(String::new()));
+        if self.buffering {
+            self.cache.issues.insert(id.as_str(), None);
+        }
     }
     fn put_task(&mut self, task: Task) {
         let Some(json) = self.encode(&task) else {
@@ -1688,7 +1519,11 @@ impl Directory for PostgresDirectory {
             OptLit(task.trigger_comment_id.as_ref().map(CommentId::as_str)),
             Lit(&json),
         );
-        self.write(sql, Touch::Task(task.id.as_str().to_owned()));
+        let id = task.id.to_string();
+        self.write(sql, Touch::Task(id.clone()));
+        if self.buffering {
+            self.cache.tasks.insert(&id, Some(task));
+        }
     }
     fn set_task_status(&mut self, id: &TaskId, status: TaskStatus) {
         let Some(mut task) = self.task(id).cloned() else {
@@ -1707,6 +1542,9 @@ impl Directory for PostgresDirectory {
             ),
             Touch::Task(id.as_str().to_owned()),
         );
+        if self.buffering {
+            self.cache.tasks.insert(id.as_str(), Some(task));
+        }
     }
     fn put_comment(&mut self, comment: Comment) {
         let Some(json) = self.encode(&comment) else {
@@ -1721,6 +1559,10 @@ impl Directory for PostgresDirectory {
             ),
             Touch::Comment(comment.id.as_str().to_owned()),
         );
+        if self.buffering {
+            let id = comment.id.to_string();
+            self.cache.comments.insert(&id, Some(comment));
+        }
     }
     fn put_autopilot(&mut self, autopilot: Autopilot) {
         let Some(json) = self.encode(&autopilot) else {
@@ -1737,6 +1579,10 @@ impl Directory for PostgresDirectory {
             ),
             Touch::Config,
         );
+        if self.buffering {
+            let id = autopilot.id.to_string();
+            self.cache.autopilots.insert(&id, Some(autopilot));
+        }
     }
     fn put_evaluation(&mut self, task: TaskId, outcome: EvaluationOutcome) {
         self.write(
@@ -1746,7 +1592,7 @@ impl Directory for PostgresDirectory {
                 Lit(task.as_str()),
                 Lit(outcome_str(outcome))
             ),
-            Touch::Evaluation,
+            Touch::Uncached,
         );
     }
     fn advance_id_seq(&mut self, seq: u64) {

@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use squad_model::{IssueId, Timestamp};
 
-use super::{Handled, PostgresDirectory, storage};
+use super::{Ahead, Handled, PostgresDirectory, storage};
 use crate::engine::Engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
@@ -588,6 +588,16 @@ fn start_replay(
         let epoch = u16::try_from(epoch)
             .map_err(|_| storage("the database holds 65536 replayed traces, the most it can"))?;
         if !loaded {
+            // What the entities read (are they new? do their references exist?) in one round
+            // trip, their writes in the commit's.
+            if let Err(e) = dir.read_ahead(&Ahead::of_entities(entities.iter().map(|(_, r)| r))) {
+                dir.rollback()?;
+                if super::is_retryable(&e) {
+                    continue;
+                }
+                return Err(storage(e));
+            }
+            dir.buffer_writes();
             for (line, record) in entities {
                 if let Err(e) = load_entity(dir, record.clone()) {
                     let kept = dir.check();
