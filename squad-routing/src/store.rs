@@ -77,6 +77,12 @@ pub(crate) struct Cache {
     pub(crate) task_lists: Table<Vec<Task>>,
     pub(crate) comments: Table<Comment>,
     pub(crate) autopilots: Table<Autopilot>,
+    /// Issue numbers by issue id (absent: no issue or no number).
+    #[cfg(feature = "postgres")]
+    pub(crate) numbers: Table<u64>,
+    /// Evaluation outcomes by task id.
+    #[cfg(feature = "postgres")]
+    pub(crate) evaluations: Table<EvaluationOutcome>,
 }
 
 impl Cache {

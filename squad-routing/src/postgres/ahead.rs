@@ -4,10 +4,11 @@
 use std::collections::{HashMap, HashSet};
 
 use postgres::{SimpleQueryMessage, SimpleQueryRow};
-use squad_model::{IssueId, SquadMember, Task, TaskId};
+use squad_model::{Issue, IssueId, SquadMember, Task, TaskId};
 
 use super::{Lit, PostgresDirectory};
 use crate::event::Event;
+use crate::records::EvaluationOutcome;
 use crate::store::Table;
 use crate::trace::TraceLine;
 
@@ -31,6 +32,8 @@ pub(super) struct Ahead {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stmt {
     Issues,
+    Family,
+    Evaluations,
     Tasks,
     Comments,
     Workspaces,
@@ -82,6 +85,13 @@ pub(super) fn rows_by_statement(messages: &[SimpleQueryMessage]) -> Vec<Vec<&Sim
 }
 
 impl Ahead {
+    /// The tasks named, as evaluations are keyed (lower case) and as named.
+    fn evaluation_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.tasks.clone();
+        keys.extend(self.tasks.iter().map(|t| t.to_ascii_lowercase()));
+        clean(&keys)
+    }
+
     /// What `event` names.
     pub(super) fn of(event: &Event) -> Self {
         let mut a = Self {
@@ -192,15 +202,41 @@ impl Ahead {
     /// Appends the read-ahead statements to `sql`, each after a `;`; their kinds, in order.
     pub(super) fn sql(&self, sql: &mut String) -> Vec<Stmt> {
         let mut kinds = Vec::new();
+        let (issues, tasks) = (clean(&self.issues), clean(&self.tasks));
+        if self.lists && !issues.is_empty() {
+            // The issues named, their parents and their parents' children (siblings), with
+            // their numbers, in the order of the parents' child lists.
+            // (`= ANY` of arrays, not `IN` subqueries joined by `OR`: index scans, not a scan
+            // of the table.)
+            let named = lit_list(&issues);
+            let parents = format!(
+                "ARRAY(SELECT parent_issue_id FROM issues WHERE id IN ({named}) \
+                 AND parent_issue_id IS NOT NULL)"
+            );
+            sql.push_str(&format!(
+                "; SELECT id, record::text, number::text, child_of FROM issues \
+                 WHERE id = ANY(ARRAY[{named}]::text[] || {parents}) \
+                 OR child_of = ANY({parents}) ORDER BY child_seq"
+            ));
+            kinds.push(Stmt::Family);
+        }
+        if self.lists && !tasks.is_empty() {
+            sql.push_str(&format!(
+                "; SELECT task_id, outcome FROM evaluations WHERE task_id IN ({})",
+                lit_list(&self.evaluation_keys())
+            ));
+            kinds.push(Stmt::Evaluations);
+        }
+        let plain_issues: &[String] = if self.lists { &[] } else { &self.issues };
         let by_id = [
-            (Stmt::Issues, "issues", &self.issues),
-            (Stmt::Tasks, "tasks", &self.tasks),
-            (Stmt::Comments, "comments", &self.comments),
-            (Stmt::Workspaces, "workspaces", &self.workspaces),
-            (Stmt::Users, "users", &self.users),
-            (Stmt::Squads, "squads", &self.squads),
-            (Stmt::Agents, "agents", &self.agents),
-            (Stmt::Autopilots, "autopilots", &self.autopilots),
+            (Stmt::Issues, "issues", plain_issues),
+            (Stmt::Tasks, "tasks", &self.tasks[..]),
+            (Stmt::Comments, "comments", &self.comments[..]),
+            (Stmt::Workspaces, "workspaces", &self.workspaces[..]),
+            (Stmt::Users, "users", &self.users[..]),
+            (Stmt::Squads, "squads", &self.squads[..]),
+            (Stmt::Agents, "agents", &self.agents[..]),
+            (Stmt::Autopilots, "autopilots", &self.autopilots[..]),
         ];
         for (kind, table, ids) in by_id {
             let ids = clean(ids);
@@ -221,15 +257,21 @@ impl Ahead {
             ));
             kinds.push(Stmt::Members);
         }
-        let (issues, tasks) = (clean(&self.issues), clean(&self.tasks));
         if self.lists && (!issues.is_empty() || !tasks.is_empty()) {
-            let mut cond = Vec::new();
+            // One array of issue ids, so that the index on `issue_id` serves.
+            let mut cond = vec!["ARRAY[]::text[]".to_owned()];
             if !issues.is_empty() {
-                cond.push(format!("issue_id IN ({})", lit_list(&issues)));
+                let named = lit_list(&issues);
+                cond.push(format!("ARRAY[{named}]::text[]"));
+                cond.push(format!(
+                    "ARRAY(SELECT parent_issue_id FROM issues WHERE id IN ({named}) \
+                     AND parent_issue_id IS NOT NULL)"
+                ));
             }
             if !tasks.is_empty() {
                 cond.push(format!(
-                    "issue_id IN (SELECT t.issue_id FROM tasks t WHERE t.id IN ({}))",
+                    "ARRAY(SELECT t.issue_id FROM tasks t WHERE t.id IN ({}) \
+                     AND t.issue_id IS NOT NULL)",
                     lit_list(&tasks)
                 ));
             }
@@ -238,8 +280,9 @@ impl Ahead {
                  SELECT issue_id, record, seq, \
                  status NOT IN ('completed', 'failed', 'cancelled') AS active, \
                  seq = max(seq) OVER (PARTITION BY issue_id, agent_id) AS latest \
-                 FROM tasks WHERE live AND ({})) x WHERE active OR latest ORDER BY seq",
-                cond.join(" OR ")
+                 FROM tasks WHERE live AND issue_id = ANY({})) x \
+                 WHERE active OR latest ORDER BY seq",
+                cond.join(" || ")
             ));
             kinds.push(Stmt::Lists);
         }
@@ -276,6 +319,49 @@ impl PostgresDirectory {
                 .collect();
             match kind {
                 Stmt::Issues => self.keep(&self.cache.issues, &ahead.issues, &pairs),
+                Stmt::Family => {
+                    for r in rows {
+                        let Some(id) = r.get(0) else { continue };
+                        let issue = r.get(1).and_then(|t| self.decode::<Issue>(t));
+                        let number = r.get(2).and_then(|n| n.parse::<u64>().ok());
+                        self.cache.issues.insert(id, issue);
+                        self.cache.numbers.insert(id, number);
+                    }
+                    let mut parents = Vec::new();
+                    for id in &ahead.issues {
+                        if !pairs.contains_key(id.as_str()) {
+                            self.cache.issues.insert(id, None);
+                            self.cache.numbers.insert(id, None);
+                        }
+                        if let Some(Some(issue)) = self.cache.issues.peek(id)
+                            && let Some(p) = &issue.parent_issue_id
+                            && !parents.contains(p)
+                        {
+                            parents.push(p.clone());
+                        }
+                    }
+                    for p in parents {
+                        let children: Vec<IssueId> = rows
+                            .iter()
+                            .filter(|r| r.get(3) == Some(p.as_str()))
+                            .filter_map(|r| IssueId::new(r.get(0)?).ok())
+                            .collect();
+                        self.cache
+                            .id_lists
+                            .insert(&format!("c\0{p}"), Some(children));
+                        if !list_issues.iter().any(|l| l == p.as_str()) {
+                            list_issues.push(p.to_string());
+                        }
+                    }
+                }
+                Stmt::Evaluations => {
+                    for id in ahead.evaluation_keys() {
+                        let outcome = pairs
+                            .get(id.as_str())
+                            .and_then(|o| EvaluationOutcome::parse(o));
+                        self.cache.evaluations.insert(&id, outcome);
+                    }
+                }
                 Stmt::Comments => self.keep(&self.cache.comments, &ahead.comments, &pairs),
                 Stmt::Workspaces => {
                     let t = self.config_table(&self.config.workspaces, &self.cache.workspaces);

@@ -985,6 +985,7 @@ impl PostgresDirectory {
             Touch::Config => self.drop_config(),
             Touch::Issue(id) => {
                 self.cache.issues.retain(|k| k != id);
+                self.cache.numbers.retain(|k| k != id);
                 self.cache.id_lists.retain(|_| false);
             }
             Touch::Task(id) => {
@@ -992,7 +993,8 @@ impl PostgresDirectory {
                 self.cache.task_lists.retain(|_| false);
             }
             Touch::Comment(id) => self.cache.comments.retain(|k| k != id),
-            Touch::Uncached => {}
+            Touch::Number(id) => self.cache.numbers.retain(|k| k != id),
+            Touch::Evaluation(id) => self.cache.evaluations.retain(|k| k != id),
         }
     }
 
@@ -1039,8 +1041,10 @@ enum Touch {
     Task(String),
     /// The comment with this id.
     Comment(String),
-    /// What no read keeps (evaluations, issue numbers: always read from the server).
-    Uncached,
+    /// The number of the issue with this id.
+    Number(String),
+    /// The evaluation of the task with this id.
+    Evaluation(String),
 }
 
 /// `s` as an SQL string literal. Every connection runs with `standard_conforming_strings = on`,
@@ -1147,6 +1151,9 @@ impl Directory for PostgresDirectory {
         self.cached(&self.cache.issues, sql, id.as_str())
     }
     fn issue_number(&self, id: &IssueId) -> Option<u64> {
+        if let Some(n) = self.cache.numbers.peek(id.as_str()) {
+            return n.copied();
+        }
         let n: Option<i64> =
             self.scalar("SELECT number FROM issues WHERE id = $1", &[&id.as_str()])?;
         n.map(i64::cast_unsigned)
@@ -1267,6 +1274,9 @@ impl Directory for PostgresDirectory {
         }
     }
     fn evaluation(&self, task: &TaskId) -> Option<EvaluationOutcome> {
+        if let Some(o) = self.cache.evaluations.peek(task.as_str()) {
+            return o.copied();
+        }
         let o: String = self.scalar(
             "SELECT outcome FROM evaluations WHERE task_id = $1",
             &[&task.as_str()],
@@ -1481,7 +1491,7 @@ impl Directory for PostgresDirectory {
                 number.cast_signed(),
                 Lit(id.as_str())
             ),
-            Touch::Uncached,
+            Touch::Number(id.to_string()),
         );
     }
     fn delete_issue(&mut self, id: &IssueId) {
@@ -1592,7 +1602,7 @@ impl Directory for PostgresDirectory {
                 Lit(task.as_str()),
                 Lit(outcome_str(outcome))
             ),
-            Touch::Uncached,
+            Touch::Evaluation(task.to_string()),
         );
     }
     fn advance_id_seq(&mut self, seq: u64) {
