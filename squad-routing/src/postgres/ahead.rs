@@ -202,41 +202,48 @@ impl Ahead {
     /// Appends the read-ahead statements to `sql`, each after a `;`; their kinds, in order.
     pub(super) fn sql(&self, sql: &mut String) -> Vec<Stmt> {
         let mut kinds = Vec::new();
-        let (issues, tasks) = (clean(&self.issues), clean(&self.tasks));
-        if self.lists && !issues.is_empty() {
-            // The issues named, their parents and their parents' children (siblings), with
-            // their numbers, in the order of the parents' child lists.
-            // (`= ANY` of arrays, not `IN` subqueries joined by `OR`: index scans, not a scan
-            // of the table.)
-            let named = lit_list(&issues);
-            let parents = format!(
-                "ARRAY(SELECT parent_issue_id FROM issues WHERE id IN ({named}) \
-                 AND parent_issue_id IS NOT NULL)"
-            );
-            sql.push_str(&format!(
-                "; SELECT id, record::text, number::text, child_of FROM issues \
-                 WHERE id = ANY(ARRAY[{named}]::text[] || {parents}) \
-                 OR child_of = ANY({parents}) ORDER BY child_seq"
-            ));
-            kinds.push(Stmt::Family);
+        if self.lists {
+            // An event's: the statements prepared on every connection ([`PREPARED`]).
+            let (issues, tasks) = (clean(&self.issues), clean(&self.tasks));
+            let (issues_arr, tasks_arr) = (lit_array(&issues), lit_array(&tasks));
+            if !issues.is_empty() {
+                sql.push_str(&format!("; EXECUTE squad_family({issues_arr})"));
+                kinds.push(Stmt::Family);
+            }
+            if !tasks.is_empty() {
+                let keys = lit_array(&self.evaluation_keys());
+                sql.push_str(&format!(
+                    "; EXECUTE squad_tasks({tasks_arr}); EXECUTE squad_evaluations({keys})"
+                ));
+                kinds.push(Stmt::Tasks);
+                kinds.push(Stmt::Evaluations);
+            }
+            let comments = clean(&self.comments);
+            if !comments.is_empty() {
+                sql.push_str(&format!(
+                    "; EXECUTE squad_comments({})",
+                    lit_array(&comments)
+                ));
+                kinds.push(Stmt::Comments);
+            }
+            if !issues.is_empty() || !tasks.is_empty() {
+                sql.push_str(&format!(
+                    "; EXECUTE squad_task_lists({issues_arr}, {tasks_arr})"
+                ));
+                kinds.push(Stmt::Lists);
+            }
+            return kinds;
         }
-        if self.lists && !tasks.is_empty() {
-            sql.push_str(&format!(
-                "; SELECT task_id, outcome FROM evaluations WHERE task_id IN ({})",
-                lit_list(&self.evaluation_keys())
-            ));
-            kinds.push(Stmt::Evaluations);
-        }
-        let plain_issues: &[String] = if self.lists { &[] } else { &self.issues };
+        // A trace's entities, once: plain statements.
         let by_id = [
-            (Stmt::Issues, "issues", plain_issues),
-            (Stmt::Tasks, "tasks", &self.tasks[..]),
-            (Stmt::Comments, "comments", &self.comments[..]),
-            (Stmt::Workspaces, "workspaces", &self.workspaces[..]),
-            (Stmt::Users, "users", &self.users[..]),
-            (Stmt::Squads, "squads", &self.squads[..]),
-            (Stmt::Agents, "agents", &self.agents[..]),
-            (Stmt::Autopilots, "autopilots", &self.autopilots[..]),
+            (Stmt::Issues, "issues", &self.issues),
+            (Stmt::Tasks, "tasks", &self.tasks),
+            (Stmt::Comments, "comments", &self.comments),
+            (Stmt::Workspaces, "workspaces", &self.workspaces),
+            (Stmt::Users, "users", &self.users),
+            (Stmt::Squads, "squads", &self.squads),
+            (Stmt::Agents, "agents", &self.agents),
+            (Stmt::Autopilots, "autopilots", &self.autopilots),
         ];
         for (kind, table, ids) in by_id {
             let ids = clean(ids);
@@ -257,38 +264,47 @@ impl Ahead {
             ));
             kinds.push(Stmt::Members);
         }
-        if self.lists && (!issues.is_empty() || !tasks.is_empty()) {
-            // One array of issue ids, so that the index on `issue_id` serves.
-            let mut cond = vec!["ARRAY[]::text[]".to_owned()];
-            if !issues.is_empty() {
-                let named = lit_list(&issues);
-                cond.push(format!("ARRAY[{named}]::text[]"));
-                cond.push(format!(
-                    "ARRAY(SELECT parent_issue_id FROM issues WHERE id IN ({named}) \
-                     AND parent_issue_id IS NOT NULL)"
-                ));
-            }
-            if !tasks.is_empty() {
-                cond.push(format!(
-                    "ARRAY(SELECT t.issue_id FROM tasks t WHERE t.id IN ({}) \
-                     AND t.issue_id IS NOT NULL)",
-                    lit_list(&tasks)
-                ));
-            }
-            sql.push_str(&format!(
-                "; SELECT issue_id, record::text, active, latest FROM (\
-                 SELECT issue_id, record, seq, \
-                 status NOT IN ('completed', 'failed', 'cancelled') AS active, \
-                 seq = max(seq) OVER (PARTITION BY issue_id, agent_id) AS latest \
-                 FROM tasks WHERE live AND issue_id = ANY({})) x \
-                 WHERE active OR latest ORDER BY seq",
-                cond.join(" || ")
-            ));
-            kinds.push(Stmt::Lists);
-        }
         kinds
     }
 }
+
+/// `ids` as an SQL `text[]` value.
+fn lit_array(ids: &[String]) -> String {
+    format!("ARRAY[{}]::text[]", lit_list(ids))
+}
+
+/// The read-ahead statements of an event, prepared once per connection (a statement run with
+/// `EXECUTE` is not parsed and planned again). Arrays of ids, compared with `= ANY`, so that the
+/// indexes serve.
+pub(super) const PREPARED: &[&str] = &[
+    // The issues named, their parents and their parents' children (siblings), with their
+    // numbers, in the order of the parents' child lists.
+    "PREPARE squad_family(text[]) AS \
+     SELECT id, record::text, number::text, child_of FROM issues \
+     WHERE id = ANY($1 || ARRAY(SELECT parent_issue_id FROM issues \
+                                WHERE id = ANY($1) AND parent_issue_id IS NOT NULL)) \
+        OR child_of = ANY(ARRAY(SELECT parent_issue_id FROM issues \
+                                WHERE id = ANY($1) AND parent_issue_id IS NOT NULL)) \
+     ORDER BY child_seq",
+    "PREPARE squad_tasks(text[]) AS SELECT id, record::text FROM tasks WHERE id = ANY($1)",
+    "PREPARE squad_evaluations(text[]) AS \
+     SELECT task_id, outcome FROM evaluations WHERE task_id = ANY($1)",
+    "PREPARE squad_comments(text[]) AS \
+     SELECT id, record::text FROM comments WHERE id = ANY($1)",
+    // The live tasks of the issues named, of their parents and of the named tasks' issues: the
+    // active ones and each agent's latest, in creation order.
+    "PREPARE squad_task_lists(text[], text[]) AS \
+     SELECT issue_id, record::text, active, latest FROM ( \
+       SELECT issue_id, record, seq, \
+              status NOT IN ('completed', 'failed', 'cancelled') AS active, \
+              seq = max(seq) OVER (PARTITION BY issue_id, agent_id) AS latest \
+       FROM tasks WHERE live AND issue_id = ANY( \
+         $1 || ARRAY(SELECT parent_issue_id FROM issues \
+                     WHERE id = ANY($1) AND parent_issue_id IS NOT NULL) \
+            || ARRAY(SELECT t.issue_id FROM tasks t \
+                     WHERE t.id = ANY($2) AND t.issue_id IS NOT NULL))) x \
+     WHERE active OR latest ORDER BY seq",
+];
 
 impl PostgresDirectory {
     /// Reads ahead what `ahead` names, in one round trip (inside the open transaction).

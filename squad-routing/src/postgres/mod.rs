@@ -381,8 +381,12 @@ impl PostgresDirectory {
         let mut client = connect_client(url)?;
         // Writes are sent as SQL text with quoted literals (`Lit`): a quote is doubled and a
         // backslash is itself, which holds only with standard conforming strings.
+        // The prepared statements look rows up by id arrays: one generic plan serves every
+        // call (a custom plan would be planned again each time).
         client
-            .batch_execute("SET standard_conforming_strings = on")
+            .batch_execute(
+                "SET standard_conforming_strings = on; SET plan_cache_mode = force_generic_plan",
+            )
             .map_err(storage)?;
         let version = stored_version(&mut client)?;
         if version == 0 {
@@ -406,6 +410,13 @@ impl PostgresDirectory {
                 schema::CURRENT
             )));
         }
+        // The statements an event runs, parsed and planned once for the connection.
+        let mut prepare = PREPARED.join(";\n");
+        for p in ahead::PREPARED {
+            prepare.push_str(";\n");
+            prepare.push_str(p);
+        }
+        client.batch_execute(&prepare).map_err(storage)?;
         Ok(Self {
             client: RefCell::new(client),
             statements: RefCell::new(HashMap::new()),
@@ -633,10 +644,7 @@ impl PostgresDirectory {
             Isolation::Serializable => "BEGIN ISOLATION LEVEL SERIALIZABLE",
             Isolation::RepeatableRead => "BEGIN ISOLATION LEVEL REPEATABLE READ",
         };
-        let mut sql = format!(
-            "{begin}; SELECT (SELECT output FROM processed_events WHERE position = {pos}), \
-             (SELECT version FROM squad_config_version)"
-        );
+        let mut sql = format!("{begin}; EXECUTE squad_check({pos})");
         let ahead = Ahead::of(event);
         let stmts = ahead.sql(&mut sql);
         self.in_transaction = true;
@@ -708,7 +716,7 @@ impl PostgresDirectory {
         }
         let mut sql = std::mem::take(self.pending.get_mut());
         sql.push_str(&format!(
-            "INSERT INTO processed_events (position, output) VALUES ({pos}, {}); COMMIT",
+            "EXECUTE squad_done({pos}, {}); COMMIT",
             Lit(&output)
         ));
         if sql.contains('\0') {
@@ -1016,6 +1024,47 @@ impl PostgresDirectory {
         self.ok(r);
     }
 }
+
+/// The statements of an event's round trips (besides the read-ahead's), prepared once per
+/// connection and run with `EXECUTE` and literal arguments.
+const PREPARED: &[&str] = &[
+    "PREPARE squad_check(bigint) AS \
+     SELECT (SELECT output FROM processed_events WHERE position = $1), \
+            (SELECT version FROM squad_config_version)",
+    "PREPARE squad_done(bigint, text) AS \
+     INSERT INTO processed_events (position, output) VALUES ($1, $2)",
+    // A new issue is listed under its parent when the parent is stored, last among its
+    // children; a stored one keeps its place unless its parent changes.
+    "PREPARE squad_put_issue(text, text, text, text, jsonb) AS \
+     INSERT INTO issues (id, parent_issue_id, child_of, child_seq, squad_id, autopilot_id, record) \
+     VALUES ($1, $2, (SELECT p.id FROM issues p WHERE p.id = $2), \
+             nextval('issues_child_seq'), $3, $4, $5) \
+     ON CONFLICT (id) DO UPDATE SET \
+       child_of = CASE WHEN issues.parent_issue_id IS DISTINCT FROM excluded.parent_issue_id \
+                  THEN excluded.child_of ELSE issues.child_of END, \
+       child_seq = CASE WHEN issues.parent_issue_id IS DISTINCT FROM excluded.parent_issue_id \
+                  THEN excluded.child_seq ELSE issues.child_seq END, \
+       parent_issue_id = excluded.parent_issue_id, \
+       squad_id = excluded.squad_id, record = excluded.record",
+    "PREPARE squad_update_issue(text, text, jsonb) AS \
+     UPDATE issues SET squad_id = $2, record = $3 WHERE id = $1",
+    "PREPARE squad_set_number(text, bigint) AS UPDATE issues SET number = $2 WHERE id = $1",
+    // A task counts for its issue only if the issue is stored (an upsert keeps `live`).
+    "PREPARE squad_put_task(text, text, text, text, text, jsonb) AS \
+     INSERT INTO tasks (id, issue_id, agent_id, status, trigger_comment_id, live, record) \
+     VALUES ($1, $2, $3, $4, $5, EXISTS (SELECT 1 FROM issues WHERE id = $2), $6) \
+     ON CONFLICT (id) DO UPDATE SET issue_id = excluded.issue_id, \
+       agent_id = excluded.agent_id, status = excluded.status, \
+       trigger_comment_id = excluded.trigger_comment_id, record = excluded.record",
+    "PREPARE squad_set_task_status(text, text, jsonb) AS \
+     UPDATE tasks SET status = $2, record = $3 WHERE id = $1",
+    "PREPARE squad_put_comment(text, jsonb) AS \
+     INSERT INTO comments (id, record) VALUES ($1, $2) \
+     ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+    "PREPARE squad_put_evaluation(text, text) AS \
+     INSERT INTO evaluations (task_id, outcome) VALUES ($1, $2) \
+     ON CONFLICT (task_id) DO UPDATE SET outcome = excluded.outcome",
+];
 
 /// Configuration rows (workspaces, users, memberships, squads, members, agents, autopilots)
 /// kept across events while `squad_config_version` does not change.
@@ -1432,20 +1481,9 @@ impl Directory for PostgresDirectory {
                 .filter(|o| o.kind == "autopilot")
                 .and_then(|o| o.id.as_deref()),
         );
-        // One statement: a new issue is listed under its parent when the parent is stored, last
-        // among its children; a stored one keeps its place unless its parent changes.
         let sql = format!(
-            "INSERT INTO issues (id, parent_issue_id, child_of, child_seq, squad_id, autopilot_id, record) \
-             VALUES ({id}, {parent}::text, (SELECT p.id FROM issues p WHERE p.id = {parent}::text), \
-                     nextval('issues_child_seq'), {squad}, {autopilot}, {json}::jsonb) \
-             ON CONFLICT (id) DO UPDATE SET \
-               child_of = CASE WHEN issues.parent_issue_id IS DISTINCT FROM excluded.parent_issue_id \
-                          THEN excluded.child_of ELSE issues.child_of END, \
-               child_seq = CASE WHEN issues.parent_issue_id IS DISTINCT FROM excluded.parent_issue_id \
-                          THEN excluded.child_seq ELSE issues.child_seq END, \
-               parent_issue_id = excluded.parent_issue_id, \
-               squad_id = excluded.squad_id, record = excluded.record",
-            json = Lit(&json)
+            "EXECUTE squad_put_issue({id}, {parent}, {squad}, {autopilot}, {})",
+            Lit(&json)
         );
         let id = issue.id.to_string();
         self.write(sql, Touch::Issue(id.clone()));
@@ -1473,10 +1511,10 @@ impl Directory for PostgresDirectory {
         };
         self.write(
             format!(
-                "UPDATE issues SET squad_id = {}, record = {}::jsonb WHERE id = {}",
+                "EXECUTE squad_update_issue({}, {}, {})",
+                Lit(id.as_str()),
                 OptLit(squad_of(issue.assignee.as_ref())),
-                Lit(&json),
-                Lit(id.as_str())
+                Lit(&json)
             ),
             Touch::Issue(id.as_str().to_owned()),
         );
@@ -1487,9 +1525,9 @@ impl Directory for PostgresDirectory {
     fn set_issue_number(&mut self, id: &IssueId, number: u64) {
         self.write(
             format!(
-                "UPDATE issues SET number = {} WHERE id = {}",
-                number.cast_signed(),
-                Lit(id.as_str())
+                "EXECUTE squad_set_number({}, {})",
+                Lit(id.as_str()),
+                number.cast_signed()
             ),
             Touch::Number(id.to_string()),
         );
@@ -1515,14 +1553,8 @@ impl Directory for PostgresDirectory {
             return;
         };
         let issue = OptLit(task.issue_id.as_ref().map(IssueId::as_str));
-        // A task counts for its issue only if the issue is stored (an upsert keeps `live`).
         let sql = format!(
-            "INSERT INTO tasks (id, issue_id, agent_id, status, trigger_comment_id, live, record) \
-             VALUES ({}, {issue}::text, {}, {}, {}, \
-                     EXISTS (SELECT 1 FROM issues WHERE id = {issue}::text), {}::jsonb) \
-             ON CONFLICT (id) DO UPDATE SET issue_id = excluded.issue_id, \
-             agent_id = excluded.agent_id, status = excluded.status, \
-             trigger_comment_id = excluded.trigger_comment_id, record = excluded.record",
+            "EXECUTE squad_put_task({}, {issue}, {}, {}, {}, {})",
             Lit(task.id.as_str()),
             Lit(task.agent_id.as_str()),
             Lit(status_str(task.status)),
@@ -1545,10 +1577,10 @@ impl Directory for PostgresDirectory {
         };
         self.write(
             format!(
-                "UPDATE tasks SET status = {}, record = {}::jsonb WHERE id = {}",
+                "EXECUTE squad_set_task_status({}, {}, {})",
+                Lit(id.as_str()),
                 Lit(status_str(status)),
-                Lit(&json),
-                Lit(id.as_str())
+                Lit(&json)
             ),
             Touch::Task(id.as_str().to_owned()),
         );
@@ -1562,8 +1594,7 @@ impl Directory for PostgresDirectory {
         };
         self.write(
             format!(
-                "INSERT INTO comments (id, record) VALUES ({}, {}::jsonb) \
-                 ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+                "EXECUTE squad_put_comment({}, {})",
                 Lit(comment.id.as_str()),
                 Lit(&json)
             ),
@@ -1597,8 +1628,7 @@ impl Directory for PostgresDirectory {
     fn put_evaluation(&mut self, task: TaskId, outcome: EvaluationOutcome) {
         self.write(
             format!(
-                "INSERT INTO evaluations (task_id, outcome) VALUES ({}, {}) \
-                 ON CONFLICT (task_id) DO UPDATE SET outcome = excluded.outcome",
+                "EXECUTE squad_put_evaluation({}, {})",
                 Lit(task.as_str()),
                 Lit(outcome_str(outcome))
             ),
