@@ -116,6 +116,12 @@ impl Ahead {
                 issue(&mut a, &e.issue_id);
                 task(&mut a, e.task_id.as_ref());
             }
+            Event::BatchUpdate(e) => {
+                for i in &e.issue_ids {
+                    issue(&mut a, i);
+                }
+                task(&mut a, e.task_id.as_ref());
+            }
             Event::DeleteIssue(e) => issue(&mut a, &e.issue_id),
             Event::Comment(e) => {
                 issue(&mut a, &e.issue_id);
