@@ -135,7 +135,7 @@ fn migrate_then_replay_with_many_workers() {
             None,
             tmp.path(),
         ));
-        assert_eq!(text, "schema version 1 (was 0)\n");
+        assert_eq!(text, "schema version 2 (was 0)\n");
     }
     let text = ok(&run(
         &["route", "migrate", "--db", &a.url, "--json"],
@@ -143,7 +143,7 @@ fn migrate_then_replay_with_many_workers() {
         tmp.path(),
     ));
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(v, serde_json::json!({"from": 1, "to": 1}));
+    assert_eq!(v, serde_json::json!({"from": 2, "to": 2}));
     // One worker, then four with --stats: the same decisions and the same final state.
     let one = run(
         &["route", "replay", "--db", &a.url, "t.jsonl"],

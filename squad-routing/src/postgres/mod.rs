@@ -313,7 +313,10 @@ pub struct Handled {
 /// share, each with its own `PostgresDirectory`.
 ///
 /// Reads are queries, answered once per transaction from an arena (as `SqliteDirectory` does);
-/// statements are prepared once per connection. Hosts call
+/// statements are prepared once per connection. Inside [`handle_event`](Self::handle_event) an
+/// event's reads are mostly answered from what its first round trip read ahead and from the
+/// configuration rows kept across events, and its writes wait for the commit (see the
+/// [module documentation](self)). Hosts call
 /// [`handle_event`](Self::handle_event) for each event, from as many workers as they like, giving
 /// each event a unique position; see the [module documentation](self) for the schema and the
 /// transaction.
