@@ -385,10 +385,16 @@ impl PostgresDirectory {
         // Writes are sent as SQL text with quoted literals (`Lit`): a quote is doubled and a
         // backslash is itself, which holds only with standard conforming strings.
         // The prepared statements look rows up by id arrays: one generic plan serves every
-        // call (a custom plan would be planned again each time).
+        // call (a custom plan would be planned again each time). A plan is made on first use,
+        // when a fresh database's tables are nearly empty and a sequential scan looks cheapest,
+        // and kept until the table is next analyzed, a minute or more of ever longer scans: the
+        // connection's lookups go by index from the start (a query with no index to use, such
+        // as `state_snapshot`'s, still scans). That makes such a query's estimated cost huge,
+        // and JIT compiling it on every run (190 ms) would follow: JIT is off too.
         client
             .batch_execute(
-                "SET standard_conforming_strings = on; SET plan_cache_mode = force_generic_plan",
+                "SET standard_conforming_strings = on; SET plan_cache_mode = force_generic_plan; \
+                 SET enable_seqscan = off; SET jit = off",
             )
             .map_err(storage)?;
         let version = stored_version(&mut client)?;
