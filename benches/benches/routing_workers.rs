@@ -9,8 +9,9 @@
 //! Targets (issue 23, 2-core machine, server on the same machine): at least 3,000 events/s with
 //! 4 workers and at least 1.3x one worker. Last run (2026-12-06, 50,000 events, the machine
 //! shared with other builds at load average 5 to 7, PostgreSQL 15 local): in memory 100.9k
-//! events/s, SQLite 9,844, PostgreSQL 1,144 with 1 worker, 2,448 with 2, 3,790 with 4 (3.3x),
-//! 2.2 to 2.4 round trips per event (`--stats` and the lines this bench prints show them). See
+//! events/s, SQLite 9,844, PostgreSQL 1,144 with 1 worker, 2,448 with 2, 3,790 with 4 (3.3x;
+//! a second run right after, load average 4.5: 2,056, 3,313 and 3,856, 1.9x), 2.2 to 2.4 round
+//! trips per event (`--stats` and the lines this bench prints show them). See
 //! the crate README of `squad-routing` for how an event's round trips are spent.
 #![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
