@@ -56,6 +56,31 @@ fn members() -> Vec<(String, Table)> {
         .collect()
 }
 
+/// The dependency tables of a member's manifest, named by section: `[dependencies]`,
+/// `[dev-dependencies]`, `[build-dependencies]`, and the same under each `[target.'cfg'...]`.
+fn dependency_tables(t: &Table) -> Vec<(String, &Table)> {
+    const SECTIONS: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
+    let mut out = Vec::new();
+    for section in SECTIONS {
+        if let Some(deps) = t.get(section).and_then(|d| d.as_table()) {
+            out.push((section.to_owned(), deps));
+        }
+    }
+    for (cfg, target) in t
+        .get("target")
+        .and_then(|d| d.as_table())
+        .into_iter()
+        .flatten()
+    {
+        for section in SECTIONS {
+            if let Some(deps) = target.get(section).and_then(|d| d.as_table()) {
+                out.push((format!("target.{cfg}.{section}"), deps));
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn dependencies_come_from_the_workspace() {
     let root_manifest = manifest(&root().join("Cargo.toml"));
@@ -65,10 +90,7 @@ fn dependencies_come_from_the_workspace() {
     let mut problems = Vec::new();
     for (dir, t) in members() {
         let own_name = t["package"]["name"].as_str().unwrap().to_owned();
-        for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
-            let Some(deps) = t.get(section).and_then(|d| d.as_table()) else {
-                continue;
-            };
+        for (section, deps) in dependency_tables(&t) {
             for (name, spec) in deps {
                 // A crate may dev-depend on itself to turn on its own test features.
                 let self_dep =
@@ -104,10 +126,9 @@ fn every_workspace_dependency_is_used() {
         .keys()
         .filter(|name| {
             !members.iter().any(|(_, t)| {
-                ["dependencies", "dev-dependencies", "build-dependencies"]
+                dependency_tables(t)
                     .iter()
-                    .filter_map(|section| t.get(*section).and_then(|d| d.as_table()))
-                    .any(|deps| deps.contains_key(name.as_str()))
+                    .any(|(_, deps)| deps.contains_key(name.as_str()))
             })
         })
         .collect();

@@ -132,6 +132,12 @@ fn parse() -> Result<Cli, clap::Error> {
 }
 
 fn main() -> ExitCode {
+    // No transparent huge pages: mimalloc asks for them (`madvise`) on its arenas, so where
+    // the system grants them every touched 2 MiB of heap is resident and zeroed whole; a
+    // `notes list` of 100k notes peaked at 135 MiB with them and 100 MiB without, no slower.
+    // Best effort: a kernel without the flag keeps its default.
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_thp_disable(true);
     let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => return ctx::report_usage_error(&e, &command()),

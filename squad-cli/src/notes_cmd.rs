@@ -505,57 +505,131 @@ pub(crate) fn list_json(all: &[(Oid, usize)], types: &[squad_notes::ObjectType])
 }
 
 fn list(args: &ListInput, ctx: &Ctx) -> CmdResult {
-    let (all, types) = list_notes(args, ctx, ctx.json)?;
-    // Written in pieces as it is made, rather than as one document of 100 bytes per note.
-    let mut text = String::with_capacity(OUT_CHUNK + 256);
-    let flush = |text: &mut String, force: bool| -> Result<(), CliError> {
-        if force || text.len() >= OUT_CHUNK {
-            ctx.out_bytes(text.as_bytes())?;
-            text.clear();
-        }
-        Ok(())
-    };
-    if ctx.json {
-        // The same document serde_json's pretty printer writes, without building a value per
-        // note (100k notes are 100k maps).
-        if all.is_empty() {
-            text.push_str("[]\n");
-        } else {
-            text.push_str("[\n");
-            let mut digits = itoa::Buffer::new();
-            for (i, ((commit, entries), kind)) in all.iter().zip(&types).enumerate() {
-                // Pieces pushed one by one: `write!` costs several times more per note.
-                text.push_str("  {\n    \"commit\": \"");
-                text.push_str(commit.as_str());
-                text.push_str("\",\n    \"entries\": ");
-                text.push_str(digits.format(*entries));
-                text.push_str(",\n    \"type\": \"");
-                text.push_str(kind.as_str());
-                text.push_str(if i + 1 == all.len() {
-                    "\"\n  }\n"
+    let namespace = name(&args.agent, "--agent")?;
+    let backend = open(ctx)?;
+    let tip = backend
+        .tip(&squad_notes::NotesRef::squad(&namespace))
+        .map_err(lib_err)?;
+    let mut out = ListWriter::new(ctx);
+    if let Some(tip) = tip {
+        // One window of notes at a time: walked, counted, typed, written, dropped, so memory
+        // does not grow with the number of notes. A failed write stops the read; its error (a
+        // closed pipe ends the command quietly) is the command's. A read that fails after the
+        // first window leaves the output cut short (exit 1), as a failing `git notes list` does.
+        let mut failed = None;
+        let walked = backend.stream_windows(
+            &tip,
+            LIST_WINDOW,
+            squad_notes::format::count_entries,
+            |batch| {
+                let types = if ctx.json {
+                    let objects: Vec<Oid> = batch.iter().map(|(o, _)| o.clone()).collect();
+                    backend.object_types(&objects)?
                 } else {
-                    "\"\n  },\n"
-                });
-                flush(&mut text, false)?;
-            }
-            text.push_str("]\n");
+                    Vec::new()
+                };
+                out.batch(&batch, &types).map_err(|e| {
+                    failed = Some(e);
+                    squad_notes::Error::new(
+                        squad_notes::ErrorKind::Backend,
+                        "notes.list",
+                        "cannot write the list",
+                    )
+                })
+            },
+        );
+        if let Some(e) = failed {
+            return Err(e);
         }
-    } else {
-        let mut digits = itoa::Buffer::new();
-        for (commit, entries) in &all {
-            text.push_str(commit.as_str());
-            text.push(' ');
-            text.push_str(digits.format(*entries));
-            text.push('\n');
-            flush(&mut text, false)?;
+        walked.map_err(lib_err)?;
+    }
+    out.finish()?;
+    Ok(0)
+}
+
+/// Writes `notes list` as it is read, in pieces of [`OUT_CHUNK`] bytes: lines of
+/// `<object> <entries>`, or with `--json` the array serde_json's pretty printer writes, without
+/// building a value per note (100k notes are 100k maps).
+struct ListWriter<'c> {
+    ctx: &'c Ctx,
+    text: String,
+    /// Notes written so far (the JSON array's separators depend on it).
+    written: usize,
+    digits: itoa::Buffer,
+}
+
+impl<'c> ListWriter<'c> {
+    fn new(ctx: &'c Ctx) -> Self {
+        Self {
+            ctx,
+            text: String::with_capacity(OUT_CHUNK + 256),
+            written: 0,
+            digits: itoa::Buffer::new(),
         }
     }
-    flush(&mut text, true)?;
-    Ok(0)
+
+    /// Writes the notes of `batch`; with `--json`, `types` holds the type of each object.
+    fn batch(
+        &mut self,
+        batch: &[(Oid, usize)],
+        types: &[squad_notes::ObjectType],
+    ) -> Result<(), CliError> {
+        if self.ctx.json {
+            for ((commit, entries), kind) in batch.iter().zip(types) {
+                // Each element's closing brace waits for the next element's comma (or the end).
+                // Pieces pushed one by one: `write!` costs several times more per note.
+                self.text.push_str(if self.written == 0 {
+                    "[\n  {\n    \"commit\": \""
+                } else {
+                    ",\n  {\n    \"commit\": \""
+                });
+                self.text.push_str(commit.as_str());
+                self.text.push_str("\",\n    \"entries\": ");
+                self.text.push_str(self.digits.format(*entries));
+                self.text.push_str(",\n    \"type\": \"");
+                self.text.push_str(kind.as_str());
+                self.text.push_str("\"\n  }");
+                self.written += 1;
+                self.flush(false)?;
+            }
+        } else {
+            for (commit, entries) in batch {
+                self.text.push_str(commit.as_str());
+                self.text.push(' ');
+                self.text.push_str(self.digits.format(*entries));
+                self.text.push('\n');
+                self.written += 1;
+                self.flush(false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the output (closes the JSON array) and writes what is left.
+    fn finish(mut self) -> Result<(), CliError> {
+        if self.ctx.json {
+            self.text
+                .push_str(if self.written == 0 { "[]\n" } else { "\n]\n" });
+        }
+        self.flush(true)
+    }
+
+    fn flush(&mut self, force: bool) -> Result<(), CliError> {
+        if force || self.text.len() >= OUT_CHUNK {
+            self.ctx.out_bytes(self.text.as_bytes())?;
+            self.text.clear();
+        }
+        Ok(())
+    }
 }
 
 /// The size of the pieces `notes list` writes its output in.
 const OUT_CHUNK: usize = 64 * 1024;
+
+/// The notes `notes list` reads at a time (see [`GixNotes::stream_windows`]): a namespace of up
+/// to about 130k notes is one window, read as fast as a whole read; a larger one is read in
+/// windows of about this many, in tens of megabytes each.
+const LIST_WINDOW: usize = 1 << 17;
 
 fn carry(args: &CarryArgs, ctx: &Ctx) -> CmdResult {
     let Some((base, head)) = args

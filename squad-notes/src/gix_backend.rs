@@ -293,16 +293,28 @@ impl GixNotes {
         tip: &Oid,
         map: impl Fn(&[u8]) -> T + Sync,
     ) -> Result<Vec<(Oid, T)>> {
+        let repo = self.local();
+        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
+        let packs = gix_bulk::Packs::open(&repo);
+        let walked = walk_notes(Some(self), Some(&packs), &repo, root, false)?;
+        self.read_walked(&repo, &packs, &walked, map)
+    }
+
+    /// The notes of `walked` (sorted by object), mapped by `map`: the read half of
+    /// [`GixNotes::bulk_read`].
+    fn read_walked<T: Send>(
+        &self,
+        repo: &gix::Repository,
+        packs: &gix_bulk::Packs,
+        walked: &[Walked],
+        map: impl Fn(&[u8]) -> T + Sync,
+    ) -> Result<Vec<(Oid, T)>> {
         /// A walked entry once read: mapped already, or kept to be joined with the other
         /// entries of its object.
         enum Slot<T> {
             Done(T),
             Raw(Vec<u8>),
         }
-        let repo = self.local();
-        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
-        let packs = gix_bulk::Packs::open(&repo);
-        let walked = walk_notes(Some(self), Some(&packs), &repo, root, false)?;
         // Objects with several entries (mixed fanout) are rare; their entries are joined later.
         let mut shared = vec![false; walked.len()];
         let mut i = 0;
@@ -319,7 +331,7 @@ impl GixNotes {
                 Slot::Done(map(bytes))
             }
         };
-        let located = packs.locate_all(&walked, |w| &w.1)?;
+        let located = packs.locate_all(walked, |w| &w.1)?;
         // (blob id, location) of the packed blobs, with their index in `walked`; the others
         // are read through the object database.
         let mut in_packs = Vec::with_capacity(walked.len());
@@ -339,7 +351,7 @@ impl GixNotes {
             kind: gix::object::Kind::Blob,
             what: "note entry",
         };
-        let loaded = gix_bulk::decode_all(&packs, &self.repo, &wanted, |w, bytes| {
+        let loaded = gix_bulk::decode_all(packs, &self.repo, &wanted, |w, bytes| {
             slot(at_walked[w], bytes)
         })?;
         let mut slots: Vec<Option<Slot<T>>> =
@@ -348,7 +360,7 @@ impl GixNotes {
             slots[at_walked[w]] = Some(s);
         }
         for i in loose {
-            slots[i] = Some(slot(i, &load_blob(&repo, walked[i].1)?));
+            slots[i] = Some(slot(i, &load_blob(repo, walked[i].1)?));
         }
         let mut slots = slots.into_iter();
         let mut out = Vec::with_capacity(walked.len());
@@ -457,19 +469,7 @@ impl GixNotes {
                 }
             }
         };
-        // The root's entries by the byte their name starts with (non-notes have no such byte).
-        let first = |name: &[u8]| {
-            (name.len() >= 2)
-                .then(|| hex::decode(&name[..2]).ok())
-                .flatten()
-                .map(|b| b[0])
-        };
-        let mut entries: Vec<(u8, gix::objs::tree::EntryRef<'_>)> = top
-            .entries
-            .iter()
-            .filter_map(|e| first(e.filename).map(|b| (b, *e)))
-            .collect();
-        entries.sort_by_key(|e| e.0);
+        let entries = by_first_byte(&top.entries);
         for group in entries.chunk_by(|a, b| a.0 == b.0) {
             let mut walked = Vec::new();
             let mut state = WalkState {
@@ -503,6 +503,80 @@ impl GixNotes {
             }
             if !out.is_empty() {
                 sink(out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every note at `tip` in object order, as [`GixNotes::read_all_map`] reads them (in pack
+    /// order, on several threads), handed to `sink` one window at a time: a window is the notes
+    /// of consecutive first bytes (whole top-level fanout directories), about `window` notes or
+    /// fewer. Each window is walked, read, mapped and handed over, then dropped, so memory is
+    /// bounded by the window whatever the number of notes; with no more than `window` notes
+    /// this is one window, as fast as [`GixNotes::read_all_map`]. Larger namespaces pay for it
+    /// in time: delta chains that cross windows are decoded once per window that needs them
+    /// ([`GixNotes::stream_map`] bounds memory by a delta cache instead, reading blob by blob).
+    ///
+    /// # Errors
+    ///
+    /// As [`NotesBackend::read_all`]; an error of `sink` stops the read and is returned.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use squad_notes::{GixNotes, NoteEdit, NotesBackend, NotesRef};
+    /// let dir = tempfile::tempdir()?;
+    /// let git = |args: &[&str]| std::process::Command::new("git").arg("-C").arg(dir.path())
+    ///     .args(args).env("GIT_AUTHOR_NAME", "A").env("GIT_AUTHOR_EMAIL", "a@test.invalid")
+    ///     .env("GIT_COMMITTER_NAME", "A").env("GIT_COMMITTER_EMAIL", "a@test.invalid").output();
+    /// git(&["init", "-q"])?;
+    /// git(&["config", "user.name", "A"])?;
+    /// git(&["config", "user.email", "a@test.invalid"])?;
+    /// git(&["commit", "-q", "--allow-empty", "-m", "one"])?;
+    /// let head = String::from_utf8(git(&["rev-parse", "HEAD"])?.stdout)?;
+    /// let notes = GixNotes::open(dir.path())?;
+    /// let r = NotesRef::new("refs/notes/squad/data")?;
+    /// let tip = notes.update(&r, None, &[NoteEdit::set(head.trim().parse()?, "x\n")], "add")?;
+    /// let mut seen = Vec::new();
+    /// notes.stream_windows(&tip, 1 << 17, <[u8]>::len, |window| {
+    ///     seen.extend(window);
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(seen, vec![(head.trim().parse()?, 2)]);
+    /// # Ok(()) }
+    /// ```
+    pub fn stream_windows<T: Send>(
+        &self,
+        tip: &Oid,
+        window: usize,
+        map: impl Fn(&[u8]) -> T + Sync,
+        mut sink: impl FnMut(Vec<(Oid, T)>) -> Result<()>,
+    ) -> Result<()> {
+        let repo = self.local();
+        let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
+        let packs = gix_bulk::Packs::open(&repo);
+        let tree = read_tree(&repo, root)?;
+        let top = decode_tree(&tree)?;
+        let entries: Vec<_> = by_first_byte(&top.entries);
+        let mut walked: Vec<Walked> = Vec::new();
+        let mut groups = entries.chunk_by(|a, b| a.0 == b.0).peekable();
+        while groups.peek().is_some() {
+            // A run of whole first-byte groups, walked at once (on several threads when it has
+            // enough subtrees), then added to the window.
+            let mut run = Vec::with_capacity(WINDOW_WALK_RUN);
+            while run.len() < WINDOW_WALK_RUN
+                && let Some(group) = groups.next()
+            {
+                run.extend(group.iter().map(|e| e.1));
+            }
+            let part = walk_top(Some(self), Some(&packs), &repo, &run, false)?;
+            // Runs come in first-byte order, each sorted: the window stays sorted.
+            walked.extend(part);
+            if walked.len() >= window.max(1) || groups.peek().is_none() {
+                let out = self.read_walked(&repo, &packs, &walked, &map)?;
+                walked = Vec::new();
+                if !out.is_empty() {
+                    sink(out)?;
+                }
             }
         }
         Ok(())
@@ -790,6 +864,20 @@ fn walk_notes(
     root: gix::ObjectId,
     paths: bool,
 ) -> Result<Vec<Walked>> {
+    let tree = read_tree(repo, root)?;
+    let top = decode_tree(&tree)?;
+    walk_top(parallel, packs, repo, &top.entries, paths)
+}
+
+/// [`walk_notes`] for some entries of the root tree: the notes under `entries`, sorted by
+/// object (the entries of one object in walk order).
+fn walk_top(
+    parallel: Option<&GixNotes>,
+    packs: Option<&gix_bulk::Packs>,
+    repo: &gix::Repository,
+    entries: &[gix::objs::tree::EntryRef<'_>],
+    paths: bool,
+) -> Result<Vec<Walked>> {
     let hex_len = repo.object_hash().len_in_hex();
     let state = || WalkState {
         prefix: Vec::with_capacity(hex_len),
@@ -799,9 +887,7 @@ fn walk_notes(
     };
     // One buffer per fanout level below the root.
     let bufs = || vec![Vec::new(); hex_len / 2];
-    let tree = read_tree(repo, root)?;
-    let top = decode_tree(&tree)?;
-    let subtrees = top.entries.iter().filter(|e| e.mode.is_tree()).count();
+    let subtrees = entries.iter().filter(|e| e.mode.is_tree()).count();
     // Walks `run`, entries of the root, reading trees with `repo`.
     let walk_run = |repo: &gix::Repository, run: &[gix::objs::tree::EntryRef<'_>]| {
         let mut part = Vec::new();
@@ -816,15 +902,39 @@ fn walk_notes(
     let mut walked = match parallel.filter(|_| subtrees >= PARALLEL_WALK_MIN) {
         // A fresh handle per thread without an object cache: a full walk reads each tree once,
         // so a cache would only cost copies (and make repeated walks look faster than a cold one).
-        Some(notes) => parallel::map_chunks(&top.entries, 2, "notes.list", |run| {
+        Some(notes) => parallel::map_chunks(entries, 2, "notes.list", |run| {
             walk_run(&notes.repo.to_thread_local(), run)
         })?,
-        None => walk_run(repo, &top.entries)?,
+        None => walk_run(repo, entries)?,
     };
     // Stable: entries of one object keep their tree order.
     walked.sort_by_key(|n| n.0);
     Ok(walked)
 }
+
+/// The root entries whose names start with a hex byte (the others are not notes), with that
+/// byte, sorted by it (stable: the entries of one byte keep their tree order).
+fn by_first_byte<'t>(
+    entries: &[gix::objs::tree::EntryRef<'t>],
+) -> Vec<(u8, gix::objs::tree::EntryRef<'t>)> {
+    let first = |name: &[u8]| {
+        (name.len() >= 2)
+            .then(|| hex::decode(&name[..2]).ok())
+            .flatten()
+            .map(|b| b[0])
+    };
+    let mut out: Vec<_> = entries
+        .iter()
+        .filter_map(|e| first(e.filename).map(|b| (b, *e)))
+        .collect();
+    out.sort_by_key(|e| e.0);
+    out
+}
+
+/// Root entries [`GixNotes::stream_windows`] walks at a time (whole first-byte groups, so
+/// possibly a few more): enough subtrees for a parallel walk, few enough notes to fill windows
+/// closely.
+const WINDOW_WALK_RUN: usize = 32;
 
 fn load_blob(repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>> {
     let mut blob = repo.find_blob(id).map_err(|e| {

@@ -389,3 +389,102 @@ fn threads_and_processes_together_lose_nothing() {
     let git = repo.git(&["notes", "--ref=squad/data", "show", "HEAD"]);
     assert_eq!(git.lines().count(), 500);
 }
+
+/// 3,000 notes under every first byte (so `notes list` reads and writes them in 256 batches,
+/// and its output in several pieces): the text is one `<object> <entries>` line per note in
+/// object order, and `--json` is, byte for byte, the document serde_json's pretty printer
+/// writes for the whole list (what the command printed before it streamed).
+#[test]
+fn list_streams_every_note_in_object_order_as_one_document() {
+    let repo = Repo::new();
+    let head = repo.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let notes = Notes::new(GixNotes::open(repo.path()).unwrap());
+    let data = AgentName::new("data").unwrap();
+    let mut batch = Vec::new();
+    let mut expected = std::collections::BTreeMap::new();
+    for i in 0..3000usize {
+        let object = format!("{:02x}{:038x}", (i * 7) % 256, i);
+        let entries = 1 + i % 3;
+        for k in 0..entries {
+            let mut e = NoteEntry::new(data.clone(), NoteType::Progress);
+            e.content = Some(format!("note {i} entry {k}"));
+            batch.push((object.parse().unwrap(), e));
+        }
+        expected.insert(object, (entries, "missing"));
+    }
+    notes.write_batch(&data, &batch).unwrap();
+    // A note of git's own that holds no valid entry: listed with 0.
+    repo.git(&[
+        "notes",
+        "--ref=squad/data",
+        "add",
+        "-m",
+        "not an entry",
+        "HEAD",
+    ]);
+    expected.insert(head, (0, "commit"));
+
+    let out = repo.squad(&["notes", "list", "--agent", "data"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text: String = expected
+        .iter()
+        .map(|(object, (entries, _))| format!("{object} {entries}\n"))
+        .collect();
+    assert_eq!(stdout(&out), text);
+
+    let out = repo.squad(&["--json", "notes", "list", "--agent", "data"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let document = serde_json::Value::Array(
+        expected
+            .iter()
+            .map(|(object, (entries, kind))| {
+                serde_json::json!({"commit": object, "entries": entries, "type": kind})
+            })
+            .collect(),
+    );
+    let pretty = serde_json::to_string_pretty(&document).unwrap() + "\n";
+    assert!(pretty.len() > 3 * 64 * 1024, "several output pieces");
+    assert_eq!(stdout(&out), pretty);
+}
+
+/// A reader that goes away after the first byte of a long list (the command is still reading
+/// and writing batches): exit 0, nothing on stderr, for the text and the JSON list.
+#[test]
+fn list_to_a_reader_that_closes_early_stops_quietly() {
+    use std::io::Read;
+    let repo = Repo::new();
+    let notes = Notes::new(GixNotes::open(repo.path()).unwrap());
+    let data = AgentName::new("data").unwrap();
+    let batch: Vec<_> = (0..5000usize)
+        .map(|i| {
+            let mut e = NoteEntry::new(data.clone(), NoteType::Progress);
+            e.content = Some(format!("note {i}"));
+            (format!("{:02x}{:038x}", i % 256, i).parse().unwrap(), e)
+        })
+        .collect();
+    notes.write_batch(&data, &batch).unwrap();
+    for args in [
+        vec!["notes", "list", "--agent", "data"],
+        vec!["--json", "notes", "list", "--agent", "data"],
+    ] {
+        let mut child = repo
+            .command(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut one = [0u8; 1];
+        assert_eq!(stdout.read(&mut one).unwrap(), 1);
+        drop(stdout);
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(child.wait().unwrap().code(), Some(0), "{args:?}: {err}");
+        assert_eq!(err, "", "{args:?}");
+    }
+}

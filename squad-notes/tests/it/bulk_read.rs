@@ -132,12 +132,66 @@ pub(crate) fn check_stream(
             "{layout}, cache {cache}: streamed differs from read_all"
         );
     }
+    check_windows(backend, tip, all, layout);
     if all.is_empty() {
         return;
     }
     // An error of the sink stops the walk and comes back as it is.
     let err = backend
         .stream_map(tip, 1 << 20, <[u8]>::len, |_| {
+            Err(squad_notes::Error::new(
+                squad_notes::ErrorKind::Backend,
+                "test",
+                "stop here",
+            ))
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("stop here"), "{err}");
+}
+
+/// `stream_windows` gives what `read_all` gives, in order, in windows that never split the
+/// notes of one first byte: one window when it holds every note, several when it is small
+/// (each the first-byte groups of one walk run or more, so at least one note).
+#[track_caller]
+fn check_windows(backend: &squad_notes::GixNotes, tip: &Oid, all: &[(Oid, Vec<u8>)], layout: &str) {
+    for window in [1, 100, all.len().max(1), 1 << 17] {
+        let mut streamed: Vec<(Oid, Vec<u8>)> = Vec::new();
+        let mut windows = 0;
+        backend
+            .stream_windows(tip, window, <[u8]>::to_vec, |part| {
+                assert!(!part.is_empty(), "{layout}: an empty window");
+                if let (Some(last), Some(next)) = (streamed.last(), part.first()) {
+                    assert_ne!(
+                        &last.0.as_str()[..2],
+                        &next.0.as_str()[..2],
+                        "{layout}, window {window}: a first byte split across windows"
+                    );
+                }
+                windows += 1;
+                streamed.extend(part);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(
+            streamed, all,
+            "{layout}, window {window}: streamed differs from read_all"
+        );
+        // A window counts tree entries, which mixed fanouts make more than the notes.
+        if window > 2 * all.len() {
+            assert_eq!(
+                windows,
+                usize::from(!all.is_empty()),
+                "{layout}: one window"
+            );
+        } else if window == 1 && all.len() > 1_000 {
+            assert!(windows > 1, "{layout}: {windows} windows of 1");
+        }
+    }
+    if all.is_empty() {
+        return;
+    }
+    let err = backend
+        .stream_windows(tip, 1, <[u8]>::len, |_| {
             Err(squad_notes::Error::new(
                 squad_notes::ErrorKind::Backend,
                 "test",
