@@ -1,0 +1,403 @@
+//! `squad notes list` and `notes show` at 100k and 1M notes against the git CLI, as processes:
+//! wall time and peak memory (max RSS) of every process of each side.
+//!
+//! Run it with the release binary built first (`SQUAD_BIN` names another one):
+//!
+//! ```text
+//! cargo build --release -p squad-cli
+//! cargo bench -p squad-bench --bench notes_scale                          # 100k
+//! SQUAD_BENCH_MILLION=1 cargo bench -p squad-bench --bench notes_scale    # 100k, then 1M
+//! ```
+//!
+//! `SQUAD_BENCH_SAMPLES` overrides the number of samples (default 11 at 100k, 3 at 1M).
+//!
+//! Fixtures: a linear history of N commits on `main` and one note per commit in
+//! `refs/notes/squad/data` (one compact JSON entry of about 230 bytes each, as in the `notes`
+//! bench), written in one notes commit by `git fast-import` (fanout 2/2/36) fed as it is
+//! generated, then `git repack -adq` into one pack. They are cached under
+//! `target/squad-bench-fixtures/notes-scale-N/`; the 1M fixture takes a few minutes to build and
+//! about 1 GB of disk, so it is built only with `SQUAD_BENCH_MILLION=1`.
+//!
+//! Each sample runs both sides once, in alternating order (ours first in even samples), each
+//! process under GNU `/usr/bin/time -f %M` for its max RSS; the wall time is measured here, from
+//! the first spawn to the last exit, with every output read through a pipe and counted (the notes
+//! ours lists, the note blobs git prints). The only assertion is that both sides printed the
+//! same number of notes.
+//! - `list --json`: `squad --json notes list --agent data` vs the pipeline that reads every
+//!   note, `git notes --ref=squad/data list | cut -d' ' -f1 | git cat-file --batch` (ours reads
+//!   every note too, to count its entries, and types every annotated object). For the pipeline,
+//!   RSS is given for its largest process and as the sum of its three.
+//! - `list`: `squad notes list --agent data` vs `git notes --ref=squad/data list` (both print one
+//!   line per note; git does not read the notes, ours does).
+//! - `show`: `squad notes show --agent data <commit>` vs `git notes --ref=squad/data show
+//!   <commit>`, for the middle commit of the history.
+//!
+//! Measured 2026-12-06 on a 2-core machine shared with other builds (load average about 3),
+//! medians; ratio = ours / git; RSS of git's pipeline as its largest process / all three:
+//! - 100k, 11 samples: `list --json` 181 ms vs 753 ms, 0.24x (fastest 165 vs 686 ms); max
+//!   RSS 106 MiB vs 64 / 100 MiB, 1.65x the largest. `list` 178 ms vs 145 ms, 1.22x (ours
+//!   reads every note to count its entries, git reads none); 85 vs 35 MiB. `show` 4.6 ms vs
+//!   3.7 ms; 17 vs 5 MiB (our binary and its gix handles).
+//! - 1M, 3 samples (a `cargo clippy` running beside it at low priority): `list --json`
+//!   7.97 s vs 30.80 s, 0.26x; max RSS 423 MiB vs 282 / 557 MiB, 1.50x the largest. `list`
+//!   7.89 s vs 1.17 s; 314 vs 275 MiB. `show` 6.7 ms vs 4.3 ms; 24 vs 5 MiB. Fixture build
+//!   110 s (fast-import and repack), 294 MB on disk.
+//!
+//! Where the memory is: `squad --json notes list` of 100k notes peaks with about 55 MiB of
+//! heap and 25 MiB of pack and index pages mapped; before `squad` turned transparent huge pages
+//! off for itself, mimalloc's huge pages made it 137 MiB. The pack's pages count in max RSS
+//! on both sides (git maps its packs too), and they grow with the pack: at 1M the pack is
+//! 241 MB and its index 58 MB. A window's delta bases are decoded with it even when an earlier
+//! window decoded them already, so at 1M (8 windows) the heap also holds the delta plan of
+//! most of the pack's blobs for a while.
+#![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
+#![expect(clippy::print_stdout, reason = "a bench prints its figures")]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use squad_bench::{FixtureRepo, decision_entry, git_with_home, run, squad_bin};
+
+const FIXTURE_VERSION: &str = "v1";
+
+fn main() {
+    // `cargo bench` passes `--bench`; this harness takes no arguments of its own.
+    let Some(squad) = squad_bin() else {
+        println!("notes_scale: no release squad binary; run `cargo build --release -p squad-cli`");
+        return;
+    };
+    let million = std::env::var_os("SQUAD_BENCH_MILLION").is_some_and(|v| v == "1");
+    let samples = |default: usize| {
+        std::env::var("SQUAD_BENCH_SAMPLES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default)
+    };
+    let mut sizes = vec![(100_000, samples(11))];
+    if million {
+        sizes.push((1_000_000, samples(3)));
+    }
+    for (n, samples) in sizes {
+        let started = Instant::now();
+        let repo = FixtureRepo::cached(&format!("notes-scale-{n}"), FIXTURE_VERSION, |d, h| {
+            build(d, h, n);
+        });
+        println!(
+            "notes_scale {n} notes ({} samples; fixture ready in {:.1?})",
+            samples,
+            started.elapsed()
+        );
+        let middle = repo.run(&["rev-parse", &format!("main~{}", n / 2)]);
+        let middle = middle.trim();
+        let bench = Bench {
+            repo: &repo,
+            squad: &squad,
+        };
+        bench.compare(
+            "list --json",
+            samples,
+            n,
+            &|| {
+                bench.ours(
+                    &["--json", "notes", "list", "--agent", "data"],
+                    Count::JsonNotes,
+                )
+            },
+            &|| bench.git_reading_pipeline(),
+        );
+        bench.compare(
+            "list",
+            samples,
+            n,
+            &|| bench.ours(&["notes", "list", "--agent", "data"], Count::Lines),
+            &|| bench.git(&["notes", "--ref=squad/data", "list"], Count::Lines),
+        );
+        bench.compare(
+            "show",
+            samples.max(10),
+            1,
+            &|| bench.ours(&["notes", "show", "--agent", "data", middle], Count::One),
+            &|| bench.git(&["notes", "--ref=squad/data", "show", middle], Count::One),
+        );
+    }
+}
+
+/// One run of one side: its wall time, the max RSS of each of its processes (KiB), and the
+/// number of notes it printed.
+struct Sample {
+    wall: Duration,
+    rss_kib: Vec<u64>,
+    notes: usize,
+}
+
+/// How to count the notes of an output.
+#[derive(Clone, Copy)]
+enum Count {
+    /// `notes list --json`: one `"commit"` key per note.
+    JsonNotes,
+    /// One line per note.
+    Lines,
+    /// Any non-empty output is one note.
+    One,
+    /// `cat-file --batch`: one `<oid> blob <size>` header per note, then its content.
+    Batch,
+}
+
+struct Bench<'a> {
+    repo: &'a FixtureRepo,
+    squad: &'a Path,
+}
+
+impl Bench<'_> {
+    /// `program args` in the fixture under `/usr/bin/time`, which writes the max RSS to `rss`.
+    fn timed(&self, rss: &Path, program: &Path, args: &[&str]) -> Command {
+        // The environment of the git baselines (no user configuration, the C locale), for
+        // every process of both sides, each run by `time`.
+        let base = git_with_home(&self.repo.dir, &self.repo.home);
+        let mut t = Command::new("/usr/bin/time");
+        t.args(["-f", "%M", "-o"]).arg(rss).arg(program).args(args);
+        t.current_dir(&self.repo.dir);
+        for (k, v) in base.get_envs() {
+            match v {
+                Some(v) => t.env(k, v),
+                None => t.env_remove(k),
+            };
+        }
+        t
+    }
+
+    fn rss_file(&self, i: usize) -> PathBuf {
+        std::env::temp_dir().join(format!("squad-notes-scale-{}-{i}", std::process::id()))
+    }
+
+    fn ours(&self, args: &[&str], count: Count) -> Sample {
+        let rss = self.rss_file(0);
+        let mut c = self.timed(&rss, self.squad, args);
+        self.single(&mut c, &rss, count)
+    }
+
+    fn git(&self, args: &[&str], count: Count) -> Sample {
+        let rss = self.rss_file(0);
+        let mut c = self.timed(&rss, Path::new("git"), args);
+        self.single(&mut c, &rss, count)
+    }
+
+    fn single(&self, c: &mut Command, rss: &Path, count: Count) -> Sample {
+        let start = Instant::now();
+        let mut child = c.stdout(Stdio::piped()).spawn().unwrap();
+        let notes = counted(&mut child, count);
+        assert!(child.wait().unwrap().success(), "{c:?}");
+        let wall = start.elapsed();
+        Sample {
+            wall,
+            rss_kib: vec![read_rss(rss)],
+            notes,
+        }
+    }
+
+    /// `git notes list | cut -d' ' -f1 | git cat-file --batch`.
+    fn git_reading_pipeline(&self) -> Sample {
+        let files = [self.rss_file(1), self.rss_file(2), self.rss_file(3)];
+        let start = Instant::now();
+        let mut list = self
+            .timed(
+                &files[0],
+                Path::new("git"),
+                &["notes", "--ref=squad/data", "list"],
+            )
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut cut = self
+            .timed(&files[1], Path::new("cut"), &["-d", " ", "-f1"])
+            .stdin(list.stdout.take().unwrap())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut batch = self
+            .timed(&files[2], Path::new("git"), &["cat-file", "--batch"])
+            .stdin(cut.stdout.take().unwrap())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let notes = counted(&mut batch, Count::Batch);
+        for child in [&mut list, &mut cut, &mut batch] {
+            assert!(child.wait().unwrap().success());
+        }
+        let wall = start.elapsed();
+        Sample {
+            wall,
+            rss_kib: files.iter().map(|f| read_rss(f)).collect(),
+            notes,
+        }
+    }
+
+    /// Runs `ours` and `git` alternately, `samples` times each after one warm-up run each, and
+    /// prints their medians.
+    fn compare(
+        &self,
+        what: &str,
+        samples: usize,
+        expected: usize,
+        ours: &dyn Fn() -> Sample,
+        git: &dyn Fn() -> Sample,
+    ) {
+        ours();
+        git();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for i in 0..samples {
+            if i % 2 == 0 {
+                a.push(ours());
+                b.push(git());
+            } else {
+                b.push(git());
+                a.push(ours());
+            }
+        }
+        for s in a.iter().chain(&b) {
+            assert_eq!(s.notes, expected, "{what}: notes printed");
+        }
+        let wall = |v: &[Sample]| median(v.iter().map(|s| s.wall.as_secs_f64() * 1e3).collect());
+        let max = |v: &[Sample]| {
+            median(
+                v.iter()
+                    .map(|s| s.rss_kib.iter().copied().max().unwrap_or(0) as f64 / 1024.0)
+                    .collect(),
+            )
+        };
+        let sum = |v: &[Sample]| {
+            median(
+                v.iter()
+                    .map(|s| s.rss_kib.iter().sum::<u64>() as f64 / 1024.0)
+                    .collect(),
+            )
+        };
+        let fastest = |v: &[Sample]| {
+            v.iter()
+                .map(|s| s.wall.as_secs_f64() * 1e3)
+                .fold(f64::MAX, f64::min)
+        };
+        let (wa, wb) = (wall(&a), wall(&b));
+        println!(
+            "  {what:<12} ours {wa:9.1} ms (fastest {:.1}), git {wb:9.1} ms (fastest {:.1}): {:.2}x; \
+             max RSS ours {:.1} MiB, git {:.1} MiB largest process / {:.1} MiB all: {:.2}x",
+            fastest(&a),
+            fastest(&b),
+            wa / wb,
+            max(&a),
+            max(&b),
+            sum(&b),
+            max(&a) / max(&b),
+        );
+        std::io::stdout().flush().unwrap();
+    }
+}
+
+/// Reads `child`'s whole output and counts the notes in it as `count` says.
+fn counted(child: &mut Child, count: Count) -> usize {
+    let mut out = BufReader::with_capacity(1 << 16, child.stdout.take().unwrap());
+    let mut line = Vec::new();
+    let mut notes = 0;
+    match count {
+        Count::JsonNotes | Count::Lines => loop {
+            line.clear();
+            if out.read_until(b'\n', &mut line).unwrap() == 0 {
+                break notes;
+            }
+            if matches!(count, Count::Lines) || line.starts_with(b"    \"commit\": ") {
+                notes += 1;
+            }
+        },
+        Count::One => {
+            let mut all = Vec::new();
+            out.read_to_end(&mut all).unwrap();
+            usize::from(!all.is_empty())
+        }
+        Count::Batch => loop {
+            line.clear();
+            if out.read_until(b'\n', &mut line).unwrap() == 0 {
+                break notes;
+            }
+            let header = String::from_utf8_lossy(&line);
+            let mut fields = header.split_whitespace();
+            let (Some(_), Some("blob"), Some(size)) = (fields.next(), fields.next(), fields.next())
+            else {
+                panic!("unexpected cat-file line {header:?}");
+            };
+            let size: u64 = size.parse().unwrap();
+            // The content and its newline.
+            let skipped = std::io::copy(&mut (&mut out).take(size + 1), &mut std::io::sink());
+            assert_eq!(skipped.unwrap(), size + 1);
+            notes += 1;
+        },
+    }
+}
+
+fn read_rss(file: &Path) -> u64 {
+    let text = std::fs::read_to_string(file).unwrap();
+    // GNU time writes "Command exited with non-zero status" first when it did; the RSS is last.
+    text.lines().last().unwrap().trim().parse().unwrap()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// `git init`, then `n` commits and one note per commit through `git fast-import` (its input
+/// generated as it is written, about 500 MB at 1M), then one pack.
+fn build(dir: &Path, home: &Path, n: usize) {
+    let git = |args: &[&str]| {
+        let mut c = git_with_home(dir, home);
+        c.args(args);
+        run(c)
+    };
+    git(&["init", "-q", "-b", "main"]);
+    for (k, v) in [
+        ("user.name", "Bench"),
+        ("user.email", "bench@test.invalid"),
+        ("gc.auto", "0"),
+        ("maintenance.auto", "false"),
+        ("core.hooksPath", "/dev/null"),
+    ] {
+        git(&["config", k, v]);
+    }
+    let mut c = git_with_home(dir, home);
+    c.args(["fast-import", "--quiet"]).stdin(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, child.stdin.take().unwrap());
+        for i in 1..=n {
+            write!(
+                w,
+                "commit refs/heads/main\nmark :{i}\ncommitter Bench <bench@test.invalid> {} +0000\ndata 0\n\n",
+                1_700_000_000 + i
+            )
+            .unwrap();
+        }
+        let data = squad_model::AgentName::new("data").unwrap();
+        for i in 1..=n {
+            let line = decision_entry(&data, i).to_line();
+            write!(w, "blob\nmark :{}\ndata {}\n{line}\n", n + i, line.len()).unwrap();
+        }
+        write!(
+            w,
+            "commit refs/notes/squad/data\ncommitter Bench <bench@test.invalid> 1700000000 +0000\ndata 8\nfixture\n"
+        )
+        .unwrap();
+        for i in 1..=n {
+            writeln!(w, "N :{} :{i}", n + i).unwrap();
+        }
+        writeln!(w).unwrap();
+        w.flush().unwrap();
+    }
+    assert!(child.wait().unwrap().success(), "git fast-import");
+    git(&["repack", "-adq"]);
+}
