@@ -8,6 +8,7 @@ mod conformance;
 mod fixture;
 mod fs_boundary;
 mod fuzz;
+mod golden;
 mod import;
 mod lock;
 mod logs;
