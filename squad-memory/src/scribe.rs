@@ -2,7 +2,7 @@
 //! archive), promotion of structured entries (cold to the wiki), duplicate merging and the file
 //! caps, without ever losing an entry or a line of text.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 
 use sha2::{Digest, Sha256};
@@ -424,136 +424,343 @@ impl<'a> Scribe<'a> {
         let now = Timestamp::from_unix_millis(now.unix_millis())?;
         let _span = tracing::info_span!("memory.scribe", agent = agent.as_str()).entered();
         let _lock = self.store.lock()?;
-        let hot_ref = DocRef::Hot(agent.clone());
-        let cold_ref = DocRef::Cold(agent.clone());
-        let arch_ref = DocRef::Archive(agent.clone());
-        let mut hot = self.load(&hot_ref)?;
-        let mut cold = self.load(&cold_ref)?;
-        let mut archive = self.load(&arch_ref)?;
-        let mut report = ScribeReport::default();
-        let mut wiki: BTreeMap<TopicName, Loaded> = BTreeMap::new();
-        let names = or_skip(self.store.list(Tier::Wiki), &mut report.warnings)?.unwrap_or_default();
+        let refs = Refs::of(agent);
+        let mut book = Book::default();
+        let mut tiers = self.load_tiers(&refs, &mut book.report.warnings)?;
+        let conservation = Conservation::before(&tiers, &mut book.report);
+        book.used = conservation.ids.clone();
+        tiers.dedupe(&mut book.report);
+        self.hot_to_cold(&mut tiers, &refs, now, &mut book)?;
+        let due = Departures::due(&mut tiers, now, self.config.ttl_days)?;
+        self.to_wiki(&mut tiers, due.to_wiki, &refs, &mut book);
+        let mut to_archive = due.to_archive;
+        to_archive.extend(cap_cold(&mut tiers.cold.doc, self.config.budget.cold_file));
+        archive_entries(&mut tiers.archive, to_archive, &refs, &mut book);
+        let cold_text = self.cold_text(&tiers.cold.doc, &refs, &mut book);
+        let plan = WritePlan::new(&tiers, &refs, cold_text);
+        conservation.check(&plan, &tiers.hot.doc, &mut book.report)?;
+        self.write(&plan, &refs, &mut book)?;
+        log_report(&book.report);
+        Ok(book.report)
+    }
+
+    /// Stage: the agent's hot, cold and archive, and every wiki document that can be read (the
+    /// others are named in `warnings`, with the lenient readings of all of them).
+    fn load_tiers(&self, refs: &Refs, warnings: &mut Vec<Problem>) -> Result<Tiers> {
+        let hot = self.load(&refs.hot)?;
+        let cold = self.load(&refs.cold)?;
+        let archive = self.load(&refs.archive)?;
+        let mut wiki = BTreeMap::new();
+        let names = or_skip(self.store.list(Tier::Wiki), warnings)?.unwrap_or_default();
         for name in names {
             let Ok(topic) = TopicName::new(name) else {
                 continue; // `validate` reports names that are not valid topics.
             };
             let wiki_ref = DocRef::Wiki(topic.clone());
-            if let Some(l) = or_skip(self.load(&wiki_ref), &mut report.warnings)? {
+            if let Some(l) = or_skip(self.load(&wiki_ref), warnings)? {
                 wiki.insert(topic, l);
             }
         }
-        for l in [&hot, &cold, &archive].into_iter().chain(wiki.values()) {
-            report
-                .warnings
-                .extend(l.doc.problems.iter().filter(|p| !p.is_error()).cloned());
+        let tiers = Tiers {
+            hot,
+            cold,
+            archive,
+            wiki,
+        };
+        for l in tiers.all() {
+            warnings.extend(l.doc.problems.iter().filter(|p| !p.is_error()).cloned());
         }
+        Ok(tiers)
+    }
 
-        // What must survive: every id and every line of text.
-        let mut originals: HashSet<MemoryId> = HashSet::new();
-        let mut text_before: BTreeSet<String> = BTreeSet::new();
-        for l in [&hot, &cold, &archive].into_iter().chain(wiki.values()) {
-            originals.extend(ids_of(&l.doc));
-            text_before.extend(l.doc.content_lines().into_iter().map(normalize));
-            report.before += l.doc.entries().count();
-        }
-        let mut used: HashSet<MemoryId> = originals.clone();
-
-        // Exact duplicates inside each document.
-        for l in [&mut hot, &mut cold, &mut archive]
-            .into_iter()
-            .chain(wiki.values_mut())
-        {
-            let n = dedupe(&mut l.doc);
-            l.changed |= n > 0;
-            report.merged += n;
-        }
-
-        // 1. Hot into cold, verbatim, plus summaries.
-        let cold_file = cold_ref.path();
-        let mut moved_from_hot: HashSet<MemoryId> = HashSet::new();
-        let mut created_ids: HashSet<MemoryId> = HashSet::new();
-        let summaries = self.summarizer.summarize(&hot.doc, now);
-        report.summarized_lines = hot
-            .doc
+    /// Stage 1: hot into cold, verbatim (its entries as they are, its free text as session
+    /// entries, its `#` titles as cold free text), plus the summarizer's entries.
+    fn hot_to_cold(
+        &self,
+        tiers: &mut Tiers,
+        refs: &Refs,
+        now: Timestamp,
+        book: &mut Book,
+    ) -> Result<()> {
+        let hot = &tiers.hot.doc;
+        let summaries = self.summarizer.summarize(hot, now);
+        book.report.summarized_lines = hot
             .free_lines()
             .filter(|l| !l.text.trim().is_empty())
             .count();
-        let (sessions, titles) = session_entries(&hot.doc, now);
-        for t in titles {
-            if !cold.doc.free_lines().any(|l| l.text.trim() == t.trim()) {
-                let at = cold
-                    .doc
-                    .items
-                    .iter()
-                    .position(|i| matches!(i, Item::Line(l) if l.text.starts_with("## ")))
-                    .unwrap_or(cold.doc.items.len());
-                cold.doc
-                    .items
-                    .insert(at, Item::Line(FreeLine { line: 0, text: t }));
-            }
-        }
-        let hot_entries: Vec<Entry> = hot.doc.entries().cloned().collect();
+        let (sessions, titles) = session_entries(hot, now);
+        let hot_entries: Vec<Entry> = hot.entries().cloned().collect();
+        keep_titles(&mut tiers.cold.doc, titles);
         let incoming = hot_entries
             .into_iter()
             .map(|e| (Origin::Hot, e))
             .chain(sessions.into_iter().map(|e| (Origin::Created, e)))
             .chain(summaries.into_iter().map(|e| (Origin::Created, e)));
-        for (origin, mut e) in incoming {
-            if let Some(p) = e.body_problems().first() {
-                return Err(Error::new(
-                    ErrorKind::InvalidInput,
-                    "scribe.run",
-                    format!("entry {:?} cannot be written: {p}", e.heading),
-                ));
-            }
-            e.entered = Some(now);
-            let id = e.id.clone();
-            if origin == Origin::Created {
-                report.created += 1;
-            }
-            match (
-                absorb(
-                    &mut cold.doc,
-                    &cold_file,
-                    e,
-                    &mut used,
-                    &mut report.warnings,
-                ),
-                origin,
-            ) {
-                (Absorbed::Merged, Origin::Created) => report.merged_created += 1,
-                (Absorbed::Merged, _) => report.merged += 1,
-                (Absorbed::Added, Origin::Hot) => {
-                    moved_from_hot.insert(id);
-                }
-                (Absorbed::Added, Origin::Created) => {
-                    created_ids.insert(id);
-                }
-            }
+        let cold_file = refs.cold.path();
+        for (origin, e) in incoming {
+            book.arrive(&mut tiers.cold.doc, &cold_file, origin, e, now)?;
         }
-        let hot_moved = moved_from_hot.len();
+        let hot_moved = book.arrivals.from_hot.len();
         if hot_moved > 0 {
-            report.moved.insert("hot->cold".into(), hot_moved);
+            book.report.moved.insert("hot->cold".into(), hot_moved);
         }
+        Ok(())
+    }
 
-        // 2. Where each cold entry goes: an entry already in the archive or a wiki document is
-        // the leftover of a move a crash interrupted (completed whatever its age); otherwise the
-        // rolling TTL decides.
-        let mut placed: std::collections::HashMap<MemoryId, Option<TopicName>> =
-            std::collections::HashMap::new();
-        for id in ids_of(&archive.doc) {
-            placed.insert(id, None);
+    /// Stage 3: promotions into the topic's document, or its continuation when full; a topic
+    /// whose document could not be read keeps its entries in cold.
+    fn to_wiki(
+        &self,
+        tiers: &mut Tiers,
+        due: Vec<(TopicName, Entry)>,
+        refs: &Refs,
+        book: &mut Book,
+    ) {
+        let cap = self.config.budget.wiki_doc;
+        let unreadable = unreadable_topics(&book.report.warnings);
+        for (topic, e) in due {
+            let Some(target) = wiki_target(&topic, &e, &tiers.wiki, &unreadable, cap) else {
+                book.report.warnings.push(Problem::warning(
+                    refs.cold.path(),
+                    e.line,
+                    format!(
+                        "entry {} is due for wiki/{topic}.md, which cannot be read; it stays in \
+                         cold",
+                        e.id
+                    ),
+                ));
+                tiers.cold.doc.insert_entry(e);
+                continue;
+            };
+            let l = tiers.wiki.entry(target.clone()).or_insert_with(|| Loaded {
+                doc: MemoryDoc::default(),
+                old: None,
+                changed: false,
+            });
+            l.changed = true;
+            let file = format!("wiki/{target}.md");
+            book.place(&mut l.doc, DocRef::Wiki(target), &file, e, "wiki");
         }
-        for (topic, l) in &wiki {
-            for id in ids_of(&l.doc) {
-                placed.insert(id, Some(topic.clone()));
+    }
+
+    /// Stage 5: the cold text about to be written (its ids are what its read-back must hold);
+    /// a warning when its free text alone is over the cap.
+    fn cold_text(&self, cold: &MemoryDoc, refs: &Refs, book: &mut Book) -> String {
+        let cold_file = refs.cold.path();
+        let cold_cap = self.config.budget.cold_file;
+        let cold_text = cold.to_stable_text(&cold_file);
+        if cold_text.len() > cold_cap {
+            book.report.warnings.push(Problem::warning(
+                &cold_file,
+                1,
+                format!(
+                    "the free text of {cold_file} alone is {} bytes, over the {cold_cap}-byte \
+                     cap; move some of it to a wiki topic",
+                    cold_text.len()
+                ),
+            ));
+        }
+        book.must.insert(refs.cold.clone(), ids_of(cold));
+        cold_text
+    }
+
+    /// Stage 7: destinations first (each written and read back), then cold, then hot emptied.
+    fn write(&self, plan: &WritePlan, refs: &Refs, book: &mut Book) -> Result<()> {
+        let mut written = Vec::new();
+        for w in &plan.docs {
+            if !w.changed {
+                continue;
+            }
+            let must = book.must.remove(&w.doc).unwrap_or_default();
+            self.write_verified(&w.doc, &w.text, w.old.as_deref(), &must, &mut written)?;
+        }
+        if plan.empty_hot {
+            self.store.write(&refs.hot, "")?;
+            written.push(refs.hot.path());
+        }
+        book.report.written = written;
+        Ok(())
+    }
+}
+
+/// The documents of one agent's run.
+#[derive(Debug)]
+struct Refs {
+    hot: DocRef,
+    cold: DocRef,
+    archive: DocRef,
+}
+
+impl Refs {
+    fn of(agent: &AgentName) -> Self {
+        Self {
+            hot: DocRef::Hot(agent.clone()),
+            cold: DocRef::Cold(agent.clone()),
+            archive: DocRef::Archive(agent.clone()),
+        }
+    }
+}
+
+/// The documents a run reads and rewrites: the agent's three tiers and every wiki document
+/// that could be read.
+#[derive(Debug)]
+struct Tiers {
+    hot: Loaded,
+    cold: Loaded,
+    archive: Loaded,
+    wiki: BTreeMap<TopicName, Loaded>,
+}
+
+impl Tiers {
+    fn all(&self) -> impl Iterator<Item = &Loaded> {
+        [&self.hot, &self.cold, &self.archive]
+            .into_iter()
+            .chain(self.wiki.values())
+    }
+
+    /// Stage: exact duplicates folded inside each document.
+    fn dedupe(&mut self, report: &mut ScribeReport) {
+        let all = [&mut self.hot, &mut self.cold, &mut self.archive]
+            .into_iter()
+            .chain(self.wiki.values_mut());
+        for l in all {
+            let n = dedupe(&mut l.doc);
+            l.changed |= n > 0;
+            report.merged += n;
+        }
+    }
+}
+
+/// Where the entries added to cold this run came from: hot, or created (session entries and
+/// summaries). Entries of neither set were in cold before.
+#[derive(Debug, Default)]
+struct Arrivals {
+    from_hot: HashSet<MemoryId>,
+    created: HashSet<MemoryId>,
+}
+
+/// The run's bookkeeping, which every stage adds to.
+#[derive(Debug, Default)]
+struct Book {
+    report: ScribeReport,
+    /// Every id in use (a renamed entry takes a fresh one).
+    used: HashSet<MemoryId>,
+    arrivals: Arrivals,
+    /// The ids each destination must hold when read back after its write.
+    must: BTreeMap<DocRef, HashSet<MemoryId>>,
+}
+
+impl Book {
+    /// Adds an entry coming from hot (or created for it) to cold.
+    fn arrive(
+        &mut self,
+        cold: &mut MemoryDoc,
+        cold_file: &str,
+        origin: Origin,
+        mut e: Entry,
+        now: Timestamp,
+    ) -> Result<()> {
+        if let Some(p) = e.body_problems().first() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "scribe.run",
+                format!("entry {:?} cannot be written: {p}", e.heading),
+            ));
+        }
+        e.entered = Some(now);
+        let id = e.id.clone();
+        if origin == Origin::Created {
+            self.report.created += 1;
+        }
+        let how = absorb(
+            cold,
+            cold_file,
+            e,
+            &mut self.used,
+            &mut self.report.warnings,
+        );
+        match (how, origin) {
+            (Absorbed::Merged, Origin::Created) => self.report.merged_created += 1,
+            (Absorbed::Merged, _) => self.report.merged += 1,
+            (Absorbed::Added, Origin::Hot) => {
+                self.arrivals.from_hot.insert(id);
+            }
+            (Absorbed::Added, Origin::Created) => {
+                self.arrivals.created.insert(id);
             }
         }
-        let ttl = self.config.ttl_days.saturating_mul(86_400);
-        let mut to_archive: Vec<Entry> = Vec::new();
-        let mut to_wiki: Vec<(TopicName, Entry)> = Vec::new();
-        let mut items = Vec::with_capacity(cold.doc.items.len());
-        for item in std::mem::take(&mut cold.doc.items) {
+        Ok(())
+    }
+
+    /// Moves a cold entry into `doc` (the destination `dest`, named `file`), recording the
+    /// ids its read-back must hold and counting the move as `<from>-><to>`.
+    fn place(&mut self, doc: &mut MemoryDoc, dest: DocRef, file: &str, e: Entry, to: &str) {
+        let set = self.must.entry(dest).or_default();
+        set.insert(e.id.clone());
+        set.extend(e.merged.iter().cloned());
+        let id = e.id.clone();
+        let how = absorb(doc, file, e, &mut self.used, &mut self.report.warnings);
+        let from = if self.arrivals.from_hot.contains(&id) {
+            Some("hot")
+        } else if self.arrivals.created.contains(&id) {
+            None
+        } else {
+            Some("cold")
+        };
+        let report = &mut self.report;
+        match (how, from) {
+            (Absorbed::Merged, None) => report.merged_created += 1,
+            (Absorbed::Merged, Some(f)) => {
+                report.merged += 1;
+                if f == "hot" {
+                    dec(&mut report.moved, "hot->cold");
+                }
+            }
+            (Absorbed::Added, None) => {}
+            (Absorbed::Added, Some(f)) => {
+                if f == "hot" {
+                    dec(&mut report.moved, "hot->cold");
+                }
+                *report.moved.entry(format!("{f}->{to}")).or_insert(0) += 1;
+            }
+        }
+    }
+}
+
+/// Keeps hot's `#` title lines as free text in cold (before its first `##` group), unless
+/// cold already has them.
+fn keep_titles(cold: &mut MemoryDoc, titles: Vec<String>) {
+    for t in titles {
+        if !cold.free_lines().any(|l| l.text.trim() == t.trim()) {
+            let at = cold
+                .items
+                .iter()
+                .position(|i| matches!(i, Item::Line(l) if l.text.starts_with("## ")))
+                .unwrap_or(cold.items.len());
+            cold.items
+                .insert(at, Item::Line(FreeLine { line: 0, text: t }));
+        }
+    }
+}
+
+/// Cold entries leaving cold this run, by destination.
+#[derive(Debug, Default)]
+struct Departures {
+    to_archive: Vec<Entry>,
+    /// With the topic each is promoted to.
+    to_wiki: Vec<(TopicName, Entry)>,
+}
+
+impl Departures {
+    /// Stage 2: where each cold entry goes. An entry already in the archive or a wiki document
+    /// is the leftover of a move a crash interrupted (completed whatever its age); otherwise
+    /// the rolling TTL decides. An undated entry gets `entered: now` and stays.
+    fn due(tiers: &mut Tiers, now: Timestamp, ttl_days: i64) -> Result<Self> {
+        let placed = leftovers(tiers);
+        let ttl = ttl_days.saturating_mul(86_400);
+        let mut out = Self::default();
+        let mut items = Vec::with_capacity(tiers.cold.doc.items.len());
+        for item in std::mem::take(&mut tiers.cold.doc.items) {
             let Item::Entry(mut e) = item else {
                 items.push(item);
                 continue;
@@ -562,198 +769,216 @@ impl<'a> Scribe<'a> {
                 .chain(&e.merged)
                 .find_map(|id| placed.get(id).cloned());
             match leftover {
-                Some(Some(topic)) => to_wiki.push((topic, e)),
-                Some(None) => to_archive.push(e),
+                Some(Some(topic)) => out.to_wiki.push((topic, e)),
+                Some(None) => out.to_archive.push(e),
                 None => match e.last_touched() {
                     None => {
                         e.entered = Some(now);
                         items.push(Item::Entry(e));
                     }
-                    Some(t) if now.seconds_since(&t) > ttl => {
-                        if e.kind.is_structured() && !e.is_superseded() {
-                            let topic = match &e.topic {
-                                Some(t) => t.clone(),
-                                None => TopicName::new(e.kind.default_topic())?,
-                            };
-                            to_wiki.push((topic, e));
-                        } else {
-                            to_archive.push(e);
-                        }
-                    }
+                    Some(t) if now.seconds_since(&t) > ttl => out.expire(e)?,
                     Some(_) => items.push(Item::Entry(e)),
                 },
             }
         }
-        cold.doc.items = items;
+        tiers.cold.doc.items = items;
+        Ok(out)
+    }
 
-        // 3. Promotions: into the topic's document, or its continuation when full; a topic
-        // whose document could not be read keeps its entries in cold.
-        let cap = self.config.budget.wiki_doc;
-        let arch_file = arch_ref.path();
-        let mut must: BTreeMap<DocRef, HashSet<MemoryId>> = BTreeMap::new();
-        let count_move = |report: &mut ScribeReport, id: &MemoryId, to: &str, how: Absorbed| {
-            let from = if moved_from_hot.contains(id) {
-                Some("hot")
-            } else if created_ids.contains(id) {
-                None
-            } else {
-                Some("cold")
+    /// An entry past its TTL: structured, not superseded ones to the wiki (its topic, else
+    /// its kind's), all others to the archive.
+    fn expire(&mut self, e: Entry) -> Result<()> {
+        if e.kind.is_structured() && !e.is_superseded() {
+            let topic = match &e.topic {
+                Some(t) => t.clone(),
+                None => TopicName::new(e.kind.default_topic())?,
             };
-            match (how, from) {
-                (Absorbed::Merged, None) => report.merged_created += 1,
-                (Absorbed::Merged, Some(f)) => {
-                    report.merged += 1;
-                    if f == "hot" {
-                        dec(&mut report.moved, "hot->cold");
-                    }
-                }
-                (Absorbed::Added, None) => {}
-                (Absorbed::Added, Some(f)) => {
-                    if f == "hot" {
-                        dec(&mut report.moved, "hot->cold");
-                    }
-                    *report.moved.entry(format!("{f}->{to}")).or_insert(0) += 1;
-                }
-            }
-        };
-        let unreadable: HashSet<TopicName> = report
-            .warnings
-            .iter()
-            .filter_map(|p| {
-                p.file
-                    .strip_prefix("wiki/")
-                    .and_then(|f| f.strip_suffix(".md"))
-                    .and_then(|t| TopicName::new(t).ok())
-            })
-            .collect();
-        for (topic, e) in to_wiki {
-            let Some(target) = wiki_target(&topic, &e, &wiki, &unreadable, cap) else {
-                report.warnings.push(Problem::warning(
-                    &cold_file,
-                    e.line,
-                    format!(
-                        "entry {} is due for wiki/{topic}.md, which cannot be read; it stays in \
-                         cold",
-                        e.id
-                    ),
-                ));
-                cold.doc.insert_entry(e);
-                continue;
-            };
-            let l = wiki.entry(target.clone()).or_insert_with(|| Loaded {
-                doc: MemoryDoc::default(),
-                old: None,
-                changed: false,
-            });
-            l.changed = true;
-            let set = must.entry(DocRef::Wiki(target.clone())).or_default();
-            set.insert(e.id.clone());
-            set.extend(e.merged.iter().cloned());
-            let id = e.id.clone();
-            let file = format!("wiki/{target}.md");
-            let how = absorb(&mut l.doc, &file, e, &mut used, &mut report.warnings);
-            count_move(&mut report, &id, "wiki", how);
-        }
-
-        // 4. Cold within its cap: the oldest entries go to the archive.
-        let cold_cap = self.config.budget.cold_file;
-        let mut size = cold.doc.to_text().len();
-        if size > cold_cap {
-            let mut dated: Vec<(Option<Timestamp>, usize, MemoryId)> = cold
-                .doc
-                .entries()
-                .enumerate()
-                .map(|(i, e)| (e.last_touched(), i, e.id.clone()))
-                .collect();
-            dated.sort();
-            for (_, _, id) in dated {
-                if size <= cold_cap {
-                    break;
-                }
-                let Some(pos) = cold
-                    .doc
-                    .items
-                    .iter()
-                    .position(|i| matches!(i, Item::Entry(e) if e.id == id))
-                else {
-                    continue;
-                };
-                if let Item::Entry(e) = cold.doc.items.remove(pos) {
-                    size = size.saturating_sub(e.prompt_len() + 40);
-                    to_archive.push(e);
-                }
-            }
-        }
-        archive.changed |= !to_archive.is_empty();
-        for e in to_archive {
-            let set = must.entry(arch_ref.clone()).or_default();
-            set.insert(e.id.clone());
-            set.extend(e.merged.iter().cloned());
-            let id = e.id.clone();
-            let how = absorb(
-                &mut archive.doc,
-                &arch_file,
-                e,
-                &mut used,
-                &mut report.warnings,
-            );
-            count_move(&mut report, &id, "archive", how);
-        }
-        let cold_text = cold.doc.to_stable_text(&cold_file);
-        if cold_text.len() > cold_cap {
-            report.warnings.push(Problem::warning(
-                &cold_file,
-                1,
-                format!(
-                    "the free text of cold/{agent}.md alone is {} bytes, over the {cold_cap}-byte \
-                     cap; move some of it to a wiki topic",
-                    cold_text.len()
-                ),
-            ));
-        }
-        must.insert(cold_ref.clone(), ids_of(&cold.doc));
-
-        // Conservation, checked on the texts about to be written, read back as a reader will.
-        let mut planned: Vec<(DocRef, String, Option<String>, bool)> = Vec::new();
-        for (topic, l) in &wiki {
-            let d = DocRef::Wiki(topic.clone());
-            let text = l.doc.to_stable_text(&d.path());
-            planned.push((d, text, l.old.clone(), l.changed));
-        }
-        let a = (
-            archive.doc.to_stable_text(&arch_ref.path()),
-            archive.old.clone(),
-            archive.changed,
-        );
-        planned.push((arch_ref.clone(), a.0, a.1, a.2));
-        planned.push((cold_ref.clone(), cold_text, cold.old.clone(), true));
-        let hot_text = if hot.old.is_some() && !hot.doc.is_empty() {
-            Some(String::new())
+            self.to_wiki.push((topic, e));
         } else {
-            None
+            self.to_archive.push(e);
+        }
+        Ok(())
+    }
+}
+
+/// The ids already in the archive (`None`) or a wiki document (its topic).
+fn leftovers(tiers: &Tiers) -> HashMap<MemoryId, Option<TopicName>> {
+    let mut placed = HashMap::new();
+    for id in ids_of(&tiers.archive.doc) {
+        placed.insert(id, None);
+    }
+    for (topic, l) in &tiers.wiki {
+        for id in ids_of(&l.doc) {
+            placed.insert(id, Some(topic.clone()));
+        }
+    }
+    placed
+}
+
+/// The wiki topics whose documents could not be read (named in the run's warnings).
+fn unreadable_topics(warnings: &[Problem]) -> HashSet<TopicName> {
+    warnings
+        .iter()
+        .filter_map(|p| {
+            p.file
+                .strip_prefix("wiki/")
+                .and_then(|f| f.strip_suffix(".md"))
+                .and_then(|t| TopicName::new(t).ok())
+        })
+        .collect()
+}
+
+/// Stage 4: cold within its cap; returns its oldest entries, taken out until it fits.
+fn cap_cold(cold: &mut MemoryDoc, cold_cap: usize) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let mut size = cold.to_text().len();
+    if size <= cold_cap {
+        return out;
+    }
+    let mut dated: Vec<(Option<Timestamp>, usize, MemoryId)> = cold
+        .entries()
+        .enumerate()
+        .map(|(i, e)| (e.last_touched(), i, e.id.clone()))
+        .collect();
+    dated.sort();
+    for (_, _, id) in dated {
+        if size <= cold_cap {
+            break;
+        }
+        let Some(pos) = cold
+            .items
+            .iter()
+            .position(|i| matches!(i, Item::Entry(e) if e.id == id))
+        else {
+            continue;
         };
-        let mut after_ids: HashSet<MemoryId> = HashSet::new();
-        let mut text_after: BTreeSet<String> = BTreeSet::new();
-        for (d, text, _, _) in &planned {
-            let doc = MemoryDoc::parse(&d.path(), text)?;
-            after_ids.extend(ids_of(&doc));
-            report.after += doc.entries().count();
-            text_after.extend(doc.content_lines().into_iter().map(normalize));
+        if let Item::Entry(e) = cold.items.remove(pos) {
+            size = size.saturating_sub(e.prompt_len() + 40);
+            out.push(e);
         }
-        if hot_text.is_none() {
-            after_ids.extend(ids_of(&hot.doc));
-            report.after += hot.doc.entries().count();
-            text_after.extend(hot.doc.content_lines().into_iter().map(normalize));
+    }
+    out
+}
+
+/// Stage 4 (continued): the entries leaving cold for the archive, moved into it.
+fn archive_entries(archive: &mut Loaded, entries: Vec<Entry>, refs: &Refs, book: &mut Book) {
+    archive.changed |= !entries.is_empty();
+    let file = refs.archive.path();
+    for e in entries {
+        book.place(&mut archive.doc, refs.archive.clone(), &file, e, "archive");
+    }
+}
+
+/// One document as it is about to be written.
+#[derive(Debug)]
+struct PlannedWrite {
+    doc: DocRef,
+    text: String,
+    /// Its text before the run (an unchanged text is not rewritten).
+    old: Option<String>,
+    changed: bool,
+}
+
+/// Everything a run writes, in write order (the wiki documents, the archive, cold), and
+/// whether hot is emptied after them.
+#[derive(Debug)]
+struct WritePlan {
+    docs: Vec<PlannedWrite>,
+    empty_hot: bool,
+}
+
+impl WritePlan {
+    /// Stage 5 (continued): the texts to write, from the documents as the stages left them.
+    fn new(tiers: &Tiers, refs: &Refs, cold_text: String) -> Self {
+        let mut docs = Vec::new();
+        for (topic, l) in &tiers.wiki {
+            let doc = DocRef::Wiki(topic.clone());
+            let text = l.doc.to_stable_text(&doc.path());
+            docs.push(PlannedWrite {
+                doc,
+                text,
+                old: l.old.clone(),
+                changed: l.changed,
+            });
         }
+        docs.push(PlannedWrite {
+            doc: refs.archive.clone(),
+            text: tiers.archive.doc.to_stable_text(&refs.archive.path()),
+            old: tiers.archive.old.clone(),
+            changed: tiers.archive.changed,
+        });
+        docs.push(PlannedWrite {
+            doc: refs.cold.clone(),
+            text: cold_text,
+            old: tiers.cold.old.clone(),
+            changed: true,
+        });
+        let empty_hot = tiers.hot.old.is_some() && !tiers.hot.doc.is_empty();
+        Self { docs, empty_hot }
+    }
+}
+
+/// What must survive a run: every entry id and every distinct line of text (whitespace
+/// collapsed) of the documents read. Checked once, on the texts about to be written, before
+/// the first write.
+#[derive(Debug)]
+struct Conservation {
+    ids: HashSet<MemoryId>,
+    lines: BTreeSet<String>,
+}
+
+/// What the planned texts hold, read back as a reader will.
+#[derive(Debug, Default)]
+struct Held {
+    ids: HashSet<MemoryId>,
+    lines: BTreeSet<String>,
+    entries: usize,
+}
+
+impl Held {
+    fn add(&mut self, doc: &MemoryDoc) {
+        self.ids.extend(ids_of(doc));
+        self.entries += doc.entries().count();
+        self.lines
+            .extend(doc.content_lines().into_iter().map(normalize));
+    }
+}
+
+impl Conservation {
+    /// What the documents hold before the run; counts their entries in `report.before`.
+    fn before(tiers: &Tiers, report: &mut ScribeReport) -> Self {
+        let mut held = Held::default();
+        for l in tiers.all() {
+            held.add(&l.doc);
+        }
+        report.before += held.entries;
+        Self {
+            ids: held.ids,
+            lines: held.lines,
+        }
+    }
+
+    /// Stage 6: fills in the report's after-counts and checks `before == kept + moved +
+    /// merged`, `after + merged + merged_created == before + created`, and that no id and no
+    /// line is lost. `Err` (nothing written) when any fails.
+    fn check(&self, plan: &WritePlan, hot: &MemoryDoc, report: &mut ScribeReport) -> Result<()> {
+        let mut after = Held::default();
+        for w in &plan.docs {
+            after.add(&MemoryDoc::parse(&w.doc.path(), &w.text)?);
+        }
+        if !plan.empty_hot {
+            after.add(hot);
+        }
+        report.after += after.entries;
         report.kept = report
             .before
             .saturating_sub(report.moved_total() + report.merged);
-        report.text_lines_before = text_before.len();
-        report.text_lines_after = text_after.len();
-        report.text_bytes_before = text_before.iter().map(String::len).sum();
-        report.text_bytes_after = text_after.iter().map(String::len).sum();
-        let lost_id = originals.iter().find(|id| !after_ids.contains(*id));
-        let lost_line = text_before.iter().find(|l| !text_after.contains(*l));
+        report.text_lines_before = self.lines.len();
+        report.text_lines_after = after.lines.len();
+        report.text_bytes_before = self.lines.iter().map(String::len).sum();
+        report.text_bytes_after = after.lines.iter().map(String::len).sum();
+        let lost_id = self.ids.iter().find(|id| !after.ids.contains(*id));
+        let lost_line = self.lines.iter().find(|l| !after.lines.contains(*l));
         if report.before != report.kept + report.moved_total() + report.merged
             || report.after + report.merged + report.merged_created
                 != report.before + report.created
@@ -777,36 +1002,24 @@ impl<'a> Scribe<'a> {
                 ),
             ));
         }
-
-        // 5. Destinations first, then sources.
-        let mut written = Vec::new();
-        for (d, text, old, changed) in &planned {
-            if !changed {
-                continue;
-            }
-            let must = must.remove(d).unwrap_or_default();
-            self.write_verified(d, text, old.as_deref(), &must, &mut written)?;
-        }
-        if let Some(t) = hot_text {
-            self.store.write(&hot_ref, &t)?;
-            written.push(hot_ref.path());
-        }
-        report.written = written;
-        tracing::info!(
-            before = report.before,
-            kept = report.kept,
-            moved = report.moved_total(),
-            merged = report.merged,
-            created = report.created,
-            after = report.after,
-            lines_checked = report.text_lines_before,
-            bytes_checked = report.text_bytes_before,
-            written = report.written.len(),
-            warnings = report.warnings.len(),
-            "scribe run"
-        );
-        Ok(report)
+        Ok(())
     }
+}
+
+fn log_report(report: &ScribeReport) {
+    tracing::info!(
+        before = report.before,
+        kept = report.kept,
+        moved = report.moved_total(),
+        merged = report.merged,
+        created = report.created,
+        after = report.after,
+        lines_checked = report.text_lines_before,
+        bytes_checked = report.text_bytes_before,
+        written = report.written.len(),
+        warnings = report.warnings.len(),
+        "scribe run"
+    );
 }
 
 fn dec(map: &mut BTreeMap<String, usize>, key: &str) {
@@ -854,14 +1067,14 @@ fn wiki_target(
     None
 }
 
-/// Hot free text as session entries, one per `#`/`##` section of it (the preamble first), each
-/// holding the section's lines verbatim. Returns the entries and the `#` title lines to keep
-/// as free text in cold (a `##` title becomes the entries' group).
 /// The group a `## ` heading line opens.
 fn group_of(h: &str) -> Option<&str> {
     h.strip_prefix("## ").map(str::trim)
 }
 
+/// Hot free text as session entries, one per `#`/`##` section of it (the preamble first), each
+/// holding the section's lines verbatim. Returns the entries and the `#` title lines to keep
+/// as free text in cold (a `##` title becomes the entries' group).
 fn session_entries(hot: &MemoryDoc, now: Timestamp) -> (Vec<Entry>, Vec<String>) {
     let mut out = Vec::new();
     let mut titles = Vec::new();
