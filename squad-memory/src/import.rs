@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use squad_model::{AgentName, Timestamp};
 
-use crate::entry::{FreeLine, Item, MemoryDoc, ParseOptions, is_group_heading, normalize};
+use crate::entry::{Entry, FreeLine, Item, MemoryDoc, ParseOptions, is_group_heading, normalize};
 use crate::error::{Error, ErrorKind, Problem, Result};
 use crate::name::{MemoryId, TopicName};
 use crate::render::{Budget, starts_with_label};
@@ -172,6 +172,7 @@ fn chunk_ranges(items: &[Item]) -> Vec<std::ops::Range<usize>> {
     out
 }
 
+/// A document an import writes into, with what it adds to it.
 struct Target {
     doc: DocRef,
     parsed: MemoryDoc,
@@ -181,6 +182,17 @@ struct Target {
 }
 
 impl Target {
+    /// A new, empty document.
+    fn new(doc: DocRef) -> Self {
+        Self {
+            doc,
+            parsed: MemoryDoc::default(),
+            old: None,
+            entries_added: 0,
+            lines_added: 0,
+        }
+    }
+
     fn load(store: &dyn MemoryStore, doc: DocRef) -> Result<Self> {
         let (old, parsed) = read_doc(store, &doc)?;
         Ok(Self {
@@ -265,9 +277,7 @@ pub fn import_with_progress(
     options: &ImportOptions,
     progress: &mut dyn FnMut(ImportProgress),
 ) -> Result<ImportReport> {
-    let mut step = |stage: ImportStage, done: usize, total: usize| {
-        progress(ImportProgress { stage, done, total });
-    };
+    let mut progress = Progress(progress);
     let (agent, topic) = match target {
         ImportTarget::Agent(a) => (Some(a.as_str()), None),
         ImportTarget::Wiki(t) => (None, Some(t.as_str())),
@@ -294,144 +304,125 @@ pub fn import_with_progress(
         dry_run: options.dry_run,
         ..ImportReport::default()
     };
-    let mut inputs = Vec::new();
+    let read = read_sources(sources, &mut progress, &mut report)?;
+    let mut targets = Targets::load(store, target)?;
+    let loaded = targets.all().count();
+    progress.step(ImportStage::Load, loaded, loaded);
+    let mut known = Known::of(&targets);
+    let to_agent = matches!(target, ImportTarget::Agent(_));
+    let placing = Placing::new(&read.docs, sources, to_agent, options.now);
+    let new = placing.run(&mut known, &mut progress, &mut report);
+    let items = targets.hot_lines(new, options.budget.hot, &mut report);
+    targets.add_to_main(items);
+    targets.cap(target, &options.budget, &mut report.warnings)?;
+    let pending = targets.pending();
+    read.wanted.check(&pending, &mut progress, &mut report)?;
+    write_pending(store, &pending, options.dry_run, &mut progress, &mut report)?;
+    log_report(&report);
+    Ok(report)
+}
+
+/// The progress callback, one call per step.
+struct Progress<'p>(&'p mut dyn FnMut(ImportProgress));
+
+impl Progress<'_> {
+    fn step(&mut self, stage: ImportStage, done: usize, total: usize) {
+        (self.0)(ImportProgress { stage, done, total });
+    }
+}
+
+/// Every non-blank line of the sources, whitespace collapsed: what the import must store.
+#[derive(Debug)]
+struct Wanted(Vec<String>);
+
+/// The sources as read: their documents, and the lines the import must store.
+#[derive(Debug)]
+struct ReadSources {
+    docs: Vec<MemoryDoc>,
+    wanted: Wanted,
+}
+
+/// Stage: parse the sources (leniently: every shape is read, what is odd is a warning).
+fn read_sources(
+    sources: &[ImportSource],
+    progress: &mut Progress<'_>,
+    report: &mut ImportReport,
+) -> Result<ReadSources> {
+    let mut docs = Vec::new();
     let mut wanted: Vec<String> = Vec::new();
     for (i, src) in sources.iter().enumerate() {
-        step(ImportStage::Read, i, sources.len());
+        progress.step(ImportStage::Read, i, sources.len());
         let doc = MemoryDoc::parse_with(&src.name, &src.text, ParseOptions { fields: false })?;
         report.warnings.extend(doc.problems.iter().cloned());
         report.entries += doc.entries().count();
         wanted.extend(keys(&src.text));
-        inputs.push(doc);
+        docs.push(doc);
     }
     report.lines_in = wanted.len();
-    step(ImportStage::Read, sources.len(), sources.len());
+    progress.step(ImportStage::Read, sources.len(), sources.len());
+    Ok(ReadSources {
+        docs,
+        wanted: Wanted(wanted),
+    })
+}
 
-    // The documents involved, and every id already used in them.
-    let mut hot: Option<Target> = None;
-    let mut others: Vec<Target> = Vec::new();
-    match target {
-        ImportTarget::Agent(a) => {
-            hot = Some(Target::load(store, DocRef::Hot(a.clone()))?);
-            others.push(Target::load(store, DocRef::Cold(a.clone()))?);
-            others.push(Target::load(store, DocRef::Archive(a.clone()))?);
-        }
-        ImportTarget::Wiki(t) => {
-            others.push(Target::load(store, DocRef::Wiki(t.clone()))?);
-            for n in 2..1000 {
-                let Some(name) = t.continuation(n) else {
-                    break;
-                };
-                let d = Target::load(store, DocRef::Wiki(name))?;
-                if d.old.is_none() {
-                    break;
-                }
-                others.push(d);
-            }
-        }
-    }
-    let loaded = usize::from(hot.is_some()) + others.len();
-    step(ImportStage::Load, loaded, loaded);
-    let mut used: HashSet<MemoryId> = HashSet::new();
-    let mut present: HashSet<(String, String)> = HashSet::new();
-    let mut free_present: HashSet<String> = HashSet::new();
-    for t in hot.iter().chain(&others) {
-        for e in t.parsed.entries() {
-            used.insert(e.id.clone());
-            used.extend(e.merged.iter().cloned());
-            present.insert(e.content_key());
-        }
-        for l in t.parsed.free_lines() {
-            free_present.insert(normalize(&l.text));
-        }
-    }
+/// The documents an import writes into: hot (for an agent), the main document (cold, or the
+/// topic's wiki document) and the rest (the archive, or the topic's continuations).
+struct Targets {
+    hot: Option<Target>,
+    main: Target,
+    rest: Vec<Target>,
+}
 
-    // What is new: entries, free-text chunks and hot lines, in file order.
-    let mut new_items: Vec<Item> = Vec::new();
-    let mut hot_lines: Vec<String> = Vec::new();
-    let sections: usize = inputs.iter().map(|d| d.items.len()).sum();
-    let mut placed = 0;
-    for (doc, src) in inputs.iter().zip(sources) {
-        step(ImportStage::Place, placed, sections);
-        placed += doc.items.len();
-        let chunks = chunk_ranges(&doc.items);
-        let mut next_chunk = chunks.iter().peekable();
-        for (i, item) in doc.items.iter().enumerate() {
-            match item {
-                Item::Entry(e) => {
-                    let key = e.content_key();
-                    if !present.insert(key) {
-                        report.merged += 1;
-                        continue;
-                    }
-                    let mut e = e.clone();
-                    if used.contains(&e.id) {
-                        let new = e.id.fresh(&used);
-                        report.warnings.push(Problem::warning(
-                            &src.name,
-                            e.line,
-                            format!(
-                                "entry id {} is already used by a different entry in memory; \
-                                 imported as {new}",
-                                e.id
-                            ),
-                        ));
-                        e.id = new;
-                    }
-                    used.insert(e.id.clone());
-                    e.entered = Some(options.now);
-                    e.line = 0;
-                    report.added += 1;
-                    new_items.push(Item::Entry(e));
-                }
-                Item::Line(_) => {
-                    let Some(range) = next_chunk.next_if(|r| r.start == i) else {
-                        continue;
+impl Targets {
+    /// Stage: read the documents involved (reported as one step when done).
+    fn load(store: &dyn MemoryStore, target: &ImportTarget) -> Result<Self> {
+        let targets = match target {
+            ImportTarget::Agent(a) => Self {
+                hot: Some(Target::load(store, DocRef::Hot(a.clone()))?),
+                main: Target::load(store, DocRef::Cold(a.clone()))?,
+                rest: vec![Target::load(store, DocRef::Archive(a.clone()))?],
+            },
+            ImportTarget::Wiki(t) => {
+                let main = Target::load(store, DocRef::Wiki(t.clone()))?;
+                let mut rest = Vec::new();
+                for n in 2..1000 {
+                    let Some(name) = t.continuation(n) else {
+                        break;
                     };
-                    let chunk: Vec<&FreeLine> = doc.items[range.clone()]
-                        .iter()
-                        .filter_map(|it| match it {
-                            Item::Line(l) => Some(l),
-                            Item::Entry(_) => None,
-                        })
-                        .collect();
-                    let (to_hot, rest): (Vec<&FreeLine>, Vec<&FreeLine>) =
-                        chunk.into_iter().partition(|l| {
-                            matches!(target, ImportTarget::Agent(_))
-                                && starts_with_label(&l.text, &HOT_PREFIXES)
-                        });
-                    for l in to_hot {
-                        if free_present.insert(normalize(&l.text)) {
-                            hot_lines.push(l.text.clone());
-                        }
+                    let d = Target::load(store, DocRef::Wiki(name))?;
+                    if d.old.is_none() {
+                        break;
                     }
-                    let all_there = rest
-                        .iter()
-                        .map(|l| normalize(&l.text))
-                        .filter(|k| !k.is_empty())
-                        .all(|k| free_present.contains(&k));
-                    if all_there {
-                        continue;
-                    }
-                    for l in rest {
-                        free_present.insert(normalize(&l.text));
-                        new_items.push(Item::Line(FreeLine {
-                            line: 0,
-                            text: l.text.clone(),
-                        }));
-                    }
+                    rest.push(d);
+                }
+                Self {
+                    hot: None,
+                    main,
+                    rest,
                 }
             }
-        }
+        };
+        Ok(targets)
     }
 
-    step(ImportStage::Place, sections, sections);
+    fn all(&self) -> impl Iterator<Item = &Target> {
+        self.hot
+            .iter()
+            .chain(std::iter::once(&self.main))
+            .chain(&self.rest)
+    }
 
-    // Hot lines go to hot while it stays within its cap; the rest stay with the free text.
-    if let Some(h) = hot.as_mut() {
-        for line in hot_lines {
+    /// Stage: hot lines go to hot while it stays within its cap; the rest stay with the free
+    /// text (first). Returns the items for the main document.
+    fn hot_lines(&mut self, new: NewText, cap: usize, report: &mut ImportReport) -> Vec<Item> {
+        let mut items = new.items;
+        let Some(h) = self.hot.as_mut() else {
+            return items;
+        };
+        for line in new.hot_lines {
             let size = h.parsed.to_text().len() + line.len() + 1;
-            if size <= options.budget.hot {
+            if size <= cap {
                 h.parsed.items.push(Item::Line(FreeLine {
                     line: 0,
                     text: line,
@@ -443,11 +434,10 @@ pub fn import_with_progress(
                     h.doc.path(),
                     1,
                     format!(
-                        "{line:?} would take hot over its {}-byte cap; kept in cold instead",
-                        options.budget.hot
+                        "{line:?} would take hot over its {cap}-byte cap; kept in cold instead"
                     ),
                 ));
-                new_items.insert(
+                items.insert(
                     0,
                     Item::Line(FreeLine {
                         line: 0,
@@ -456,90 +446,292 @@ pub fn import_with_progress(
                 );
             }
         }
+        items
     }
 
-    // Into the main document, in file order when it is new, else appended under the groups.
-    let (main, rest) = others.split_at_mut(1);
-    let main = &mut main[0];
-    let fresh = main.parsed.items.is_empty();
-    for item in new_items {
-        match item {
-            Item::Entry(e) => {
-                main.entries_added += 1;
-                if fresh {
-                    main.parsed.items.push(Item::Entry(e));
-                } else {
-                    main.parsed.insert_entry(e);
+    /// Stage: the new items into the main document, in file order when it is new, else
+    /// appended under the groups.
+    fn add_to_main(&mut self, items: Vec<Item>) {
+        let main = &mut self.main;
+        let fresh = main.parsed.items.is_empty();
+        for item in items {
+            match item {
+                Item::Entry(e) => {
+                    main.entries_added += 1;
+                    if fresh {
+                        main.parsed.items.push(Item::Entry(e));
+                    } else {
+                        main.parsed.insert_entry(e);
+                    }
+                }
+                Item::Line(l) => {
+                    main.lines_added += usize::from(!l.text.trim().is_empty());
+                    main.parsed.items.push(Item::Line(l));
                 }
             }
-            Item::Line(l) => {
-                main.lines_added += usize::from(!l.text.trim().is_empty());
-                main.parsed.items.push(Item::Line(l));
+        }
+    }
+
+    /// Stage: the caps (cold's oldest entries to the archive; a wiki topic continued).
+    fn cap(
+        &mut self,
+        target: &ImportTarget,
+        budget: &Budget,
+        warnings: &mut Vec<Problem>,
+    ) -> Result<()> {
+        match target {
+            ImportTarget::Agent(_) => {
+                if let Some(archive) = self.rest.first_mut() {
+                    overflow_to_archive(&mut self.main, archive, budget.cold_file, warnings);
+                }
+            }
+            ImportTarget::Wiki(t) => {
+                let mut extra = split_wiki(t, &mut self.main, &mut self.rest, budget.wiki_doc)?;
+                self.rest.append(&mut extra);
             }
         }
+        Ok(())
     }
 
-    // Caps.
-    match target {
-        ImportTarget::Agent(_) => {
-            let cap = options.budget.cold_file;
-            if let Some(archive) = rest.first_mut() {
-                overflow_to_archive(main, archive, cap, &mut report.warnings);
+    /// Stage: the texts about to be written, in write order (destinations first: the rest,
+    /// last first; then the main document; then hot).
+    fn pending(&self) -> Vec<Pending<'_>> {
+        self.rest
+            .iter()
+            .rev()
+            .chain(std::iter::once(&self.main))
+            .chain(self.hot.iter())
+            .map(|t| Pending {
+                target: t,
+                text: t.parsed.to_stable_text(&t.doc.path()),
+            })
+            .collect()
+    }
+}
+
+/// What the documents already hold: the ids in use, the entries (by content) and the free
+/// lines (whitespace collapsed).
+#[derive(Debug, Default)]
+struct Known {
+    used: HashSet<MemoryId>,
+    entries: HashSet<(String, String)>,
+    free: HashSet<String>,
+}
+
+impl Known {
+    fn of(targets: &Targets) -> Self {
+        let mut known = Self::default();
+        for t in targets.all() {
+            for e in t.parsed.entries() {
+                known.used.insert(e.id.clone());
+                known.used.extend(e.merged.iter().cloned());
+                known.entries.insert(e.content_key());
+            }
+            for l in t.parsed.free_lines() {
+                known.free.insert(normalize(&l.text));
             }
         }
-        ImportTarget::Wiki(t) => {
-            let cap = options.budget.wiki_doc;
-            let mut extra = split_wiki(t, main, rest, cap)?;
-            others.append(&mut extra);
+        known
+    }
+}
+
+/// What an import adds: entries and free lines for the main document (file order), and the
+/// hot template lines.
+#[derive(Debug, Default)]
+struct NewText {
+    items: Vec<Item>,
+    hot_lines: Vec<String>,
+}
+
+/// The placing stage's inputs: the parsed sources and where their text may go.
+struct Placing<'a> {
+    docs: &'a [MemoryDoc],
+    sources: &'a [ImportSource],
+    to_agent: bool,
+    now: Timestamp,
+}
+
+impl<'a> Placing<'a> {
+    fn new(
+        docs: &'a [MemoryDoc],
+        sources: &'a [ImportSource],
+        to_agent: bool,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            docs,
+            sources,
+            to_agent,
+            now,
         }
     }
 
-    // Conservation: every line of the sources is in what is about to be written.
-    let mut planned: Vec<(&Target, String)> = Vec::new();
-    for t in others.iter().rev().chain(hot.iter()) {
-        planned.push((t, t.parsed.to_stable_text(&t.doc.path())));
-    }
-    let mut stored: HashSet<String> = HashSet::new();
-    for (i, (t, text)) in planned.iter().enumerate() {
-        step(ImportStage::Check, i, planned.len());
-        let back = MemoryDoc::parse(&t.doc.path(), text)?;
-        for l in back.free_lines() {
-            stored.insert(normalize(&l.text));
+    /// Stage: what is new, in file order: entries, free-text chunks and hot lines.
+    fn run(
+        &self,
+        known: &mut Known,
+        progress: &mut Progress<'_>,
+        report: &mut ImportReport,
+    ) -> NewText {
+        let mut new = NewText::default();
+        let sections: usize = self.docs.iter().map(|d| d.items.len()).sum();
+        let mut placed = 0;
+        for (doc, src) in self.docs.iter().zip(self.sources) {
+            progress.step(ImportStage::Place, placed, sections);
+            placed += doc.items.len();
+            let chunks = chunk_ranges(&doc.items);
+            let mut next_chunk = chunks.iter().peekable();
+            for (i, item) in doc.items.iter().enumerate() {
+                match item {
+                    Item::Entry(e) => self.entry(e, &src.name, known, &mut new, report),
+                    Item::Line(_) => {
+                        if let Some(range) = next_chunk.next_if(|r| r.start == i) {
+                            self.chunk(&doc.items[range.clone()], known, &mut new);
+                        }
+                    }
+                }
+            }
         }
-        for e in back.entries() {
-            stored.insert(normalize(&e.heading_line()));
-            stored.extend(crate::entry::lines(&e.body).map(normalize));
-            // Each entry is written ending with `---`.
-            stored.insert("---".into());
-        }
-    }
-    step(ImportStage::Check, planned.len(), planned.len());
-    report.lines_stored = wanted.iter().filter(|k| stored.contains(*k)).count();
-    if let Some(missing) = wanted.iter().find(|k| !stored.contains(*k)) {
-        return Err(Error::new(
-            ErrorKind::Backend,
-            "memory.import",
-            format!(
-                "import would not store the line {missing:?} ({} of {} lines); nothing was written",
-                report.lines_stored, report.lines_in
-            ),
-        ));
+        progress.step(ImportStage::Place, sections, sections);
+        new
     }
 
-    // Write: destinations first (archive or continuations), then the main document, then hot.
-    let changed = |t: &Target, text: &str| {
-        !(t.old.as_deref() == Some(text) || (t.old.is_none() && text.trim().is_empty()))
-    };
-    let writes = if options.dry_run {
+    /// An entry read: merged when already there, else added (renamed when its id is taken).
+    fn entry(
+        &self,
+        e: &Entry,
+        file: &str,
+        known: &mut Known,
+        new: &mut NewText,
+        report: &mut ImportReport,
+    ) {
+        if !known.entries.insert(e.content_key()) {
+            report.merged += 1;
+            return;
+        }
+        let mut e = e.clone();
+        if known.used.contains(&e.id) {
+            let fresh = e.id.fresh(&known.used);
+            report.warnings.push(Problem::warning(
+                file,
+                e.line,
+                format!(
+                    "entry id {} is already used by a different entry in memory; imported as \
+                     {fresh}",
+                    e.id
+                ),
+            ));
+            e.id = fresh;
+        }
+        known.used.insert(e.id.clone());
+        e.entered = Some(self.now);
+        e.line = 0;
+        report.added += 1;
+        new.items.push(Item::Entry(e));
+    }
+
+    /// A chunk of free lines: its hot template lines (for an agent) to hot, the rest kept
+    /// unless every line of it is already there.
+    fn chunk(&self, items: &[Item], known: &mut Known, new: &mut NewText) {
+        let chunk = items.iter().filter_map(|it| match it {
+            Item::Line(l) => Some(l),
+            Item::Entry(_) => None,
+        });
+        let (to_hot, rest): (Vec<&FreeLine>, Vec<&FreeLine>) =
+            chunk.partition(|l| self.to_agent && starts_with_label(&l.text, &HOT_PREFIXES));
+        for l in to_hot {
+            if known.free.insert(normalize(&l.text)) {
+                new.hot_lines.push(l.text.clone());
+            }
+        }
+        let all_there = rest
+            .iter()
+            .map(|l| normalize(&l.text))
+            .filter(|k| !k.is_empty())
+            .all(|k| known.free.contains(&k));
+        if all_there {
+            return;
+        }
+        for l in rest {
+            known.free.insert(normalize(&l.text));
+            new.items.push(Item::Line(FreeLine {
+                line: 0,
+                text: l.text.clone(),
+            }));
+        }
+    }
+}
+
+/// A document and the text the import is about to write to it.
+struct Pending<'t> {
+    target: &'t Target,
+    text: String,
+}
+
+impl Pending<'_> {
+    /// Whether writing changes the document.
+    fn changed(&self) -> bool {
+        let old = self.target.old.as_deref();
+        !(old == Some(self.text.as_str()) || (old.is_none() && self.text.trim().is_empty()))
+    }
+}
+
+impl Wanted {
+    /// Stage: conservation. Every line of the sources is in what is about to be written
+    /// (`lines_stored` counted); `Err` naming a missing line, before anything is written.
+    fn check(
+        &self,
+        pending: &[Pending<'_>],
+        progress: &mut Progress<'_>,
+        report: &mut ImportReport,
+    ) -> Result<()> {
+        let mut stored: HashSet<String> = HashSet::new();
+        for (i, p) in pending.iter().enumerate() {
+            progress.step(ImportStage::Check, i, pending.len());
+            let back = MemoryDoc::parse(&p.target.doc.path(), &p.text)?;
+            for l in back.free_lines() {
+                stored.insert(normalize(&l.text));
+            }
+            for e in back.entries() {
+                stored.insert(normalize(&e.heading_line()));
+                stored.extend(crate::entry::lines(&e.body).map(normalize));
+                // Each entry is written ending with `---`.
+                stored.insert("---".into());
+            }
+        }
+        progress.step(ImportStage::Check, pending.len(), pending.len());
+        report.lines_stored = self.0.iter().filter(|k| stored.contains(*k)).count();
+        if let Some(missing) = self.0.iter().find(|k| !stored.contains(*k)) {
+            return Err(Error::new(
+                ErrorKind::Backend,
+                "memory.import",
+                format!(
+                    "import would not store the line {missing:?} ({} of {} lines); nothing was \
+                     written",
+                    report.lines_stored, report.lines_in
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Stage: write the changed documents in order, each read back (in a dry run, only plan).
+fn write_pending(
+    store: &dyn MemoryStore,
+    pending: &[Pending<'_>],
+    dry_run: bool,
+    progress: &mut Progress<'_>,
+    report: &mut ImportReport,
+) -> Result<()> {
+    let writes = if dry_run {
         0
     } else {
-        planned.iter().filter(|(t, text)| changed(t, text)).count()
+        pending.iter().filter(|p| p.changed()).count()
     };
-    step(ImportStage::Write, 0, writes);
-    for (t, text) in &planned {
-        if !changed(t, text) {
-            continue;
-        }
+    progress.step(ImportStage::Write, 0, writes);
+    for p in pending.iter().filter(|p| p.changed()) {
+        let (t, text) = (p.target, &p.text);
         report.plan.push(PlannedDoc {
             path: t.doc.path(),
             bytes_before: t.old.as_ref().map_or(0, String::len),
@@ -547,7 +739,7 @@ pub fn import_with_progress(
             entries_added: t.entries_added,
             lines_added: t.lines_added,
         });
-        if options.dry_run {
+        if dry_run {
             continue;
         }
         store.write(&t.doc, text)?;
@@ -559,8 +751,12 @@ pub fn import_with_progress(
                 format!("{} does not read back as written", t.doc.path()),
             ));
         }
-        step(ImportStage::Write, report.plan.len(), writes);
+        progress.step(ImportStage::Write, report.plan.len(), writes);
     }
+    Ok(())
+}
+
+fn log_report(report: &ImportReport) {
     tracing::info!(
         lines_in = report.lines_in,
         lines_stored = report.lines_stored,
@@ -572,7 +768,6 @@ pub fn import_with_progress(
         warnings = report.warnings.len(),
         "memory imported"
     );
-    Ok(report)
 }
 
 /// Moves cold's oldest entries (then its free-text chunks, from the top) to the archive until
@@ -583,32 +778,11 @@ fn overflow_to_archive(
     cap: usize,
     warnings: &mut Vec<Problem>,
 ) {
-    let mut size = cold.parsed.to_text().len();
+    let size = cold.parsed.to_text().len();
     if size <= cap {
         return;
     }
-    let mut order: Vec<(Option<Timestamp>, usize)> = cold
-        .parsed
-        .items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, it)| match it {
-            Item::Entry(e) => Some((e.date, i)),
-            Item::Line(_) => None,
-        })
-        .collect();
-    // Undated first (their age is unknown), then oldest first.
-    order.sort();
-    let mut take: HashSet<usize> = HashSet::new();
-    for (_, i) in order {
-        if size <= cap {
-            break;
-        }
-        if let Item::Entry(e) = &cold.parsed.items[i] {
-            size = size.saturating_sub(e.prompt_len() + 60);
-            take.insert(i);
-        }
-    }
+    let take = oldest_over(&cold.parsed, size, cap);
     let mut moved = 0;
     let items = std::mem::take(&mut cold.parsed.items);
     for (i, it) in items.into_iter().enumerate() {
@@ -635,7 +809,37 @@ fn overflow_to_archive(
             ),
         ));
     }
-    // Free text alone over the cap: move chunks after the first from the top.
+    free_text_to_archive(cold, archive, cap);
+}
+
+/// The positions of the entries to take out of `doc` (of `size` bytes) to bring it within
+/// `cap`: undated first (their age is unknown), then oldest first.
+fn oldest_over(doc: &MemoryDoc, mut size: usize, cap: usize) -> HashSet<usize> {
+    let mut order: Vec<(Option<Timestamp>, usize)> = doc
+        .items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, it)| match it {
+            Item::Entry(e) => Some((e.date, i)),
+            Item::Line(_) => None,
+        })
+        .collect();
+    order.sort();
+    let mut take: HashSet<usize> = HashSet::new();
+    for (_, i) in order {
+        if size <= cap {
+            break;
+        }
+        if let Item::Entry(e) = &doc.items[i] {
+            size = size.saturating_sub(e.prompt_len() + 60);
+            take.insert(i);
+        }
+    }
+    take
+}
+
+/// Free text alone over the cap: moves chunks after the first, from the top, to the archive.
+fn free_text_to_archive(cold: &mut Target, archive: &mut Target, cap: usize) {
     while cold.parsed.to_text().len() > cap {
         let chunks = chunk_ranges(&cold.parsed.items);
         let Some(range) = chunks.get(1).cloned() else {
@@ -647,38 +851,55 @@ fn overflow_to_archive(
     }
 }
 
-/// Splits the main wiki document (and appends to its last continuation) so that each stays
-/// within `cap`; returns the new continuation documents.
+/// Splits the main wiki document so that it stays within `cap`, its overflow going to new
+/// continuation documents (numbered after the `rest` that exist); returns them.
 fn split_wiki(
     topic: &TopicName,
     main: &mut Target,
     rest: &mut [Target],
     cap: usize,
 ) -> Result<Vec<Target>> {
-    let mut extra: Vec<Target> = Vec::new();
     if main.parsed.to_text().len() <= cap {
-        return Ok(extra);
+        return Ok(Vec::new());
     }
-    // Keep in main the longest prefix of items that fits; the rest flows into continuations.
-    let items = std::mem::take(&mut main.parsed.items);
+    let overflow = keep_prefix(&mut main.parsed, cap);
+    continuations(topic, rest.len() + 2, overflow, main, cap)
+}
+
+/// Keeps in `doc` the longest prefix of its items that fits `cap` (at least one); returns the
+/// rest.
+fn keep_prefix(doc: &mut MemoryDoc, cap: usize) -> Vec<Item> {
+    let items = std::mem::take(&mut doc.items);
     let mut overflow: Vec<Item> = Vec::new();
     for it in items {
         let keep = overflow.is_empty()
-            && (main.parsed.items.is_empty() || {
+            && (doc.items.is_empty() || {
                 let mut trial = MemoryDoc {
-                    items: main.parsed.items.clone(),
+                    items: doc.items.clone(),
                     problems: Vec::new(),
                 };
                 trial.items.push(it.clone());
                 trial.to_text().len() <= cap
             });
         if keep {
-            main.parsed.items.push(it);
+            doc.items.push(it);
         } else {
             overflow.push(it);
         }
     }
-    let mut n = rest.len() + 2;
+    overflow
+}
+
+/// The `overflow` of `main` packed into new continuation documents within `cap`, the first
+/// numbered `n`.
+fn continuations(
+    topic: &TopicName,
+    mut n: usize,
+    overflow: Vec<Item>,
+    main: &mut Target,
+    cap: usize,
+) -> Result<Vec<Target>> {
+    let mut extra: Vec<Target> = Vec::new();
     let mut cur: Option<Target> = None;
     for it in overflow {
         let fits = cur.as_ref().is_some_and(|c| {
@@ -687,9 +908,7 @@ fn split_wiki(
             trial.to_text().len() <= cap
         });
         if !fits {
-            if let Some(c) = cur.take() {
-                extra.push(c);
-            }
+            extra.extend(cur.take());
             let name = topic.continuation(n).ok_or_else(|| {
                 Error::new(
                     ErrorKind::InvalidInput,
@@ -698,13 +917,7 @@ fn split_wiki(
                 )
             })?;
             n += 1;
-            cur = Some(Target {
-                doc: DocRef::Wiki(name),
-                parsed: MemoryDoc::default(),
-                old: None,
-                entries_added: 0,
-                lines_added: 0,
-            });
+            cur = Some(Target::new(DocRef::Wiki(name)));
         }
         if let Some(c) = cur.as_mut() {
             match &it {
@@ -717,8 +930,6 @@ fn split_wiki(
             c.parsed.items.push(it);
         }
     }
-    if let Some(c) = cur.take() {
-        extra.push(c);
-    }
+    extra.extend(cur);
     Ok(extra)
 }
