@@ -981,198 +981,147 @@ pub(crate) fn ranked_units<'a>(
 /// [`ErrorKind::NotFound`] when a named wiki topic is not among `inputs.wiki`.
 pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<Rendered> {
     let tiers = plan.tiers();
-    let mut left: Vec<LeftOut> = Vec::new();
-    let mut loaded: Vec<Loaded> = Vec::new();
-    let mut reports: BTreeMap<Tier, TierReport> = BTreeMap::new();
-    let mut notices: Vec<String> = Vec::new();
-    let mut prompt = String::from("## Memory Context\n### Hot (current session)\n");
-
-    // Hot.
-    let mut hot_report = TierReport::default();
-    if let Some(src) = &inputs.hot {
-        let before = left.len();
-        let pinned_or_hot = |u: &Unit<'_>| {
-            if u.pinned {
-                LoadReason::Pinned
-            } else {
-                LoadReason::Hot
-            }
-        };
-        let text = render_whole(
-            Tier::Hot,
-            src,
-            budget.hot,
-            pinned_or_hot,
-            &mut left,
-            &mut loaded,
-            &mut hot_report,
-        );
-        hot_notice(&mut notices, &left[before..], budget.hot);
-        prompt.push_str(&text);
-        hot_report.bytes = text.len();
-        if !text.is_empty() {
-            hot_report.files.push(file_report(&src.path, &text));
-        }
-    } else {
-        prompt.push_str("(no hot memory)\n");
-    }
-    hot_report.estimated_tokens = estimate(hot_report.bytes);
-    let hot_bytes = hot_report.bytes;
-    reports.insert(Tier::Hot, hot_report);
-
-    // The sections offered to selection: cold and the archive, and the wiki unless topics are
-    // named.
-    let mut pool: Vec<Unit<'_>> = Vec::new();
-    if tiers.cold {
-        for (tier, src) in [(Tier::Cold, &inputs.cold), (Tier::Archive, &inputs.archive)] {
-            if let Some(src) = src {
-                pool.extend(ranked_units(tier, src, &mut left));
-                reports.entry(tier).or_default();
-            }
-        }
-        reports.entry(Tier::Cold).or_default();
-    }
-    let named: Vec<&(TopicName, Source)> = plan
-        .wiki_topics
-        .iter()
-        .map(|t| {
-            inputs.wiki.iter().find(|(n, _)| n == t).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::NotFound,
-                    "memory.render",
-                    format!("wiki topic {t:?} not found (wiki/{t}.md)"),
-                )
-            })
-        })
-        .collect::<Result<_>>()?;
-    let rank_wiki = tiers.wiki && named.is_empty();
-    if rank_wiki {
-        if plan.task.is_some() {
-            for (_, src) in &inputs.wiki {
-                pool.extend(ranked_units(Tier::Wiki, src, &mut left));
-            }
-        } else {
-            left.push(LeftOut {
-                tier: Tier::Wiki,
-                file: String::new(),
-                item: String::new(),
-                title: String::new(),
-                bytes: 0,
-                score: None,
-                reason: Reason::NoTopic,
-            });
-            notices.push(
-                "> Memory notice: this situation loads the wiki, but no topic was named and no \
-                 task was given to rank by; no wiki document loaded."
-                    .to_owned(),
-            );
-        }
-    }
-
-    // Selection: relevance (or recency), then top-k, then the budgets.
-    let cold_budget = budget.hot_plus_cold.saturating_sub(hot_bytes);
-    let mut wiki_left = budget.wiki_doc;
-    let mut cold_left = cold_budget;
-    let mut chosen: Vec<(usize, Option<f64>)> = Vec::new();
-    let before = left.len();
-    let mut top_k = budget.top_k;
-    if !pool.is_empty() {
-        let (order, scores) = select_order(&pool, plan.task.as_deref());
-        let limits = match &scores {
-            Some(s) => Limits::adapt(&order, s, budget),
-            None => Limits {
-                cutoff: 0.0,
-                top_k: budget.top_k,
-            },
-        };
-        let cutoff = limits.cutoff;
-        top_k = limits.top_k;
-        let mut seen_content: HashSet<((String, String), usize)> = HashSet::new();
-        // Parts of one section that match nothing come one after the other (same score, same
-        // date, file order) and are listed as one item: (entry, parts so far, its index).
-        let mut run: Option<(&Entry, (usize, usize, usize), usize)> = None;
-        let name_run =
-            |left: &mut Vec<LeftOut>, run: Option<(&Entry, (usize, usize, usize), usize)>| {
-                if let Some((e, (first, last, n), at)) = run
-                    && last > first
-                    && let Some(l) = left.get_mut(at)
-                {
-                    l.item = parts_item(e, first, last, n);
-                }
-            };
-        for i in order {
-            let u = &pool[i];
-            let score = scores.as_ref().map(|s| s[i]);
-            if let Some(s) = score
-                && (s <= 0.0 || s < cutoff)
-            {
-                if s <= 0.0
-                    && let (Some(e), Some((k, n))) = (u.entry, u.piece)
-                {
-                    match &mut run {
-                        Some((r, (_, last, _), at))
-                            if std::ptr::eq(*r, e) && *last + 1 == k && *at + 1 == left.len() =>
-                        {
-                            *last = k;
-                            left[*at].bytes += u.bytes;
-                        }
-                        _ => {
-                            name_run(&mut left, run.take());
-                            run = Some((e, (k, k, n), left.len()));
-                            left.push(u.left(score, Reason::NotRelevant));
-                        }
-                    }
-                    continue;
-                }
-                left.push(u.left(score, Reason::NotRelevant));
-                continue;
-            }
-            if chosen.len() >= limits.top_k {
-                left.push(u.left(score, Reason::Rank));
-                continue;
-            }
-            if let Some(e) = u.entry
-                && !seen_content.insert((e.content_key(), u.piece.map_or(0, |p| p.0)))
-            {
-                left.push(u.left(score, Reason::Duplicate));
-                continue;
-            }
-            let room = if u.tier == Tier::Wiki {
-                &mut wiki_left
-            } else {
-                &mut cold_left
-            };
-            if u.bytes > *room {
-                // The budget caps: once a section does not fit, none ranked after it loads
-                // in its place (the room left is not filled with lesser ones).
-                *room = 0;
-                left.push(u.left(score, Reason::Budget));
-                continue;
-            }
-            *room -= u.bytes;
-            chosen.push((i, score));
-        }
-        name_run(&mut left, run.take());
-    }
-    let why = if plan.task.is_some() {
+    let mut draft = Draft::new();
+    let hot_bytes = draft.hot(inputs.hot.as_ref(), budget);
+    let offered = Offered::collect(plan, inputs, &mut draft)?;
+    let before = draft.left.len();
+    let task = plan.task.as_deref();
+    let selection = Selection::choose(&offered.pool, task, budget, hot_bytes, &mut draft.left);
+    let why = if task.is_some() {
         LoadReason::Relevant
     } else {
         LoadReason::Newest
     };
-
-    // Cold (with the archive's matches).
     if tiers.cold {
-        prompt.push_str("### Cold (summarized history)\n");
+        draft.cold(&offered.pool, &selection.chosen, why, inputs);
+    }
+    if tiers.wiki {
+        let mut report = TierReport::default();
+        for (topic, src) in &offered.named {
+            draft.wiki_topic(topic, src, budget, &mut report);
+        }
+        if offered.rank_wiki {
+            for (topic, src) in &inputs.wiki {
+                let sections = (&offered.pool[..], &selection.chosen[..]);
+                draft.wiki_sections(topic, src, sections, why, &mut report);
+            }
+        }
+        draft.reports.insert(Tier::Wiki, report);
+    }
+    let used = Budget {
+        top_k: selection.top_k,
+        ..*budget
+    };
+    let left = &draft.left[before..];
+    selection_notice(&mut draft.notices, left, &used, selection.cold_budget);
+    Ok(draft.finish(plan, inputs))
+}
+
+/// A render as it is built: the prompt so far, the manifest's lists, the per-tier reports,
+/// and the notices to close the prompt with.
+#[derive(Debug)]
+struct Draft {
+    prompt: String,
+    left: Vec<LeftOut>,
+    loaded: Vec<Loaded>,
+    reports: BTreeMap<Tier, TierReport>,
+    notices: Vec<String>,
+}
+
+fn pinned_or_hot(u: &Unit<'_>) -> LoadReason {
+    if u.pinned {
+        LoadReason::Pinned
+    } else {
+        LoadReason::Hot
+    }
+}
+
+/// Records a loaded unit's entry in its tier's report (once).
+fn note_entry(report: &mut TierReport, u: &Unit<'_>) {
+    if let Some(e) = u.entry
+        && !report.entries.contains(&e.id)
+    {
+        report.entries.push(e.id.clone());
+    }
+}
+
+impl Draft {
+    fn new() -> Self {
+        Self {
+            prompt: String::from("## Memory Context\n### Hot (current session)\n"),
+            left: Vec::new(),
+            loaded: Vec::new(),
+            reports: BTreeMap::new(),
+            notices: Vec::new(),
+        }
+    }
+
+    /// Stage: the hot section, whole within its budget; returns the bytes it took.
+    fn hot(&mut self, src: Option<&Source>, budget: &Budget) -> usize {
+        let mut report = TierReport::default();
+        if let Some(src) = src {
+            let before = self.left.len();
+            let text = render_whole(
+                Tier::Hot,
+                src,
+                budget.hot,
+                pinned_or_hot,
+                &mut self.left,
+                &mut self.loaded,
+                &mut report,
+            );
+            hot_notice(&mut self.notices, &self.left[before..], budget.hot);
+            self.prompt.push_str(&text);
+            report.bytes = text.len();
+            if !text.is_empty() {
+                report.files.push(file_report(&src.path, &text));
+            }
+        } else {
+            self.prompt.push_str("(no hot memory)\n");
+        }
+        report.estimated_tokens = estimate(report.bytes);
+        let bytes = report.bytes;
+        self.reports.insert(Tier::Hot, report);
+        bytes
+    }
+
+    /// The wiki is loaded by ranking, but there is no task to rank by.
+    fn no_topic(&mut self) {
+        self.left.push(LeftOut {
+            tier: Tier::Wiki,
+            file: String::new(),
+            item: String::new(),
+            title: String::new(),
+            bytes: 0,
+            score: None,
+            reason: Reason::NoTopic,
+        });
+        self.notices.push(
+            "> Memory notice: this situation loads the wiki, but no topic was named and no \
+             task was given to rank by; no wiki document loaded."
+                .to_owned(),
+        );
+    }
+
+    /// Stage: the cold section, the chosen sections of cold and the archive, in order.
+    fn cold(
+        &mut self,
+        pool: &[Unit<'_>],
+        chosen: &[(usize, Option<f64>)],
+        why: LoadReason,
+        inputs: &SpawnInputs,
+    ) {
+        self.prompt.push_str("### Cold (summarized history)\n");
         let mut any = false;
         let mut hashes: Vec<(Tier, &str, Sha256)> = Vec::new();
-        for &(i, score) in &chosen {
+        for &(i, score) in chosen {
             let u = &pool[i];
             if u.tier == Tier::Wiki {
                 continue;
             }
             any = true;
-            let at = prompt.len();
-            u.text.write(&mut prompt);
+            let at = self.prompt.len();
+            u.text.write(&mut self.prompt);
             let k = match hashes.iter().position(|(_, f, _)| *f == u.file) {
                 Some(k) => k,
                 None => {
@@ -1180,107 +1129,322 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
                     hashes.len() - 1
                 }
             };
-            hashes[k].2.update(&prompt.as_bytes()[at..]);
-            loaded.push(u.loaded(score, why));
-            let r = reports.entry(u.tier).or_default();
+            hashes[k].2.update(&self.prompt.as_bytes()[at..]);
+            self.loaded.push(u.loaded(score, why));
+            let r = self.reports.entry(u.tier).or_default();
             r.bytes += u.bytes;
-            if let Some(e) = u.entry
-                && !r.entries.contains(&e.id)
-            {
-                r.entries.push(e.id.clone());
-            }
+            note_entry(r, u);
         }
         for (tier, file, h) in hashes {
-            reports.entry(tier).or_default().files.push(FileReport {
-                path: file.to_owned(),
-                sha256: hex::encode(h.finalize()),
-            });
-        }
-        if !any {
-            prompt.push_str(if inputs.cold.is_some() || inputs.archive.is_some() {
-                "(nothing relevant in cold memory)\n"
-            } else {
-                "(no cold memory)\n"
-            });
-        }
-    }
-
-    // Wiki: named topics whole (within the budget), else the chosen sections per document.
-    if tiers.wiki {
-        let mut report = TierReport::default();
-        for (topic, src) in &named {
-            let text = render_whole(
-                Tier::Wiki,
-                src,
-                budget.wiki_doc,
-                |_| LoadReason::Topic,
-                &mut left,
-                &mut loaded,
-                &mut report,
-            );
-            prompt.push_str(&format!("### Wiki (durable reference: {topic})\n"));
-            prompt.push_str(&text);
-            report.bytes += text.len();
-            if !text.is_empty() {
-                report.files.push(file_report(&src.path, &text));
-            }
-        }
-        if rank_wiki {
-            for (topic, src) in &inputs.wiki {
-                let mine: Vec<&(usize, Option<f64>)> = chosen
-                    .iter()
-                    .filter(|(i, _)| pool[*i].tier == Tier::Wiki && pool[*i].file == src.path)
-                    .collect();
-                if mine.is_empty() {
-                    continue;
-                }
-                prompt.push_str(&format!("### Wiki (durable reference: {topic})\n"));
-                let mut h = Sha256::new();
-                for &&(i, score) in &mine {
-                    let u = &pool[i];
-                    let at = prompt.len();
-                    u.text.write(&mut prompt);
-                    h.update(&prompt.as_bytes()[at..]);
-                    report.bytes += u.bytes;
-                    loaded.push(u.loaded(score, why));
-                    if let Some(e) = u.entry
-                        && !report.entries.contains(&e.id)
-                    {
-                        report.entries.push(e.id.clone());
-                    }
-                }
-                report.files.push(FileReport {
-                    path: src.path.clone(),
+            self.reports
+                .entry(tier)
+                .or_default()
+                .files
+                .push(FileReport {
+                    path: file.to_owned(),
                     sha256: hex::encode(h.finalize()),
                 });
+        }
+        if !any {
+            self.prompt
+                .push_str(if inputs.cold.is_some() || inputs.archive.is_some() {
+                    "(nothing relevant in cold memory)\n"
+                } else {
+                    "(no cold memory)\n"
+                });
+        }
+    }
+
+    /// Stage: a wiki topic named by the plan, whole within the budget.
+    fn wiki_topic(
+        &mut self,
+        topic: &TopicName,
+        src: &Source,
+        budget: &Budget,
+        report: &mut TierReport,
+    ) {
+        let text = render_whole(
+            Tier::Wiki,
+            src,
+            budget.wiki_doc,
+            |_| LoadReason::Topic,
+            &mut self.left,
+            &mut self.loaded,
+            report,
+        );
+        self.prompt
+            .push_str(&format!("### Wiki (durable reference: {topic})\n"));
+        self.prompt.push_str(&text);
+        report.bytes += text.len();
+        if !text.is_empty() {
+            report.files.push(file_report(&src.path, &text));
+        }
+    }
+
+    /// Stage: the chosen sections of one wiki document (`sections`: the pool and the chosen
+    /// units), under its heading; nothing when none was chosen.
+    fn wiki_sections(
+        &mut self,
+        topic: &TopicName,
+        src: &Source,
+        (pool, chosen): (&[Unit<'_>], &[(usize, Option<f64>)]),
+        why: LoadReason,
+        report: &mut TierReport,
+    ) {
+        let mine: Vec<&(usize, Option<f64>)> = chosen
+            .iter()
+            .filter(|(i, _)| pool[*i].tier == Tier::Wiki && pool[*i].file == src.path)
+            .collect();
+        if mine.is_empty() {
+            return;
+        }
+        self.prompt
+            .push_str(&format!("### Wiki (durable reference: {topic})\n"));
+        let mut h = Sha256::new();
+        for &&(i, score) in &mine {
+            let u = &pool[i];
+            let at = self.prompt.len();
+            u.text.write(&mut self.prompt);
+            h.update(&self.prompt.as_bytes()[at..]);
+            report.bytes += u.bytes;
+            self.loaded.push(u.loaded(score, why));
+            note_entry(report, u);
+        }
+        report.files.push(FileReport {
+            path: src.path.clone(),
+            sha256: hex::encode(h.finalize()),
+        });
+    }
+
+    /// Stage: the notices closing the prompt, the token estimates, the manifest.
+    fn finish(mut self, plan: &LoadPlan, inputs: &SpawnInputs) -> Rendered {
+        for r in self.reports.values_mut() {
+            r.estimated_tokens = estimate(r.bytes);
+        }
+        for n in &self.notices {
+            self.prompt.push_str(n);
+            self.prompt.push('\n');
+        }
+        let total = self.prompt.len();
+        Rendered {
+            prompt: self.prompt,
+            manifest: Manifest {
+                situation: plan.situation,
+                tiers: self.reports,
+                loaded: self.loaded,
+                left_out: self.left,
+                skipped: inputs.skipped.clone(),
+                total_bytes: total,
+                estimated_tokens: estimate(total),
+                touched: false,
+            },
+        }
+    }
+}
+
+/// The sections offered to selection (cold and the archive, and the wiki unless topics are
+/// named), and the wiki topics the plan names.
+#[derive(Debug)]
+struct Offered<'a> {
+    pool: Vec<Unit<'a>>,
+    named: Vec<&'a (TopicName, Source)>,
+    /// Whether the wiki is loaded by ranking its sections (it is loaded, and no topic named).
+    rank_wiki: bool,
+}
+
+impl<'a> Offered<'a> {
+    /// Stage: cut the ranked tiers into sections; resolve the named topics.
+    fn collect(plan: &LoadPlan, inputs: &'a SpawnInputs, draft: &mut Draft) -> Result<Self> {
+        let tiers = plan.tiers();
+        let mut pool: Vec<Unit<'a>> = Vec::new();
+        if tiers.cold {
+            for (tier, src) in [(Tier::Cold, &inputs.cold), (Tier::Archive, &inputs.archive)] {
+                if let Some(src) = src {
+                    pool.extend(ranked_units(tier, src, &mut draft.left));
+                    draft.reports.entry(tier).or_default();
+                }
+            }
+            draft.reports.entry(Tier::Cold).or_default();
+        }
+        let named: Vec<&(TopicName, Source)> = plan
+            .wiki_topics
+            .iter()
+            .map(|t| {
+                inputs.wiki.iter().find(|(n, _)| n == t).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::NotFound,
+                        "memory.render",
+                        format!("wiki topic {t:?} not found (wiki/{t}.md)"),
+                    )
+                })
+            })
+            .collect::<Result<_>>()?;
+        let rank_wiki = tiers.wiki && named.is_empty();
+        if rank_wiki {
+            if plan.task.is_some() {
+                for (_, src) in &inputs.wiki {
+                    pool.extend(ranked_units(Tier::Wiki, src, &mut draft.left));
+                }
+            } else {
+                draft.no_topic();
             }
         }
-        reports.insert(Tier::Wiki, report);
+        Ok(Self {
+            pool,
+            named,
+            rank_wiki,
+        })
     }
-    let used = Budget { top_k, ..*budget };
-    selection_notice(&mut notices, &left[before..], &used, cold_budget);
+}
 
-    for r in reports.values_mut() {
-        r.estimated_tokens = estimate(r.bytes);
+/// The bytes left to fill, per budget.
+#[derive(Debug)]
+struct Rooms {
+    cold: usize,
+    wiki: usize,
+}
+
+/// What selection chose: pool indexes with their scores, in load order, and the limits it
+/// used.
+#[derive(Debug)]
+struct Selection {
+    chosen: Vec<(usize, Option<f64>)>,
+    /// The `top_k` used (grown over near-ties).
+    top_k: usize,
+    /// The bytes cold and the archive had (what hot left of `hot_plus_cold`).
+    cold_budget: usize,
+}
+
+impl Selection {
+    /// Stage: relevance (or recency), then top-k, then the budgets. Everything not chosen is
+    /// added to `left` with its reason.
+    fn choose(
+        pool: &[Unit<'_>],
+        task: Option<&str>,
+        budget: &Budget,
+        hot_bytes: usize,
+        left: &mut Vec<LeftOut>,
+    ) -> Self {
+        let cold_budget = budget.hot_plus_cold.saturating_sub(hot_bytes);
+        let mut sel = Self {
+            chosen: Vec::new(),
+            top_k: budget.top_k,
+            cold_budget,
+        };
+        if pool.is_empty() {
+            return sel;
+        }
+        let (order, scores) = select_order(pool, task);
+        let limits = match &scores {
+            Some(s) => Limits::adapt(&order, s, budget),
+            None => Limits {
+                cutoff: 0.0,
+                top_k: budget.top_k,
+            },
+        };
+        sel.top_k = limits.top_k;
+        let mut rooms = Rooms {
+            cold: cold_budget,
+            wiki: budget.wiki_doc,
+        };
+        let mut seen: HashSet<((String, String), usize)> = HashSet::new();
+        let mut run = PartRun::default();
+        for i in order {
+            let u = &pool[i];
+            let score = scores.as_ref().map(|s| s[i]);
+            if let Some(s) = score
+                && (s <= 0.0 || s < limits.cutoff)
+            {
+                match (s <= 0.0, u.entry, u.piece) {
+                    (true, Some(e), Some((k, n))) => run.add(e, (k, n), u, score, left),
+                    _ => left.push(u.left(score, Reason::NotRelevant)),
+                }
+                continue;
+            }
+            match sel.refusal(u, limits.top_k, &mut seen, &mut rooms) {
+                Some(reason) => left.push(u.left(score, reason)),
+                None => sel.chosen.push((i, score)),
+            }
+        }
+        run.finish(left);
+        sel
     }
-    for n in &notices {
-        prompt.push_str(n);
-        prompt.push('\n');
+
+    /// Why a relevant unit is not loaded (rank, a duplicate, the budget), if it is not; else
+    /// takes its room.
+    fn refusal(
+        &self,
+        u: &Unit<'_>,
+        top_k: usize,
+        seen: &mut HashSet<((String, String), usize)>,
+        rooms: &mut Rooms,
+    ) -> Option<Reason> {
+        if self.chosen.len() >= top_k {
+            return Some(Reason::Rank);
+        }
+        if let Some(e) = u.entry
+            && !seen.insert((e.content_key(), u.piece.map_or(0, |p| p.0)))
+        {
+            return Some(Reason::Duplicate);
+        }
+        let room = if u.tier == Tier::Wiki {
+            &mut rooms.wiki
+        } else {
+            &mut rooms.cold
+        };
+        if u.bytes > *room {
+            // The budget caps: once a section does not fit, none ranked after it loads in its
+            // place (the room left is not filled with lesser ones).
+            *room = 0;
+            return Some(Reason::Budget);
+        }
+        *room -= u.bytes;
+        None
     }
-    let total = prompt.len();
-    Ok(Rendered {
-        prompt,
-        manifest: Manifest {
-            situation: plan.situation,
-            tiers: reports,
-            loaded,
-            left_out: left,
-            skipped: inputs.skipped.clone(),
-            total_bytes: total,
-            estimated_tokens: estimate(total),
-            touched: false,
-        },
-    })
+}
+
+/// Parts of one section that match nothing come one after the other (same score, same date,
+/// file order) and are listed as one item: the entry, its parts so far `(first, last, n)`,
+/// and its index in the left-out list.
+#[derive(Debug, Default)]
+struct PartRun<'a> {
+    cur: Option<(&'a Entry, (usize, usize, usize), usize)>,
+}
+
+impl<'a> PartRun<'a> {
+    /// Part `k` of `n` of `e` (the unit `u`) matches nothing.
+    fn add(
+        &mut self,
+        e: &'a Entry,
+        (k, n): (usize, usize),
+        u: &Unit<'_>,
+        score: Option<f64>,
+        left: &mut Vec<LeftOut>,
+    ) {
+        match &mut self.cur {
+            Some((r, (_, last, _), at))
+                if std::ptr::eq(*r, e) && *last + 1 == k && *at + 1 == left.len() =>
+            {
+                *last = k;
+                left[*at].bytes += u.bytes;
+            }
+            _ => {
+                self.finish(left);
+                self.cur = Some((e, (k, k, n), left.len()));
+                left.push(u.left(score, Reason::NotRelevant));
+            }
+        }
+    }
+
+    /// Names the run's item as [`parts_item`] does when it holds more than one part.
+    fn finish(&mut self, left: &mut [LeftOut]) {
+        if let Some((e, (first, last, n), at)) = self.cur.take()
+            && last > first
+            && let Some(l) = left.get_mut(at)
+        {
+            l.item = parts_item(e, first, last, n);
+        }
+    }
 }
 
 /// The relevance cut-off and the number of sections to load, adapted to the scores.
