@@ -856,33 +856,276 @@ impl MemoryDoc {
 }
 
 fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
-    let mut doc = MemoryDoc::default();
-    let mut open: Option<Open> = None;
-    let mut group: Option<String> = None;
-    let mut fence: Option<Fence> = None;
-    let mut after_entry = false;
-    // Id -> index (in `doc.items`) of the first entry with it. Content is compared only when
-    // an id repeats, and the explicit ids of the file are gathered only then.
-    let mut seen: HashMap<MemoryId, usize, Fast> = HashMap::default();
-    let mut used: Option<HashSet<MemoryId, Fast>> = None;
-    let explicit_ids = || {
-        let mut set: HashSet<MemoryId, Fast> = HashSet::default();
-        if options.fields {
-            for l in lines(text) {
-                if let Some(("id", v)) = field_line(l)
-                    && let Ok(id) = MemoryId::new(v)
-                {
-                    set.insert(id);
-                }
+    let mut parser = Parser::new(file, text, options);
+    let mut lines = Lines::new(text);
+    while let Some((start, line)) = lines.next_line() {
+        // Most lines are body text: nothing in them can open or close anything.
+        if parser.in_plain_body(line) {
+            if lines.bulk {
+                parser.body_run(lines.plain_run(start));
+            } else {
+                parser.body_line(line);
+            }
+        } else {
+            parser.line(line, lines.n);
+        }
+    }
+    parser.finish()
+}
+
+/// The lines of a text in order, with their 1-based numbers.
+struct Lines<'t> {
+    text: &'t str,
+    /// The line ends in order: each line takes the next one (the last may have none).
+    ends: memchr::Memchr<'t>,
+    /// Where the next line starts.
+    pos: usize,
+    /// The number of the last line read.
+    n: usize,
+    /// Without carriage returns there is nothing to strip: runs of body lines are copied at
+    /// once.
+    bulk: bool,
+}
+
+impl<'t> Lines<'t> {
+    fn new(text: &'t str) -> Self {
+        Self {
+            text,
+            ends: memchr::memchr_iter(b'\n', text.as_bytes()),
+            pos: 0,
+            n: 0,
+            bulk: memchr::memchr(b'\r', text.as_bytes()).is_none(),
+        }
+    }
+
+    fn line_end(&mut self) -> usize {
+        self.ends.next().unwrap_or(self.text.len())
+    }
+
+    /// The next line (without its line ending) and where it starts.
+    fn next_line(&mut self) -> Option<(usize, &'t str)> {
+        if self.pos >= self.text.len() {
+            return None;
+        }
+        let start = self.pos;
+        let end = self.line_end();
+        // `start` and `end` sit next to line ends or at the ends: character boundaries.
+        let raw = &self.text[start..end];
+        self.n += 1;
+        self.pos = end + 1;
+        Some((start, raw.strip_suffix('\r').unwrap_or(raw)))
+    }
+
+    /// The line read last (from `start`) and the lines after it that start as plain body
+    /// text, line ends included, as one slice; they count as read.
+    fn plain_run(&mut self, start: usize) -> &'t str {
+        let bytes = self.text.as_bytes();
+        let mut p = self.pos;
+        while p < bytes.len() && plain_start(&bytes[p..]) {
+            self.n += 1;
+            p = self.line_end() + 1;
+        }
+        self.pos = p;
+        &self.text[start..p.min(bytes.len())]
+    }
+}
+
+/// The ids read so far: the index (in `doc.items`) of the first entry with each, and, once an
+/// id repeats, every id taken (the file's explicit ids gathered only then).
+#[derive(Default)]
+struct Ids {
+    seen: HashMap<MemoryId, usize, Fast>,
+    used: Option<HashSet<MemoryId, Fast>>,
+}
+
+/// The explicit ids (`**id:**` lines) of a file read with fields.
+fn explicit_ids(text: &str, options: ParseOptions) -> HashSet<MemoryId, Fast> {
+    let mut set: HashSet<MemoryId, Fast> = HashSet::default();
+    if options.fields {
+        for l in lines(text) {
+            if let Some(("id", v)) = field_line(l)
+                && let Ok(id) = MemoryId::new(v)
+            {
+                set.insert(id);
             }
         }
-        set
-    };
+    }
+    set
+}
 
-    let close = |o: Open,
-                 doc: &mut MemoryDoc,
-                 seen: &mut HashMap<MemoryId, usize, Fast>,
-                 used: &mut Option<HashSet<MemoryId, Fast>>| {
+/// The parser's state between lines.
+struct Parser<'t> {
+    file: &'t str,
+    text: &'t str,
+    options: ParseOptions,
+    doc: MemoryDoc,
+    /// The entry being read.
+    open: Option<Open>,
+    /// The `##` group the entries read now belong to.
+    group: Option<String>,
+    /// The code fence the last lines are inside.
+    fence: Option<Fence>,
+    /// The last line closed an entry with `---` (blank lines after it are not kept).
+    after_entry: bool,
+    ids: Ids,
+}
+
+impl<'t> Parser<'t> {
+    fn new(file: &'t str, text: &'t str, options: ParseOptions) -> Self {
+        Self {
+            file,
+            text,
+            options,
+            doc: MemoryDoc::default(),
+            open: None,
+            group: None,
+            fence: None,
+            after_entry: false,
+            ids: Ids::default(),
+        }
+    }
+
+    /// Whether `line` can be nothing but body text of the open entry.
+    fn in_plain_body(&self, line: &str) -> bool {
+        self.fence.is_none()
+            && self
+                .open
+                .as_ref()
+                .is_some_and(|o| !o.in_fields && plain_start(line.as_bytes()))
+    }
+
+    /// Plain body lines, copied at once (line ends included; the last one given one).
+    fn body_run(&mut self, run: &str) {
+        if let Some(o) = self.open.as_mut() {
+            o.body.push_str(run);
+            if !o.body.ends_with('\n') {
+                o.body.push('\n');
+            }
+        }
+    }
+
+    /// One line of body text of the open entry.
+    fn body_line(&mut self, line: &str) {
+        if let Some(o) = self.open.as_mut() {
+            o.body.push_str(line);
+            o.body.push('\n');
+        }
+    }
+
+    /// Any other line: what it is decides where it goes.
+    fn line(&mut self, line: &str, n: usize) {
+        if let Some(f) = self.fence {
+            if f.closes(line) {
+                self.fence = None;
+            }
+            match self.open {
+                Some(_) => self.body_line(line),
+                None => self.doc.items.push(free_line(n, line)),
+            }
+        } else if let Some((level, h)) = entry_heading(line, self.open.is_some()) {
+            self.heading(level, h, n);
+        } else if is_group_heading(line) {
+            self.close();
+            self.group = line
+                .strip_prefix("##")
+                .filter(|r| !r.starts_with('#'))
+                .map(|r| r.trim().to_owned())
+                .filter(|g| !g.is_empty());
+            self.doc.items.push(free_line(n, line));
+            self.after_entry = false;
+        } else if self.open.is_some() {
+            self.entry_line(line, n);
+        } else {
+            if line.trim().is_empty() && (self.after_entry || self.doc.items.is_empty()) {
+                return;
+            }
+            self.after_entry = false;
+            self.doc.items.push(free_line(n, line));
+            self.fence = Fence::opens(line);
+        }
+    }
+
+    /// An entry heading: closes the open entry and opens one.
+    fn heading(&mut self, level: u8, h: &str, n: usize) {
+        self.close();
+        let (mut entry, warning) = Entry::read_heading(h.to_owned());
+        if level < ENTRY_LEVEL {
+            // A dated `#`/`##` heading ends the group above it.
+            self.group = None;
+        }
+        entry.group = self.group.clone();
+        entry.line = n;
+        entry.level = level;
+        if let Some(w) = warning {
+            self.doc.problems.push(Problem::warning(self.file, n, w));
+        }
+        self.open = Some(Open {
+            entry,
+            has_id: false,
+            in_fields: self.options.fields,
+            seen: 0,
+            body: String::new(),
+        });
+        self.after_entry = false;
+    }
+
+    /// A line inside the open entry (outside a fence, not a heading): `---` closes it, a field
+    /// line right after its heading sets a field, anything else is body text.
+    fn entry_line(&mut self, line: &str, n: usize) {
+        if line.trim() == "---" {
+            self.close();
+            self.after_entry = true;
+            return;
+        }
+        let Some(o) = self.open.as_mut() else {
+            return;
+        };
+        if o.in_fields {
+            if let Some((key, value)) = field_line(line) {
+                self.field(key, value, line, n);
+                return;
+            }
+            o.in_fields = false;
+        }
+        o.body.push_str(line);
+        o.body.push('\n');
+        self.fence = Fence::opens(line);
+    }
+
+    /// A field line of the open entry; one given twice or not valid is an error-level
+    /// problem (an invalid one is kept as body text, and ends the fields).
+    fn field(&mut self, key: &'static str, value: &str, line: &str, n: usize) {
+        let Some(o) = self.open.as_mut() else {
+            return;
+        };
+        let bit = 1u8 << FIELDS.iter().position(|k| *k == key).unwrap_or(7);
+        if o.seen & bit != 0 {
+            self.doc.problems.push(Problem::error(
+                self.file,
+                n,
+                format!("field {key} given twice; the first is used"),
+            ));
+            return;
+        }
+        o.seen |= bit;
+        if let Err(msg) = apply_field(o, key, value) {
+            self.doc.problems.push(Problem::error(
+                self.file,
+                n,
+                format!("{msg}; the line is read as body text"),
+            ));
+            o.body.push_str(line);
+            o.body.push('\n');
+            o.in_fields = false;
+        }
+    }
+
+    /// Closes the open entry, if any: its body trimmed of blank lines at both ends, its id
+    /// derived when not given, then checked against the ids read so far.
+    fn close(&mut self) {
+        let Some(o) = self.open.take() else {
+            return;
+        };
         let mut e = o.entry;
         let mut body = o.body;
         let (start, end) = blank_trim(&body);
@@ -893,224 +1136,89 @@ fn parse_inner(file: &str, text: &str, options: ParseOptions) -> MemoryDoc {
             e.id = Entry::derived_id(&e.heading);
         }
         if e.superseded_by.as_ref() == Some(&e.id) {
-            doc.problems.push(Problem::error(
-                file,
+            self.doc.problems.push(Problem::error(
+                self.file,
                 e.line,
                 format!("entry {} is superseded by itself", e.id),
             ));
             e.superseded_by = None;
         }
-        let first = seen.get(&e.id).and_then(|&i| match &doc.items[i] {
-            Item::Entry(x) => Some(x),
-            Item::Line(_) => None,
-        });
-        if let Some(x) = first {
-            let line = x.line;
-            if x.content_key() == e.content_key() {
-                doc.problems.push(Problem::warning(
-                    file,
-                    e.line,
-                    format!(
-                        "entry {} repeats the entry at line {line} (an exact duplicate, merged by \
-                         the Scribe)",
-                        e.id
-                    ),
-                ));
-            } else {
-                let taken = used.get_or_insert_with(|| {
-                    let mut set = explicit_ids();
-                    set.extend(seen.keys().cloned());
-                    set
-                });
-                let new = e.id.fresh(taken);
-                doc.problems.push(Problem::warning(
-                    file,
-                    e.line,
-                    format!(
-                        "entry id {} is already used at line {line} by a different entry; this \
-                         one is read as {new}",
-                        e.id
-                    ),
-                ));
-                e.id = new;
-                seen.insert(e.id.clone(), doc.items.len());
-            }
-        } else {
-            seen.insert(e.id.clone(), doc.items.len());
-        }
-        if let Some(u) = used.as_mut() {
+        self.check_id(&mut e);
+        if let Some(u) = self.ids.used.as_mut() {
             u.insert(e.id.clone());
         }
-        doc.items.push(Item::Entry(e));
-    };
-
-    let bytes = text.as_bytes();
-    // Without carriage returns there is nothing to strip: runs of body lines are copied at once.
-    let bulk = memchr::memchr(b'\r', bytes).is_none();
-    // The line ends in order: each line takes the next one (the last may have none).
-    let mut ends = memchr::memchr_iter(b'\n', bytes);
-    let mut line_end = || ends.next().unwrap_or(bytes.len());
-    let mut pos = 0;
-    let mut n = 0;
-    while pos < bytes.len() {
-        let end = line_end();
-        // `pos` and `end` sit next to line ends or at the ends: character boundaries.
-        let raw = &text[pos..end];
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
-        n += 1;
-        // Most lines are body text: nothing in them can open or close anything.
-        if fence.is_none()
-            && let Some(o) = open.as_mut()
-            && !o.in_fields
-            && plain_start(line.as_bytes())
-        {
-            if bulk {
-                let start = pos;
-                let mut p = end + 1;
-                while p < bytes.len() && plain_start(&bytes[p..]) {
-                    n += 1;
-                    p = line_end() + 1;
-                }
-                o.body.push_str(&text[start..p.min(bytes.len())]);
-                if !o.body.ends_with('\n') {
-                    o.body.push('\n');
-                }
-                pos = p;
-            } else {
-                o.body.push_str(line);
-                o.body.push('\n');
-                pos = end + 1;
-            }
-            continue;
-        }
-        pos = end + 1;
-        if let Some(f) = fence {
-            if f.closes(line) {
-                fence = None;
-            }
-            match open.as_mut() {
-                Some(o) => {
-                    o.body.push_str(line);
-                    o.body.push('\n');
-                }
-                None => doc.items.push(Item::Line(FreeLine {
-                    line: n,
-                    text: line.to_owned(),
-                })),
-            }
-            continue;
-        }
-        if let Some((level, h)) = entry_heading(line, open.is_some()) {
-            if let Some(o) = open.take() {
-                close(o, &mut doc, &mut seen, &mut used);
-            }
-            let (mut entry, warning) = Entry::read_heading(h.to_owned());
-            if level < ENTRY_LEVEL {
-                // A dated `#`/`##` heading ends the group above it.
-                group = None;
-            }
-            entry.group = group.clone();
-            entry.line = n;
-            entry.level = level;
-            if let Some(w) = warning {
-                doc.problems.push(Problem::warning(file, n, w));
-            }
-            open = Some(Open {
-                entry,
-                has_id: false,
-                in_fields: options.fields,
-                seen: 0,
-                body: String::new(),
-            });
-            after_entry = false;
-            continue;
-        }
-        if is_group_heading(line) {
-            if let Some(o) = open.take() {
-                close(o, &mut doc, &mut seen, &mut used);
-            }
-            group = line
-                .strip_prefix("##")
-                .filter(|r| !r.starts_with('#'))
-                .map(|r| r.trim().to_owned())
-                .filter(|g| !g.is_empty());
-            doc.items.push(Item::Line(FreeLine {
-                line: n,
-                text: line.to_owned(),
-            }));
-            after_entry = false;
-            continue;
-        }
-        let opens = Fence::opens(line);
-        match open.as_mut() {
-            Some(o) => {
-                if line.trim() == "---" {
-                    if let Some(o) = open.take() {
-                        close(o, &mut doc, &mut seen, &mut used);
-                    }
-                    after_entry = true;
-                    continue;
-                }
-                if o.in_fields {
-                    if let Some((key, value)) = field_line(line) {
-                        let bit = 1u8 << FIELDS.iter().position(|k| *k == key).unwrap_or(7);
-                        if o.seen & bit != 0 {
-                            doc.problems.push(Problem::error(
-                                file,
-                                n,
-                                format!("field {key} given twice; the first is used"),
-                            ));
-                        } else {
-                            o.seen |= bit;
-                            match apply_field(o, key, value) {
-                                Ok(()) => {}
-                                Err(msg) => {
-                                    doc.problems.push(Problem::error(
-                                        file,
-                                        n,
-                                        format!("{msg}; the line is read as body text"),
-                                    ));
-                                    o.body.push_str(line);
-                                    o.body.push('\n');
-                                    o.in_fields = false;
-                                }
-                            }
-                        }
-                        continue;
-                    }
-                    o.in_fields = false;
-                }
-                o.body.push_str(line);
-                o.body.push('\n');
-            }
-            None => {
-                if line.trim().is_empty() && (after_entry || doc.items.is_empty()) {
-                    continue;
-                }
-                after_entry = false;
-                doc.items.push(Item::Line(FreeLine {
-                    line: n,
-                    text: line.to_owned(),
-                }));
-            }
-        }
-        if opens.is_some() {
-            fence = opens;
-        }
+        self.doc.items.push(Item::Entry(e));
     }
-    if let Some(mut o) = open.take() {
-        // A fence left open runs to the end of the file; the writer closes it, so the body
-        // read here already holds the closing line (a re-read gives the same entry).
-        if let Some(f) = fence {
+
+    /// An id read before: an exact duplicate is reported (the Scribe merges it); a different
+    /// entry is renamed to a fresh id (reported).
+    fn check_id(&mut self, e: &mut Entry) {
+        let first = self
+            .ids
+            .seen
+            .get(&e.id)
+            .and_then(|&i| match &self.doc.items[i] {
+                Item::Entry(x) => Some(x),
+                Item::Line(_) => None,
+            });
+        let Some(x) = first else {
+            self.ids.seen.insert(e.id.clone(), self.doc.items.len());
+            return;
+        };
+        let line = x.line;
+        if x.content_key() == e.content_key() {
+            self.doc.problems.push(Problem::warning(
+                self.file,
+                e.line,
+                format!(
+                    "entry {} repeats the entry at line {line} (an exact duplicate, merged by the \
+                     Scribe)",
+                    e.id
+                ),
+            ));
+            return;
+        }
+        let (text, options, seen) = (self.text, self.options, &self.ids.seen);
+        let taken = self.ids.used.get_or_insert_with(|| {
+            let mut set = explicit_ids(text, options);
+            set.extend(seen.keys().cloned());
+            set
+        });
+        let new = e.id.fresh(taken);
+        self.doc.problems.push(Problem::warning(
+            self.file,
+            e.line,
+            format!(
+                "entry id {} is already used at line {line} by a different entry; this one is \
+                 read as {new}",
+                e.id
+            ),
+        ));
+        e.id = new;
+        self.ids.seen.insert(e.id.clone(), self.doc.items.len());
+    }
+
+    /// The end of the file: the open entry closed (a fence left open runs to the end of the
+    /// file; the writer closes it, so the body read here already holds the closing line, and
+    /// a re-read gives the same entry), trailing blank lines dropped.
+    fn finish(mut self) -> MemoryDoc {
+        if let (Some(o), Some(f)) = (self.open.as_mut(), self.fence) {
             o.body.push_str(&f.marker());
             o.body.push('\n');
         }
-        close(o, &mut doc, &mut seen, &mut used);
+        self.close();
+        while matches!(self.doc.items.last(), Some(Item::Line(l)) if l.text.trim().is_empty()) {
+            self.doc.items.pop();
+        }
+        self.doc
     }
-    while matches!(doc.items.last(), Some(Item::Line(l)) if l.text.trim().is_empty()) {
-        doc.items.pop();
-    }
-    doc
+}
+
+fn free_line(line: usize, text: &str) -> Item {
+    Item::Line(FreeLine {
+        line,
+        text: text.to_owned(),
+    })
 }
 
 fn apply_field(o: &mut Open, key: &'static str, value: &str) -> std::result::Result<(), String> {
