@@ -866,6 +866,69 @@ fn whole_units<'a>(tier: Tier, src: &'a Source, left: &mut Vec<LeftOut>) -> Vec<
     out
 }
 
+/// The units of one chunk of free text (its lines with their numbers): none when it holds
+/// only headings, rules and blank lines; its parts when it is long.
+fn chunk_units<'a>(
+    tier: Tier,
+    src: &'a Source,
+    chunk: &[(usize, &'a str)],
+    out: &mut Vec<Unit<'a>>,
+) {
+    let has_text = chunk
+        .iter()
+        .any(|(_, t)| !t.trim().is_empty() && !t.starts_with('#') && t.trim() != "---");
+    if !has_text {
+        return;
+    }
+    let first = chunk
+        .iter()
+        .find(|(_, t)| !t.trim().is_empty())
+        .map_or((0, ""), |x| *x);
+    let title = first_line(first.1.trim_start_matches('#'));
+    let date = crate::date::inside(first.1).map(|f| f.at);
+    let lines: Vec<&str> = chunk
+        .iter()
+        .map(|(_, t)| t.trim_end())
+        .filter(|t| !t.trim().is_empty())
+        .collect();
+    let whole: usize = lines.iter().map(|l| l.len() + 1).sum();
+    let parts = if whole > PIECE_OVER {
+        pack(blocks(&lines))
+    } else {
+        vec![lines]
+    };
+    let n = parts.len();
+    for (i, p) in parts.into_iter().enumerate() {
+        let mut text = String::new();
+        if n > 1 && i > 0 && first.1.starts_with('#') {
+            text.push_str(first.1.trim_end());
+            text.push_str(&part_label(i + 1, n));
+            text.push('\n');
+        }
+        for l in &p {
+            text.push_str(l);
+            text.push('\n');
+        }
+        let item = if n > 1 {
+            format!("line {}{}", first.0, part_label(i + 1, n))
+        } else {
+            format!("line {}", first.0)
+        };
+        let mut u = Unit::new(
+            tier,
+            &src.path,
+            first.0,
+            Cow::Owned(item),
+            Cow::Owned(title.clone()),
+            Text::Owned(text),
+        );
+        u.date = date;
+        u.piece = (n > 1).then_some((i + 1, n));
+        u.search = Search::Chunk;
+        out.push(u);
+    }
+}
+
 /// Units of a ranked tier: each entry, and the free text cut into chunks at its headings
 /// (a chunk holding only a heading carries nothing and is not offered).
 pub(crate) fn ranked_units<'a>(
@@ -877,58 +940,7 @@ pub(crate) fn ranked_units<'a>(
     let mut out = Vec::with_capacity(src.doc.items.len());
     let mut chunk: Vec<(usize, &'a str)> = Vec::new();
     let flush = |chunk: &mut Vec<(usize, &'a str)>, out: &mut Vec<Unit<'a>>| {
-        let has_text = chunk
-            .iter()
-            .any(|(_, t)| !t.trim().is_empty() && !t.starts_with('#') && t.trim() != "---");
-        if has_text {
-            let first = chunk
-                .iter()
-                .find(|(_, t)| !t.trim().is_empty())
-                .map_or((0, ""), |x| *x);
-            let title = first_line(first.1.trim_start_matches('#'));
-            let date = crate::date::inside(first.1).map(|f| f.at);
-            let lines: Vec<&str> = chunk
-                .iter()
-                .map(|(_, t)| t.trim_end())
-                .filter(|t| !t.trim().is_empty())
-                .collect();
-            let whole: usize = lines.iter().map(|l| l.len() + 1).sum();
-            let parts = if whole > PIECE_OVER {
-                pack(blocks(&lines))
-            } else {
-                vec![lines]
-            };
-            let n = parts.len();
-            for (i, p) in parts.into_iter().enumerate() {
-                let mut text = String::new();
-                if n > 1 && i > 0 && first.1.starts_with('#') {
-                    text.push_str(first.1.trim_end());
-                    text.push_str(&part_label(i + 1, n));
-                    text.push('\n');
-                }
-                for l in &p {
-                    text.push_str(l);
-                    text.push('\n');
-                }
-                let item = if n > 1 {
-                    format!("line {}{}", first.0, part_label(i + 1, n))
-                } else {
-                    format!("line {}", first.0)
-                };
-                let mut u = Unit::new(
-                    tier,
-                    &src.path,
-                    first.0,
-                    Cow::Owned(item),
-                    Cow::Owned(title.clone()),
-                    Text::Owned(text),
-                );
-                u.date = date;
-                u.piece = (n > 1).then_some((i + 1, n));
-                u.search = Search::Chunk;
-                out.push(u);
-            }
-        }
+        chunk_units(tier, src, chunk, out);
         chunk.clear();
     };
     let mut ids: HashSet<&MemoryId, foldhash::fast::FixedState> = HashSet::default();
