@@ -580,9 +580,21 @@ impl Fence {
     }
 }
 
+/// A heading line without the up to three spaces CommonMark allows before its `#`s (the line
+/// as it is otherwise).
+pub(crate) fn unindent(line: &str) -> &str {
+    let t = line.trim_start_matches(' ');
+    if line.len() - t.len() <= 3 && t.starts_with('#') {
+        t
+    } else {
+        line
+    }
+}
+
 /// The level and text of an ATX heading line (`#` to `######`, then a space or tab, text not
-/// empty).
+/// empty; up to three spaces before it).
 fn atx_heading(line: &str) -> Option<(u8, &str)> {
+    let line = unindent(line);
     let level = line.bytes().take_while(|b| *b == b'#').count();
     if !(1..=6).contains(&level) {
         return None;
@@ -604,7 +616,7 @@ fn is_dated(text: &str) -> bool {
 /// The level and text when `line` opens an entry: every `### <text>` heading, and a dated
 /// heading of another level (inside an entry, a dated heading below `###` is body text).
 fn entry_heading(line: &str, in_entry: bool) -> Option<(u8, &str)> {
-    if !line.starts_with('#') {
+    if !unindent(line).starts_with('#') {
         return None;
     }
     let (level, text) = atx_heading(line)?;
@@ -617,8 +629,10 @@ fn is_entry_heading(line: &str) -> Option<&str> {
     entry_heading(line, true).map(|(_, t)| t)
 }
 
-/// `true` for a `#` or `##` heading line (which ends an entry and opens a group).
+/// `true` for a `#` or `##` heading line (which ends an entry and opens a group; up to three
+/// spaces before it).
 pub(crate) fn is_group_heading(line: &str) -> bool {
+    let line = unindent(line);
     for p in ["# ", "## ", "#\t", "##\t"] {
         if line.starts_with(p) {
             return true;
@@ -1026,7 +1040,7 @@ impl<'t> Parser<'t> {
             self.heading(level, h, n);
         } else if is_group_heading(line) {
             self.close();
-            self.group = line
+            self.group = unindent(line)
                 .strip_prefix("##")
                 .filter(|r| !r.starts_with('#'))
                 .map(|r| r.trim().to_owned())

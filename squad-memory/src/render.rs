@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use squad_model::{AgentName, Timestamp};
 
 use crate::bm25::Scorer;
-use crate::entry::{Entry, Fence, Item, MemoryDoc};
+use crate::entry::{Entry, Fence, Item, MemoryDoc, unindent};
 use crate::error::{Error, ErrorKind, Problem, Result};
 use crate::matrix::{LoadPlan, Situation};
 use crate::name::{MemoryId, TopicName};
@@ -876,7 +876,7 @@ fn chunk_units<'a>(
 ) {
     let has_text = chunk
         .iter()
-        .any(|(_, t)| !t.trim().is_empty() && !t.starts_with('#') && t.trim() != "---");
+        .any(|(_, t)| !t.trim().is_empty() && !unindent(t).starts_with('#') && t.trim() != "---");
     if !has_text {
         return;
     }
@@ -884,7 +884,7 @@ fn chunk_units<'a>(
         .iter()
         .find(|(_, t)| !t.trim().is_empty())
         .map_or((0, ""), |x| *x);
-    let title = first_line(first.1.trim_start_matches('#'));
+    let title = first_line(unindent(first.1).trim_start_matches('#'));
     let date = crate::date::inside(first.1).map(|f| f.at);
     let lines: Vec<&str> = chunk
         .iter()
@@ -900,7 +900,7 @@ fn chunk_units<'a>(
     let n = parts.len();
     for (i, p) in parts.into_iter().enumerate() {
         let mut text = String::new();
-        if n > 1 && i > 0 && first.1.starts_with('#') {
+        if n > 1 && i > 0 && unindent(first.1).starts_with('#') {
             text.push_str(first.1.trim_end());
             text.push_str(&part_label(i + 1, n));
             text.push('\n');
@@ -947,7 +947,7 @@ pub(crate) fn ranked_units<'a>(
     for item in &src.doc.items {
         match item {
             Item::Line(l) => {
-                if l.text.starts_with('#') && !chunk.is_empty() {
+                if unindent(&l.text).starts_with('#') && !chunk.is_empty() {
                     flush(&mut chunk, &mut out);
                 }
                 chunk.push((l.line, l.text.as_str()));

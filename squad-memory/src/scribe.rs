@@ -8,7 +8,9 @@ use std::fmt;
 use sha2::{Digest, Sha256};
 use squad_model::{AgentName, Timestamp};
 
-use crate::entry::{Entry, Fence, FreeLine, Item, Kind, MemoryDoc, is_group_heading, normalize};
+use crate::entry::{
+    Entry, Fence, FreeLine, Item, Kind, MemoryDoc, is_group_heading, normalize, unindent,
+};
 use crate::error::{Error, ErrorKind, Problem, Result, or_skip};
 use crate::name::{MemoryId, TopicName};
 use crate::render::Budget;
@@ -735,7 +737,7 @@ fn keep_titles(cold: &mut MemoryDoc, titles: Vec<String>) {
             let at = cold
                 .items
                 .iter()
-                .position(|i| matches!(i, Item::Line(l) if l.text.starts_with("## ")))
+                .position(|i| matches!(i, Item::Line(l) if unindent(&l.text).starts_with("## ")))
                 .unwrap_or(cold.items.len());
             cold.items
                 .insert(at, Item::Line(FreeLine { line: 0, text: t }));
@@ -1069,7 +1071,7 @@ fn wiki_target(
 
 /// The group a `## ` heading line opens.
 fn group_of(h: &str) -> Option<&str> {
-    h.strip_prefix("## ").map(str::trim)
+    unindent(h).strip_prefix("## ").map(str::trim)
 }
 
 /// Hot free text as session entries, one per `#`/`##` section of it (the preamble first), each
@@ -1102,7 +1104,10 @@ fn session_entries(hot: &MemoryDoc, now: Timestamp) -> (Vec<Entry>, Vec<String>)
             return;
         }
         let title = match heading {
-            Some(h) => format!("Session notes: {}", h.trim_start_matches('#').trim()),
+            Some(h) => format!(
+                "Session notes: {}",
+                unindent(h).trim_start_matches('#').trim()
+            ),
             None => "Session notes".to_owned(),
         };
         let mut e = session_entry(now, Kind::Note, &title, &body);
@@ -1122,7 +1127,7 @@ fn session_entries(hot: &MemoryDoc, now: Timestamp) -> (Vec<Entry>, Vec<String>)
         if is_group_heading(&l.text) {
             flush(heading, &mut chunk, &mut out, &mut titles);
             heading = Some(l.text.as_str());
-            if !l.text.starts_with("##") {
+            if !unindent(&l.text).starts_with("##") {
                 titles.push(l.text.clone());
             }
             continue;

@@ -2,7 +2,7 @@
 
 use squad_memory::{
     DocRef, ExtractiveSummarizer, ImportOptions, ImportSource, ImportTarget, InMemoryStore,
-    MemoryStore, Scribe, ScribeConfig, Tier,
+    MemoryStore, Scribe, ScribeConfig, Tier, import,
 };
 
 use crate::{agent, at};
@@ -225,6 +225,55 @@ fn a_heading_of_any_level_starts_its_own_part() {
     assert!(body.starts_with("#### Rollback drill\n"), "{part}");
     assert!(!part.contains("Freeze window"), "{part}");
     assert!(!part.contains("nightly job"), "{part}");
+}
+
+/// A long `###` section (offered in parts) followed by a `##` section whose heading is
+/// indented (CommonMark reads up to three spaces before `#` as a heading).
+fn long_section_then_indented_group() -> String {
+    let mut s = String::from("# HIST\n\n## Learnings\n\n### 2026-01-02: Retry budget work\n");
+    for i in 0..8 {
+        s.push_str(&format!(
+            "Paragraph {i} about the retry budget and the circuit breaker, with jitter and enough \
+             words to make the line long.\nSecond line of paragraph {i} on the canary rollout.\n\n"
+        ));
+    }
+    s.push_str("  ## Deploy pipeline\n\nThe staging deploy uses blue-green switching.\n\n");
+    s.push_str(" ### 2026-02-03: Other\nBody.\n");
+    s
+}
+
+#[test]
+fn an_indented_heading_after_a_long_section_starts_its_own_unit() {
+    use squad_memory::{Budget, LoadPlan, MemoryDoc, Situation, Touch, spawn};
+    let store = InMemoryStore::new();
+    let who = agent("data");
+    let text = long_section_then_indented_group();
+    let src = ImportSource {
+        name: "history.md".into(),
+        text,
+    };
+    let options = ImportOptions::new(at("2026-11-30T00:00:00Z"));
+    import(&store, &ImportTarget::Agent(who.clone()), &[src], &options).unwrap();
+    // Import: the `##` section is free text of its own, not the end of the entry above it.
+    let cold = store.read(&DocRef::Cold(who.clone())).unwrap().unwrap();
+    let doc = MemoryDoc::parse("cold/data.md", &cold).unwrap();
+    let long = doc.entries().next().unwrap();
+    assert!(!long.body.contains("Deploy pipeline"), "{cold}");
+    assert!(!long.body.contains("blue-green"), "{cold}");
+    let other = doc.entries().nth(1).unwrap();
+    assert_eq!(other.group.as_deref(), Some("Deploy pipeline"), "{cold}");
+    // Render: the section that answers loads alone, not as a part of the long entry.
+    let plan = LoadPlan::new(Situation::Debugging).task("does the staging deploy use blue-green");
+    let out = spawn(&store, &who, &plan, &Budget::default(), Touch::No).unwrap();
+    let loaded: Vec<(&str, &str)> = out
+        .manifest
+        .loaded
+        .iter()
+        .map(|l| (l.item.as_str(), l.title.as_str()))
+        .collect();
+    assert_eq!(loaded.len(), 1, "{loaded:?}");
+    assert_eq!(loaded[0].1, "Deploy pipeline", "{loaded:?}");
+    assert!(!out.prompt.contains("Retry budget"), "{}", out.prompt);
 }
 
 /// A cold file where ten sections share a question's common words, one long section repeats
