@@ -16,12 +16,12 @@
 #![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use squad_routing::generate::{GenConfig, generate};
 use squad_routing::postgres::{migrate, replay_parallel};
 use squad_routing::trace::to_position_ids;
 use squad_routing::{Engine, Replay, SqliteDirectory};
+use squad_test_support::postgres::TestDb;
 
 /// Events in the trace: 50,000, or `SQUAD_BENCH_EVENTS` (for a quick look on a loaded machine).
 fn events() -> usize {
@@ -56,35 +56,11 @@ fn server() -> Option<String> {
         .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
 }
 
-static NEXT: AtomicUsize = AtomicUsize::new(0);
-
-/// A fresh migrated database on the server; its URL.
-fn fresh_db(server: &str) -> String {
-    let name = format!(
-        "squad_bench_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut c = postgres::Client::connect(server, postgres::NoTls).unwrap();
-    c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-        .unwrap();
-    c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-    let (base, query) = server.split_once('?').unwrap_or((server, ""));
-    let cut = base.rfind('/').unwrap();
-    let mut url = format!("{}/{name}", &base[..cut]);
-    if !query.is_empty() {
-        url.push('?');
-        url.push_str(query);
-    }
-    migrate(&url).unwrap();
-    url
-}
-
-fn drop_db(server: &str, url: &str) {
-    let name = url.rsplit('/').next().unwrap().split('?').next().unwrap();
-    if let Ok(mut c) = postgres::Client::connect(server, postgres::NoTls) {
-        let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
-    }
+/// A fresh migrated database on the server, dropped with the value.
+fn fresh_db(server: &str) -> TestDb {
+    let db = TestDb::new(server, "squad_bench");
+    migrate(&db.url).unwrap();
+    db
 }
 
 #[divan::bench(
@@ -120,8 +96,8 @@ fn replay_50k(bencher: divan::Bencher<'_, '_>, how: &str) {
             let workers: usize = how.trim_start_matches("postgres-").parse().unwrap();
             bencher
                 .with_inputs(|| fresh_db(&server))
-                .bench_local_values(|url| {
-                    let r = replay_parallel(&url, &engine, &refs, workers).unwrap();
+                .bench_local_values(|db| {
+                    let r = replay_parallel(&db.url, &engine, &refs, workers).unwrap();
                     assert_eq!(r.events, events());
                     #[expect(
                         clippy::print_stderr,
@@ -135,7 +111,7 @@ fn replay_50k(bencher: divan::Bencher<'_, '_>, how: &str) {
                             r.barriers
                         );
                     }
-                    drop_db(&server, &url);
+                    drop(db);
                 });
         }
     }

@@ -741,22 +741,7 @@ impl Gate {
     /// A gate with a quorum above 1 adds `quorum` last (so the digest of every gate without one
     /// is what it always was).
     pub fn canonical_payload(&self) -> String {
-        if self.quorum != 1 {
-            let v = serde_json::json!({
-                "gate": self.id.as_str(),
-                "run": self.run.as_str(),
-                "mode": self.mode.as_str(),
-                "trigger": self.trigger.as_str(),
-                "topic": self.topic,
-                "awaiting": self.awaiting,
-                "detail": self.detail,
-                "created": self.created.to_string(),
-                "expires": self.expires.to_string(),
-                "quorum": self.quorum,
-            });
-            return v.to_string();
-        }
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "gate": self.id.as_str(),
             "run": self.run.as_str(),
             "mode": self.mode.as_str(),
@@ -767,6 +752,10 @@ impl Gate {
             "created": self.created.to_string(),
             "expires": self.expires.to_string(),
         });
+        // A quorum of one is left out, so that gates written before quorums keep their digest.
+        if self.quorum != 1 {
+            v["quorum"] = serde_json::json!(self.quorum);
+        }
         v.to_string()
     }
 

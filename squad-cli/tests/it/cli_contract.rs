@@ -434,7 +434,8 @@ fn every_json_document_uses_snake_case_keys() {
     );
 
     // `route migrate` needs a PostgreSQL server: covered when the tests have one.
-    let pg = crate::route_postgres::server().map(|u| crate::route_postgres::TestDb::new(&u));
+    let pg = squad_test_support::postgres::server()
+        .map(|u| squad_test_support::postgres::TestDb::new(&u, "squad_cli_test"));
     if let Some(db) = &pg {
         s.run(&root, &["route", "migrate", "--db", &db.url], None);
     }

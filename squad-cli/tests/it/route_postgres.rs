@@ -3,81 +3,18 @@
 //! creates its own database and drops it. The unreachable-server test always runs.
 
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use squad_test_support::postgres::{TestDb, server};
 
 use crate::route::run;
 
-#[expect(
-    clippy::print_stderr,
-    reason = "a skipped test says so in the test output"
-)]
-pub(crate) fn server() -> Option<String> {
-    match std::env::var("SQUAD_TEST_POSTGRES_URL") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            eprintln!("SQUAD_TEST_POSTGRES_URL is not set: PostgreSQL tests skipped");
-            None
-        }
-    }
-}
-
-static NEXT: AtomicUsize = AtomicUsize::new(0);
-
-/// A database of its own, dropped at the end of the test.
-pub(crate) struct TestDb {
-    admin: String,
-    name: String,
-    pub(crate) url: String,
-}
-
-impl TestDb {
-    pub(crate) fn new(server: &str) -> Self {
-        let name = format!(
-            "squad_cli_test_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let mut c = postgres::Client::connect(server, postgres::NoTls).unwrap();
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-            .unwrap();
-        c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-        let (base, query) = server.split_once('?').unwrap_or((server, ""));
-        let host_end = base.rfind('/').unwrap();
-        let mut url = format!("{}/{name}", &base[..host_end]);
-        if !query.is_empty() {
-            url.push('?');
-            url.push_str(query);
-        }
-        Self {
-            admin: server.to_owned(),
-            name,
-            url,
-        }
-    }
-
-    fn count(&self, sql: &str) -> i64 {
-        let mut c = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
-        c.query_one(sql, &[]).unwrap().get(0)
-    }
-
-    fn state(&self) -> Vec<String> {
-        squad_routing::PostgresDirectory::connect(&self.url)
-            .unwrap()
-            .state_snapshot()
-            .unwrap()
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = c.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
-        }
-    }
+/// The routing state of `db`, sorted lines.
+fn state(db: &TestDb) -> Vec<String> {
+    squad_routing::PostgresDirectory::connect(&db.url)
+        .unwrap()
+        .state_snapshot()
+        .unwrap()
 }
 
 fn ok(out: &Output) -> String {
@@ -113,7 +50,7 @@ fn migrate_then_replay_with_many_workers() {
     let Some(server) = server() else { return };
     let tmp = tempfile::tempdir().unwrap();
     generate(tmp.path(), "400");
-    let (a, b) = (TestDb::new(&server), TestDb::new(&server));
+    let (a, b) = (TestDb::new(&server, "squad_cli_test"), TestDb::new(&server, "squad_cli_test"));
     // Never migrated: exit 1, one error line naming the command, nothing written.
     let out = run(
         &["route", "replay", "--db", &a.url, "t.jsonl"],
@@ -175,7 +112,7 @@ fn migrate_then_replay_with_many_workers() {
             && stats.contains(", events per second "),
         "{stats}"
     );
-    assert_eq!(a.state(), b.state());
+    assert_eq!(state(&a), state(&b));
     // The in-memory replay of the same trace decides the same.
     let mem = ok(&run(&["route", "replay", "t.jsonl"], None, tmp.path()));
     assert_eq!(mem, one_out);
@@ -188,7 +125,7 @@ fn a_killed_replay_rerun_loses_nothing() {
     let Some(server) = server() else { return };
     let tmp = tempfile::tempdir().unwrap();
     generate(tmp.path(), "1500");
-    let (killed, whole) = (TestDb::new(&server), TestDb::new(&server));
+    let (killed, whole) = (TestDb::new(&server, "squad_cli_test"), TestDb::new(&server, "squad_cli_test"));
     for db in [&killed, &whole] {
         ok(&run(
             &["route", "migrate", "--db", &db.url],
@@ -246,7 +183,7 @@ fn a_killed_replay_rerun_loses_nothing() {
         tmp.path(),
     ));
     assert_eq!(rerun, reference, "the rerun prints every decision once");
-    assert_eq!(killed.state(), whole.state());
+    assert_eq!(state(&killed), state(&whole));
     assert_eq!(killed.count("SELECT count(*) FROM processed_events"), 1500);
     assert_eq!(
         killed.count(

@@ -3,112 +3,27 @@
 //! `postgres://postgres@127.0.0.1:5432/test`; `.ci/run` sets it); each test creates its own
 //! database and drops it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use squad_routing::generate::{GenConfig, Workload, WorkloadConfig, generate_workload};
 use squad_routing::postgres::{Isolation, PostgresDirectory, migrate, redact, replay_parallel};
 use squad_routing::trace::to_position_ids;
 use squad_routing::{Directory, Engine, ErrorKind, Replay, conformance};
+use squad_test_support::postgres::{TestDb, server};
 
-/// The server's URL, or `None` (the test then has nothing to run against).
-#[expect(
-    clippy::print_stderr,
-    reason = "a skipped test says so in the test output"
-)]
-fn server() -> Option<String> {
-    match std::env::var("SQUAD_TEST_POSTGRES_URL") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            eprintln!("SQUAD_TEST_POSTGRES_URL is not set: PostgreSQL tests skipped");
-            None
-        }
-    }
-}
-
-/// `url` with its database replaced by `db` and, with `schema`, a search path.
-fn with_db(url: &str, db: &str, schema: Option<&str>) -> String {
-    let (base, query) = url.split_once('?').unwrap_or((url, ""));
-    let scheme_end = base.find("://").map_or(0, |i| i + 3);
-    let host_end = base[scheme_end..]
-        .find('/')
-        .map_or(base.len(), |i| scheme_end + i);
-    let mut out = format!("{}/{db}", &base[..host_end]);
-    let mut params: Vec<String> = query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(str::to_owned)
-        .collect();
-    if let Some(s) = schema {
-        params.push(format!("options=-csearch_path%3D{s}"));
-    }
-    if !params.is_empty() {
-        out.push('?');
-        out.push_str(&params.join("&"));
-    }
-    out
-}
-
-static NEXT: AtomicUsize = AtomicUsize::new(0);
-
-/// A database of its own, dropped at the end of the test.
-struct TestDb {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl TestDb {
-    fn new(server: &str) -> Self {
-        let name = format!(
-            "squad_test_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let mut c = postgres::Client::connect(server, postgres::NoTls).unwrap();
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-            .unwrap();
-        c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-        let url = with_db(server, &name, None);
-        Self {
-            admin: server.to_owned(),
-            name,
-            url,
-        }
-    }
-
-    /// A fresh schema of this database, migrated: its URL.
-    fn schema(&self, schema: &str) -> String {
-        let mut c = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
-        c.batch_execute(&format!("CREATE SCHEMA {schema}")).unwrap();
-        let url = with_db(&self.admin, &self.name, Some(schema));
-        migrate(&url).unwrap();
-        url
-    }
-
-    fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.url, postgres::NoTls).unwrap()
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = c.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
-        }
-    }
+/// A fresh schema of `db`, migrated: its URL.
+fn migrated(db: &TestDb, schema: &str) -> String {
+    let url = db.schema(schema);
+    migrate(&url).unwrap();
+    url
 }
 
 #[test]
 fn postgres_directory_conforms() {
     let Some(server) = server() else { return };
-    let db = TestDb::new(&server);
+    let db = TestDb::new(&server, "squad_test");
     let mut n = 0;
     let mut fresh = || {
         n += 1;
-        PostgresDirectory::connect(&db.schema(&format!("c{n}"))).unwrap()
+        PostgresDirectory::connect(&migrated(&db, &format!("c{n}"))).unwrap()
     };
     conformance::run_all(&mut fresh);
     conformance::run_all(|| Box::new(fresh()) as Box<dyn Directory>);
@@ -126,7 +41,7 @@ fn postgres_directory_conforms() {
 #[test]
 fn migrations_are_versioned_and_idempotent() {
     let Some(server) = server() else { return };
-    let db = TestDb::new(&server);
+    let db = TestDb::new(&server, "squad_test");
     let err = PostgresDirectory::connect(&db.url).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Storage);
     assert!(
@@ -170,7 +85,7 @@ fn migrations_are_versioned_and_idempotent() {
 #[test]
 fn concurrent_migrations_apply_once() {
     let Some(server) = server() else { return };
-    let db = TestDb::new(&server);
+    let db = TestDb::new(&server, "squad_test");
     let froms: Vec<i32> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..4)
             .map(|_| s.spawn(|| migrate(&db.url).unwrap().from))
@@ -184,7 +99,7 @@ fn concurrent_migrations_apply_once() {
 #[test]
 fn the_schema_allows_one_pending_task_per_issue_and_agent() {
     let Some(server) = server() else { return };
-    let db = TestDb::new(&server);
+    let db = TestDb::new(&server, "squad_test");
     migrate(&db.url).unwrap();
     let mut c = db.client();
     let insert = "INSERT INTO tasks (id, issue_id, agent_id, status, live, record) \
@@ -237,7 +152,7 @@ fn in_memory(lines: &[String]) -> Vec<String> {
 #[test]
 fn many_workers_equal_one_worker() {
     let Some(server) = server() else { return };
-    let db = TestDb::new(&server);
+    let db = TestDb::new(&server, "squad_test");
     let engine = Engine::default();
     let mut traces: Vec<(String, Vec<String>)> = vec![
         (
@@ -265,7 +180,7 @@ fn many_workers_equal_one_worker() {
         let mut states = Vec::new();
         for workers in [1, 2, 4] {
             n += 1;
-            let url = db.schema(&format!("w{n}"));
+            let url = migrated(&db, &format!("w{n}"));
             let r = replay_parallel(&url, &engine, &refs, workers).unwrap();
             assert_eq!(r.events, want.len(), "{name}");
             assert_eq!(r.outputs, want, "{name}, {workers} workers: decisions");
@@ -283,8 +198,8 @@ fn many_workers_equal_one_worker() {
 #[test]
 fn a_rerun_is_idempotent() {
     let Some(server) = server() else { return };
-    let db = TestDb::new(&server);
-    let url = db.schema("r");
+    let db = TestDb::new(&server, "squad_test");
+    let url = migrated(&db, "r");
     let lines = generated(Workload::Episodes, 300, 5);
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
     let engine = Engine::default();
@@ -309,8 +224,8 @@ fn a_rerun_is_idempotent() {
 #[test]
 fn racing_workers_never_create_two_pending_tasks() {
     let Some(server) = server() else { return };
-    let db = TestDb::new(&server);
-    let url = db.schema("race");
+    let db = TestDb::new(&server, "squad_test");
+    let url = migrated(&db, "race");
     let trace = to_position_ids(crate::replay::VERSION_2_TRACE.lines()).unwrap();
     // Entities only (through a replay of no events), then racing comments.
     let entities: Vec<&str> = trace
@@ -396,7 +311,7 @@ fn an_unreachable_server_fails_fast_without_the_password() {
 #[test]
 fn version_1_upgrades_and_configuration_writes_bump_the_version() {
     let Some(server) = server() else { return };
-    let db = TestDb::new(&server);
+    let db = TestDb::new(&server, "squad_test");
     migrate(&db.url).unwrap();
     let mut c = db.client();
     // Back to version 1.
@@ -455,8 +370,8 @@ fn version_1_upgrades_and_configuration_writes_bump_the_version() {
 #[test]
 fn a_handle_sees_configuration_another_changed() {
     let Some(server) = server() else { return };
-    let db = TestDb::new(&server);
-    let url = db.schema("cfg");
+    let db = TestDb::new(&server, "squad_test");
+    let url = migrated(&db, "cfg");
     let squad = "00000000-0000-4000-8000-0000000005a1";
     let mut lines: Vec<String> = crate::replay::VERSION_2_TRACE
         .lines()
@@ -540,8 +455,8 @@ fn strip_times(v: &mut serde_json::Value) {
 #[test]
 fn a_warm_event_takes_two_round_trips() {
     let Some(server) = server() else { return };
-    let db = TestDb::new(&server);
-    let url = db.schema("rt");
+    let db = TestDb::new(&server, "squad_test");
+    let url = migrated(&db, "rt");
     let trace = to_position_ids(crate::replay::VERSION_2_TRACE.lines()).unwrap();
     let entities: Vec<&str> = trace
         .iter()
