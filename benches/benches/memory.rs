@@ -12,6 +12,10 @@
 //! line, optional situation; tab-separated), e.g.
 //! `SQUAD_MEMORY_CORPUS=/path/to/corpus cargo bench -p squad-bench --bench memory`.
 //!
+//! `SQUAD_BENCH_SPAWN_ONLY=1` runs only the whole-process spawn (against `squad --version` and
+//! `cat`); `SQUAD_BENCH_SPAWN_KEEP=1` keeps its squad's files and prints where, for profiling the
+//! same command by hand (`perf stat -r 50 squad --state-dir <dir>/.squad memory spawn ...`).
+//!
 //! The fixture also has held-out questions (`Corpus::generated_held_out`), written before the
 //! retrieval was tuned and never used to tune it; their recall is printed after the fixture's
 //! own.
@@ -107,6 +111,10 @@ fn p50_p95<T>(mut f: impl FnMut() -> T) -> (Duration, Duration) {
 }
 
 fn main() {
+    if std::env::var_os("SQUAD_BENCH_SPAWN_ONLY").is_some() {
+        whole_process_spawn();
+        return;
+    }
     let corpus = match std::env::var_os("SQUAD_MEMORY_CORPUS") {
         Some(dir) => Corpus::from_dir(std::path::Path::new(&dir)).unwrap(),
         None => Corpus::generated().unwrap(),
@@ -258,6 +266,7 @@ fn whole_process_spawn() {
     let state = dir.path().join(".squad");
     let store = FsStore::new(&state);
     let who: AgentName = "bench".parse().unwrap();
+
     store
         .write(
             &DocRef::Hot(who.clone()),
@@ -304,6 +313,9 @@ fn whole_process_spawn() {
                 .len()
         });
         eprintln!("  naive load of the same bytes, cat:         p50 {p50:>9.2?}  p95 {p95:>9.2?}");
+    }
+    if std::env::var_os("SQUAD_BENCH_SPAWN_KEEP").is_some() {
+        eprintln!("  the squad's files are kept in {}", dir.keep().display());
     }
 }
 
