@@ -959,6 +959,25 @@ impl PostgresDirectory {
         }
     }
 
+    /// Buffers the upsert of a configuration record keyed by `id` into `table` (`workspaces`,
+    /// `users`, `squads`, `agents`); `false` when the record does not encode (the failure is
+    /// kept for the event).
+    fn upsert_config<T: Serialize>(&mut self, table: &str, id: &str, record: &T) -> bool {
+        let Some(json) = self.encode(record) else {
+            return false;
+        };
+        self.write(
+            format!(
+                "INSERT INTO {table} (id, record) VALUES ({}, {}::jsonb) \
+                 ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+                Lit(id),
+                Lit(&json)
+            ),
+            Touch::Config,
+        );
+        true
+    }
+
     /// The configuration table to read: the rows kept across events while `config_live`, else
     /// the transaction's.
     fn config_table<'s, T>(&self, kept: &'s Table<T>, tx: &'s Table<T>) -> &'s Table<T> {
@@ -1346,37 +1365,13 @@ impl Directory for PostgresDirectory {
     }
 
     fn put_workspace(&mut self, workspace: Workspace) {
-        let Some(json) = self.encode(&workspace) else {
-            return;
-        };
-        self.write(
-            format!(
-                "INSERT INTO workspaces (id, record) VALUES ({}, {}::jsonb) \
-                 ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-                Lit(workspace.id.as_str()),
-                Lit(&json)
-            ),
-            Touch::Config,
-        );
-        if self.buffering {
+        if self.upsert_config("workspaces", workspace.id.as_str(), &workspace) && self.buffering {
             let id = workspace.id.to_string();
             self.cache.workspaces.insert(&id, Some(workspace));
         }
     }
     fn put_user(&mut self, user: User) {
-        let Some(json) = self.encode(&user) else {
-            return;
-        };
-        self.write(
-            format!(
-                "INSERT INTO users (id, record) VALUES ({}, {}::jsonb) \
-                 ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-                Lit(user.id.as_str()),
-                Lit(&json)
-            ),
-            Touch::Config,
-        );
-        if self.buffering {
+        if self.upsert_config("users", user.id.as_str(), &user) && self.buffering {
             let id = user.id.to_string();
             self.cache.users.insert(&id, Some(user));
         }
@@ -1394,19 +1389,7 @@ impl Directory for PostgresDirectory {
         );
     }
     fn put_squad(&mut self, squad: Squad) {
-        let Some(json) = self.encode(&squad) else {
-            return;
-        };
-        self.write(
-            format!(
-                "INSERT INTO squads (id, record) VALUES ({}, {}::jsonb) \
-                 ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-                Lit(squad.id.as_str()),
-                Lit(&json)
-            ),
-            Touch::Config,
-        );
-        if self.buffering {
+        if self.upsert_config("squads", squad.id.as_str(), &squad) && self.buffering {
             let id = squad.id.to_string();
             self.cache.squads.insert(&id, Some(squad));
         }
@@ -1459,19 +1442,7 @@ impl Directory for PostgresDirectory {
         }
     }
     fn put_agent(&mut self, agent: Agent) {
-        let Some(json) = self.encode(&agent) else {
-            return;
-        };
-        self.write(
-            format!(
-                "INSERT INTO agents (id, record) VALUES ({}, {}::jsonb) \
-                 ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-                Lit(agent.id.as_str()),
-                Lit(&json)
-            ),
-            Touch::Config,
-        );
-        if self.buffering {
+        if self.upsert_config("agents", agent.id.as_str(), &agent) && self.buffering {
             let id = agent.id.to_string();
             self.cache.agents.insert(&id, Some(agent));
         }

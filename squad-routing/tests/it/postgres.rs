@@ -16,6 +16,20 @@ fn migrated(db: &TestDb, schema: &str) -> String {
     url
 }
 
+/// Stores the entities of the version-2 trace (a replay of its lines that are not events) in
+/// the database at `url`: the engine to decide the events the test sends next.
+fn with_entities(url: &str) -> Engine {
+    let trace = to_position_ids(crate::replay::VERSION_2_TRACE.lines()).unwrap();
+    let entities: Vec<&str> = trace
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !l.contains(r#""kind":"event""#))
+        .collect();
+    let engine = Engine::default();
+    replay_parallel(url, &engine, &entities, 1).unwrap();
+    engine
+}
+
 #[test]
 fn postgres_directory_conforms() {
     let Some(server) = server() else { return };
@@ -226,15 +240,8 @@ fn racing_workers_never_create_two_pending_tasks() {
     let Some(server) = server() else { return };
     let db = TestDb::new(&server, "squad_test");
     let url = migrated(&db, "race");
-    let trace = to_position_ids(crate::replay::VERSION_2_TRACE.lines()).unwrap();
-    // Entities only (through a replay of no events), then racing comments.
-    let entities: Vec<&str> = trace
-        .iter()
-        .map(String::as_str)
-        .filter(|l| !l.contains(r#""kind":"event""#))
-        .collect();
-    let engine = Engine::default();
-    replay_parallel(&url, &engine, &entities, 1).unwrap();
+    // Entities only, then racing comments.
+    let engine = with_entities(&url);
     let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let isolations = [Isolation::Serializable, Isolation::RepeatableRead];
     for round in 0..8u64 {
@@ -457,14 +464,7 @@ fn a_warm_event_takes_two_round_trips() {
     let Some(server) = server() else { return };
     let db = TestDb::new(&server, "squad_test");
     let url = migrated(&db, "rt");
-    let trace = to_position_ids(crate::replay::VERSION_2_TRACE.lines()).unwrap();
-    let entities: Vec<&str> = trace
-        .iter()
-        .map(String::as_str)
-        .filter(|l| !l.contains(r#""kind":"event""#))
-        .collect();
-    let engine = Engine::default();
-    replay_parallel(&url, &engine, &entities, 1).unwrap();
+    let engine = with_entities(&url);
     let mut d = PostgresDirectory::connect(&url).unwrap();
     let at = squad_model::Timestamp::from_unix_seconds(1_767_225_600).unwrap();
     let event = |json: &str| -> squad_routing::Event { serde_json::from_str(json).unwrap() };
