@@ -249,3 +249,33 @@ pub(crate) fn run_with_stdin(c: &mut Command, stdin: Option<&str>) -> Output {
     }
     child.wait_with_output().unwrap()
 }
+
+/// Runs `c` with a reader of its standard output that takes at most `first` bytes (as
+/// `head -c1` does) and goes away: the bytes it read, the exit code and stderr.
+pub(crate) fn run_until_reader_leaves(
+    c: &mut Command,
+    first: usize,
+) -> (usize, Option<i32>, String) {
+    use std::io::Read;
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; first];
+    let read = if first == 0 {
+        0
+    } else {
+        stdout.read(&mut buf).unwrap_or(0)
+    };
+    drop(stdout);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (read, child.wait().unwrap().code(), err)
+}

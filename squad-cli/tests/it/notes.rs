@@ -3,7 +3,7 @@
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use crate::git_repo::Repo;
+use crate::git_repo::{Repo, run_until_reader_leaves};
 use squad_model::{AgentName, NoteEntry, NoteType};
 use squad_notes::{GixNotes, Notes};
 
@@ -451,7 +451,6 @@ fn list_streams_every_note_in_object_order_as_one_document() {
 /// and writing batches): exit 0, nothing on stderr, for the text and the JSON list.
 #[test]
 fn list_to_a_reader_that_closes_early_stops_quietly() {
-    use std::io::Read;
     let repo = Repo::new();
     let notes = Notes::new(GixNotes::open(repo.path()).unwrap());
     let data = AgentName::new("data").unwrap();
@@ -467,24 +466,9 @@ fn list_to_a_reader_that_closes_early_stops_quietly() {
         vec!["notes", "list", "--agent", "data"],
         vec!["--json", "notes", "list", "--agent", "data"],
     ] {
-        let mut child = repo
-            .command(&args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdout = child.stdout.take().unwrap();
-        let mut one = [0u8; 1];
-        assert_eq!(stdout.read(&mut one).unwrap(), 1);
-        drop(stdout);
-        let mut err = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
-        assert_eq!(child.wait().unwrap().code(), Some(0), "{args:?}: {err}");
+        let (read, code, err) = run_until_reader_leaves(&mut repo.command(&args), 1);
+        assert_eq!(read, 1, "{args:?}");
+        assert_eq!(code, Some(0), "{args:?}: {err}");
         assert_eq!(err, "", "{args:?}");
     }
 }

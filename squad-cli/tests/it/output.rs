@@ -2,11 +2,10 @@
 //! `error:` line plus one `hint:` line, numbers out of range name their range, and commands
 //! that need a repository or existing state say so.
 
-use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-use crate::git_repo::{RISK_GATE_REQUEST, Repo};
+use crate::git_repo::{RISK_GATE_REQUEST, Repo, run_until_reader_leaves};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -77,26 +76,8 @@ fn a_reader_that_closes_early_is_a_quiet_exit_0() {
         vec!["schema", "note-entry"],
         vec!["route", "generate", "--squads", "50", "--events", "20000"],
     ] {
-        let mut child = repo
-            .command(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Read one byte, as `head -c1` does, then go away.
-        let mut stdout = child.stdout.take().unwrap();
-        let mut one = [0u8; 1];
-        let _ = stdout.read(&mut one);
-        drop(stdout);
-        let mut err = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
-        let status = child.wait().unwrap();
-        assert_eq!(status.code(), Some(0), "{args:?}: {err}");
+        let (_, code, err) = run_until_reader_leaves(&mut repo.command(&args), 1);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
         assert_eq!(err, "", "{args:?}");
     }
 }

@@ -72,25 +72,12 @@ fn help_lists_exit_codes() {
 
 #[test]
 fn a_closed_stdout_ends_quietly_without_a_backtrace() {
-    use std::io::Read;
-    use std::process::Stdio;
     // The reader of stdout goes away before the command prints.
-    let mut child = squad()
-        .args(["schema", "note-entry", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
+    let (_, code, err) = crate::git_repo::run_until_reader_leaves(
+        squad().args(["schema", "note-entry", "--json"]),
+        0,
+    );
     assert!(!err.contains("panicked"), "{err}");
     assert!(!err.contains("backtrace"), "{err}");
-    assert!(matches!(status.code(), Some(0 | 1)), "{status:?}");
+    assert!(matches!(code, Some(0 | 1)), "{code:?}");
 }
