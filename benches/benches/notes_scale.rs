@@ -124,12 +124,80 @@ fn main() {
     }
 }
 
-/// One run of one side: its wall time, the max RSS of each of its processes (KiB), and the
-/// number of notes it printed.
+/// One run of one side: its wall time, the max RSS of each of its processes (KiB), the peaks
+/// of their anonymous and file-backed resident memory (KiB, polled), and the number of notes it
+/// printed.
 struct Sample {
     wall: Duration,
     rss_kib: Vec<u64>,
+    peaks: Vec<Peaks>,
     notes: usize,
+}
+
+/// The largest `RssAnon` and `RssFile` (KiB) seen in `/proc/<pid>/status` of one process: its
+/// heap (and stacks), and the pages of mapped files (the binary, the pack and its index) it had
+/// resident. Polled every [`POLL`], so a process shorter than that may show none.
+#[derive(Clone, Copy, Default)]
+struct Peaks {
+    anon: u64,
+    file: u64,
+}
+
+/// How often [`Poller`] reads the processes' status.
+const POLL: Duration = Duration::from_millis(2);
+
+/// Polls the processes that some `/usr/bin/time` wrappers run (their children, found through
+/// `/proc/<pid>/task/<pid>/children`) until stopped, keeping each one's [`Peaks`].
+struct Poller {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<Peaks>>,
+}
+
+impl Poller {
+    fn start(wrappers: Vec<u32>) -> Self {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut peaks = vec![Peaks::default(); wrappers.len()];
+            while !stopped.load(Ordering::Relaxed) {
+                for (w, peak) in wrappers.iter().zip(&mut peaks) {
+                    let children = format!("/proc/{w}/task/{w}/children");
+                    let Ok(children) = std::fs::read_to_string(children) else {
+                        continue;
+                    };
+                    for child in children.split_whitespace() {
+                        let Ok(status) = std::fs::read_to_string(format!("/proc/{child}/status"))
+                        else {
+                            continue;
+                        };
+                        for line in status.lines() {
+                            let kib = |rest: &str| {
+                                rest.trim()
+                                    .trim_end_matches("kB")
+                                    .trim()
+                                    .parse()
+                                    .unwrap_or(0)
+                            };
+                            if let Some(rest) = line.strip_prefix("RssAnon:") {
+                                peak.anon = peak.anon.max(kib(rest));
+                            } else if let Some(rest) = line.strip_prefix("RssFile:") {
+                                peak.file = peak.file.max(kib(rest));
+                            }
+                        }
+                    }
+                }
+                std::thread::sleep(POLL);
+            }
+            peaks
+        });
+        Self { stop, thread }
+    }
+
+    fn finish(self) -> Vec<Peaks> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
 }
 
 /// How to count the notes of an output.
@@ -187,12 +255,15 @@ impl Bench<'_> {
     fn single(&self, c: &mut Command, rss: &Path, count: Count) -> Sample {
         let start = Instant::now();
         let mut child = c.stdout(Stdio::piped()).spawn().unwrap();
+        let poller = Poller::start(vec![child.id()]);
         let notes = counted(&mut child, count);
+        let peaks = poller.finish();
         assert!(child.wait().unwrap().success(), "{c:?}");
         let wall = start.elapsed();
         Sample {
             wall,
             rss_kib: vec![read_rss(rss)],
+            peaks,
             notes,
         }
     }
@@ -222,7 +293,9 @@ impl Bench<'_> {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
+        let poller = Poller::start(vec![list.id(), cut.id(), batch.id()]);
         let notes = counted(&mut batch, Count::Batch);
+        let peaks = poller.finish();
         for child in [&mut list, &mut cut, &mut batch] {
             assert!(child.wait().unwrap().success());
         }
@@ -230,6 +303,7 @@ impl Bench<'_> {
         Sample {
             wall,
             rss_kib: files.iter().map(|f| read_rss(f)).collect(),
+            peaks,
             notes,
         }
     }
@@ -279,6 +353,23 @@ impl Bench<'_> {
                 .map(|s| s.wall.as_secs_f64() * 1e3)
                 .fold(f64::MAX, f64::min)
         };
+        // Median over samples of the largest (or the sum) over a sample's processes of a peak.
+        let peak = |v: &[Sample], of: fn(&Peaks) -> u64, all: bool| {
+            median(
+                v.iter()
+                    .map(|s| {
+                        let each = s.peaks.iter().map(of);
+                        let kib = if all {
+                            each.sum()
+                        } else {
+                            each.max().unwrap_or(0)
+                        };
+                        kib as f64 / 1024.0
+                    })
+                    .collect(),
+            )
+        };
+        let (anon, file): (fn(&Peaks) -> u64, fn(&Peaks) -> u64) = (|p| p.anon, |p| p.file);
         let (wa, wb) = (wall(&a), wall(&b));
         println!(
             "  {what:<12} ours {wa:9.1} ms (fastest {:.1}), git {wb:9.1} ms (fastest {:.1}): {:.2}x; \
@@ -290,6 +381,17 @@ impl Bench<'_> {
             max(&b),
             sum(&b),
             max(&a) / max(&b),
+        );
+        println!(
+            "  {:<12} peak RssAnon ours {:.1} MiB, git {:.1} / {:.1} MiB; \
+             peak RssFile ours {:.1} MiB, git {:.1} / {:.1} MiB (largest process / all)",
+            "",
+            peak(&a, anon, false),
+            peak(&b, anon, false),
+            peak(&b, anon, true),
+            peak(&a, file, false),
+            peak(&b, file, false),
+            peak(&b, file, true),
         );
         std::io::stdout().flush().unwrap();
     }
