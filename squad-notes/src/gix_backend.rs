@@ -532,18 +532,19 @@ impl GixNotes {
     }
 
     /// Every note at `tip` in object order, mapped as [`GixNotes::read_all_map`] maps them (on
-    /// several threads), handed to `sink` a window at a time, in batches of at most 4096
-    /// notes. A window is the notes of consecutive first bytes (whole top-level fanout
-    /// directories). Each window is walked, read, mapped and handed over, then dropped, so
-    /// memory is bounded by the window whatever the number of notes or the size of the pack:
+    /// several threads), handed to `sink` a window at a time. A window is the notes of
+    /// consecutive first bytes (whole top-level fanout directories). Each window is walked,
+    /// read, mapped and handed over, then dropped, so memory is bounded by the window whatever
+    /// the number of notes or the size of the pack:
     /// - with no more than `window` notes this is one window, read as
     ///   [`GixNotes::read_all_map`] reads (a plan of the blobs' delta trees, each entry decoded
-    ///   once), and as fast;
+    ///   once), as fast, and handed over whole;
     /// - a larger namespace is read in windows of about `window / 2` notes, each reading its
     ///   blobs in pack order with one delta chain per thread (a plan would hold every base its
-    ///   notes need: for a window of a large pack, most of the pack). It pays in time: a delta
-    ///   chain is decoded again by every window that needs part of it. The smaller windows keep
-    ///   its peak heap at about that of one window of `window` notes.
+    ///   notes need: for a window of a large pack, most of the pack), and handed over in
+    ///   batches of at most 4096 notes. It pays in time: a delta chain is decoded again by
+    ///   every window that needs part of it. The smaller windows keep its peak heap at about
+    ///   that of one window of `window` notes.
     ///
     /// ([`GixNotes::stream_map`] bounds memory by a delta cache instead, reading blob by blob.)
     ///
@@ -621,8 +622,9 @@ impl GixNotes {
                 continue;
             }
             if last && notes_walked == walked.len() {
-                // The only window, read as a whole read is, from a plan of its delta trees.
-                self.read_walked(&repo, &packs, &walked, false, &map, STREAM_BATCH, &mut sink)?;
+                // The only window, read as a whole read is, from a plan of its delta trees, and
+                // handed over whole (the caller's work per batch is then done once).
+                self.read_walked(&repo, &packs, &walked, false, &map, usize::MAX, &mut sink)?;
             } else {
                 // The windows of a larger namespace sweep the pack, each in about half a
                 // window's notes (the first one, walked whole, in pieces).
@@ -1010,8 +1012,9 @@ const WINDOW_WALK_RUN: usize = 32;
 /// root entry holds.
 const WINDOW_WALK_FIRST: usize = 4;
 
-/// The most notes [`GixNotes::stream_windows`] hands over at a time (a window is read at
-/// once, then handed over in batches of this many, each built as it is handed over).
+/// The most notes [`GixNotes::stream_windows`] hands over at a time from a window of a large
+/// namespace (a window is read at once, then handed over in batches of this many, each built
+/// as it is handed over).
 const STREAM_BATCH: usize = 1 << 12;
 
 fn load_blob(repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>> {
