@@ -48,6 +48,7 @@ pub fn with_db(url: &str, db: &str, schema: Option<&str>) -> String {
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// A database of its own on the server, created empty and dropped (`WITH (FORCE)`) on drop.
+#[derive(Debug)]
 pub struct TestDb {
     admin: String,
     name: String,

@@ -50,7 +50,10 @@ fn migrate_then_replay_with_many_workers() {
     let Some(server) = server() else { return };
     let tmp = tempfile::tempdir().unwrap();
     generate(tmp.path(), "400");
-    let (a, b) = (TestDb::new(&server, "squad_cli_test"), TestDb::new(&server, "squad_cli_test"));
+    let (a, b) = (
+        TestDb::new(&server, "squad_cli_test"),
+        TestDb::new(&server, "squad_cli_test"),
+    );
     // Never migrated: exit 1, one error line naming the command, nothing written.
     let out = run(
         &["route", "replay", "--db", &a.url, "t.jsonl"],
@@ -125,7 +128,10 @@ fn a_killed_replay_rerun_loses_nothing() {
     let Some(server) = server() else { return };
     let tmp = tempfile::tempdir().unwrap();
     generate(tmp.path(), "1500");
-    let (killed, whole) = (TestDb::new(&server, "squad_cli_test"), TestDb::new(&server, "squad_cli_test"));
+    let (killed, whole) = (
+        TestDb::new(&server, "squad_cli_test"),
+        TestDb::new(&server, "squad_cli_test"),
+    );
     for db in [&killed, &whole] {
         ok(&run(
             &["route", "migrate", "--db", &db.url],
