@@ -369,7 +369,6 @@ impl Bench<'_> {
                     .collect(),
             )
         };
-        let (anon, file): (fn(&Peaks) -> u64, fn(&Peaks) -> u64) = (|p| p.anon, |p| p.file);
         let (wa, wb) = (wall(&a), wall(&b));
         println!(
             "  {what:<12} ours {wa:9.1} ms (fastest {:.1}), git {wb:9.1} ms (fastest {:.1}): {:.2}x; \
@@ -386,12 +385,12 @@ impl Bench<'_> {
             "  {:<12} peak RssAnon ours {:.1} MiB, git {:.1} / {:.1} MiB; \
              peak RssFile ours {:.1} MiB, git {:.1} / {:.1} MiB (largest process / all)",
             "",
-            peak(&a, anon, false),
-            peak(&b, anon, false),
-            peak(&b, anon, true),
-            peak(&a, file, false),
-            peak(&b, file, false),
-            peak(&b, file, true),
+            peak(&a, |p| p.anon, false),
+            peak(&b, |p| p.anon, false),
+            peak(&b, |p| p.anon, true),
+            peak(&a, |p| p.file, false),
+            peak(&b, |p| p.file, false),
+            peak(&b, |p| p.file, true),
         );
         std::io::stdout().flush().unwrap();
     }
