@@ -629,7 +629,8 @@ const OUT_CHUNK: usize = 64 * 1024;
 
 /// The notes `notes list` reads at a time (see [`GixNotes::stream_windows`]): a namespace of up
 /// to about 130k notes is one window, read as fast as a whole read; a larger one is read in
-/// windows of about half as many, each sweeping the pack, in about 40 MiB of heap at most.
+/// windows of about half as many, each sweeping the pack. Either way the heap peaks at about
+/// 40 MiB (bench `notes_scale`).
 const LIST_WINDOW: usize = 1 << 17;
 
 fn carry(args: &CarryArgs, ctx: &Ctx) -> CmdResult {
