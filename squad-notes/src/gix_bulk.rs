@@ -13,6 +13,12 @@
 //! chain again. So no thread needs bytes another one decoded, and a pack whose blobs are nearly
 //! all deltas of one base (as after a full repack) still uses every thread.
 //!
+//! The plan holds every base its wanted entries need: for a few wanted entries spread over a
+//! large pack (a window of a large namespace), most of the pack. [`decode_sweep`] reads them
+//! in pack order without a plan instead, each thread keeping only the chain it read last, in
+//! memory that does not grow with the pack; a chain prefix that several calls need is decoded
+//! by each of them.
+//!
 //! Objects that are not in a pack of the repository itself (loose objects, alternates) are read
 //! by the caller through the object database. A delta whose base is outside its pack (git does
 //! not write such local packs, but they are valid) is resolved through the object database.
