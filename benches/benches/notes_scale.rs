@@ -1,5 +1,6 @@
 //! `squad notes list` and `notes show` at 100k and 1M notes against the git CLI, as processes:
-//! wall time and peak memory (max RSS) of every process of each side.
+//! wall time and peak memory (max RSS, and the peaks of anonymous and file-backed resident
+//! memory) of every process of each side.
 //!
 //! Run it with the release binary built first (`SQUAD_BIN` names another one):
 //!
@@ -9,17 +10,23 @@
 //! SQUAD_BENCH_MILLION=1 cargo bench -p squad-bench --bench notes_scale    # 100k, then 1M
 //! ```
 //!
-//! `SQUAD_BENCH_SAMPLES` overrides the number of samples (default 11 at 100k, 3 at 1M).
+//! `SQUAD_BENCH_SAMPLES` overrides the number of samples (default 11 at 100k, 3 at 1M). The
+//! bench looks for the binary and keeps its fixtures under this workspace's `target/`: with
+//! `CARGO_TARGET_DIR` elsewhere, set `SQUAD_BIN` to the binary built there.
 //!
 //! Fixtures: a linear history of N commits on `main` and one note per commit in
 //! `refs/notes/squad/data` (one compact JSON entry of about 230 bytes each, as in the `notes`
 //! bench), written in one notes commit by `git fast-import` (fanout 2/2/36) fed as it is
 //! generated, then `git repack -adq` into one pack. They are cached under
-//! `target/squad-bench-fixtures/notes-scale-N/`; the 1M fixture takes a few minutes to build and
-//! about 1 GB of disk, so it is built only with `SQUAD_BENCH_MILLION=1`.
+//! `target/squad-bench-fixtures/notes-scale-N/`; the 1M fixture takes one to two minutes to
+//! build and about 300 MB of disk, so it is built only with `SQUAD_BENCH_MILLION=1`.
 //!
 //! Each sample runs both sides once, in alternating order (ours first in even samples), each
-//! process under GNU `/usr/bin/time -f %M` for its max RSS; the wall time is measured here, from
+//! process under GNU `/usr/bin/time -f %M` for its max RSS, while a thread polls
+//! `/proc/<pid>/status` of every process every 2 ms for the peaks of `RssAnon` (heap and
+//! stacks) and `RssFile` (resident pages of mapped files: the binary, the pack and its index;
+//! the two peaks need not be at the same moment, and a process shorter than the poll, as
+//! `show`, may show little or nothing); the wall time is measured here, from
 //! the first spawn to the last exit, with every output read through a pipe and counted (the notes
 //! ours lists, the note blobs git prints). The only assertion is that both sides printed the
 //! same number of notes.
@@ -32,24 +39,49 @@
 //! - `show`: `squad notes show --agent data <commit>` vs `git notes --ref=squad/data show
 //!   <commit>`, for the middle commit of the history.
 //!
-//! Measured 2026-12-06 on a 2-core machine shared with other builds (load average about 3),
-//! medians; ratio = ours / git; RSS of git's pipeline as its largest process / all three:
-//! - 100k, 11 samples: `list --json` 181 ms vs 753 ms, 0.24x (fastest 165 vs 686 ms); max
-//!   RSS 106 MiB vs 64 / 100 MiB, 1.65x the largest. `list` 178 ms vs 145 ms, 1.22x (ours
-//!   reads every note to count its entries, git reads none); 85 vs 35 MiB. `show` 4.6 ms vs
-//!   3.7 ms; 17 vs 5 MiB (our binary and its gix handles).
-//! - 1M, 3 samples (a `cargo clippy` running beside it at low priority): `list --json`
-//!   7.97 s vs 30.80 s, 0.26x; max RSS 423 MiB vs 282 / 557 MiB, 1.50x the largest. `list`
-//!   7.89 s vs 1.17 s; 314 vs 275 MiB. `show` 6.7 ms vs 4.3 ms; 24 vs 5 MiB. Fixture build
-//!   110 s (fast-import and repack), 294 MB on disk.
+//! Measured 2026-12-06 on a 2-core machine shared with other sessions' builds and tests (load
+//! average 3 to 5, so times vary by a third from run to run), medians; ratio = ours / git;
+//! git's pipeline as its largest process / all three; RSS in MiB:
 //!
-//! Where the memory is: `squad --json notes list` of 100k notes peaks with about 55 MiB of
-//! heap and 25 MiB of pack and index pages mapped; before `squad` turned transparent huge pages
-//! off for itself, mimalloc's huge pages made it 137 MiB. The pack's pages count in max RSS
-//! on both sides (git maps its packs too), and they grow with the pack: at 1M the pack is
-//! 241 MB and its index 58 MB. A window's delta bases are decoded with it even when an earlier
-//! window decoded them already, so at 1M (8 windows) the heap also holds the delta plan of
-//! most of the pack's blobs for a while.
+//! | 100k, 11 samples | time | max RSS | peak RssAnon | peak RssFile |
+//! |---|---|---|---|---|
+//! | `list --json` ours | 288 ms | 93 | 45 | 49 |
+//! | git pipeline | 963 ms (0.30x) | 64 / 100 | 43 / 56 | 22 / 45 |
+//! | `list` ours | 242 ms | 68 | 39 | 30 |
+//! | `git notes list` | 217 ms (1.12x) | 35 | 13 | 22 |
+//! | `show` ours / git | 6.7 / 6.7 ms | 15 / 5 | 3 / - | 8 / 1 |
+//!
+//! | 1M, 3 samples | time | max RSS | peak RssAnon | peak RssFile |
+//! |---|---|---|---|---|
+//! | `list --json` ours | 14.39 s | 307 | 37 | 286 |
+//! | git pipeline | 35.70 s (0.40x) | 282 / 558 | 133 / 260 | 148 / 298 |
+//! | `list` ours | 9.60 s | 189 | 36 | 164 |
+//! | `git notes list` | 1.58 s (6.07x) | 275 | 127 | 148 |
+//! | `show` ours / git | 8.9 / 6.7 ms | 22 / 5 | 3 / - | 17 / 3 |
+//!
+//! The 100k ratio of `list --json` moves with the load: seven runs of the 100k part, alternating
+//! this binary and the one before the sweep described below, gave 0.32, 0.25 (184 vs 733 ms),
+//! 0.27 and 0.30x for this one, 0.27, 0.33 and 0.26x for the one before; in direct runs,
+//! interleaved, the two take the same time (0.24 vs 0.26 s, median of seven). Fixture build at 1M: 71 s,
+//! 294 MB on disk.
+//!
+//! Where the memory is. The heap (`RssAnon`) is bounded: 37 MiB at 1M, 45 at 100k (the binary
+//! before: 158 MiB at 1M in one run, 58 at 100k). A namespace of at most one window (about 130k
+//! notes) is read from a plan of its delta trees, as before; a larger one in windows of about
+//! 65k notes that sweep the pack in pack order with one delta chain per thread, where a
+//! window's plan held the bases of its notes, most of the pack at 1M (the notes pack's blobs
+//! are linear delta chains of 51). A heap profile (heaptrack, under glibc's allocator) peaks
+//! at 29 MB at 100k and 31 MB at 1M in windows of 128k; the rest is what mimalloc keeps of
+//! what was freed (version 2, which purges after 10 ms: version 3, after a second, made the
+//! 1M windows of 128k peak at 82 MiB). The time at 1M is the price: each window decodes the
+//! chain prefixes its notes need again (16 windows, about 70% of the pack each): 13.7 s vs
+//! 10.9 s for the binary before, in direct runs one after the other. The file-backed part grows with the pack and is not
+//! bounded: every window touches most of the 241 MB pack (and `--json` the commits, to type
+//! them) and looks its notes up in the 58 MB index, and the pages stay resident as long as
+//! gix's read-only mapping of the whole file lives (git maps whole packs too: its `cat-file`
+//! holds 148 MiB of them). Dropping them would take `madvise(MADV_DONTNEED)` on gix's map,
+//! which gix keeps private, and unsafe code (forbidden here), or reopening the packs during a
+//! sweep; the heap was the part that grew.
 #![expect(clippy::unwrap_used, reason = "a broken fixture should stop the bench")]
 #![expect(clippy::print_stdout, reason = "a bench prints its figures")]
 
@@ -124,12 +156,80 @@ fn main() {
     }
 }
 
-/// One run of one side: its wall time, the max RSS of each of its processes (KiB), and the
-/// number of notes it printed.
+/// One run of one side: its wall time, the max RSS of each of its processes (KiB), the peaks
+/// of their anonymous and file-backed resident memory (KiB, polled), and the number of notes it
+/// printed.
 struct Sample {
     wall: Duration,
     rss_kib: Vec<u64>,
+    peaks: Vec<Peaks>,
     notes: usize,
+}
+
+/// The largest `RssAnon` and `RssFile` (KiB) seen in `/proc/<pid>/status` of one process: its
+/// heap (and stacks), and the pages of mapped files (the binary, the pack and its index) it had
+/// resident. Polled every [`POLL`], so a process shorter than that may show none.
+#[derive(Clone, Copy, Default)]
+struct Peaks {
+    anon: u64,
+    file: u64,
+}
+
+/// How often [`Poller`] reads the processes' status.
+const POLL: Duration = Duration::from_millis(2);
+
+/// Polls the processes that some `/usr/bin/time` wrappers run (their children, found through
+/// `/proc/<pid>/task/<pid>/children`) until stopped, keeping each one's [`Peaks`].
+struct Poller {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<Peaks>>,
+}
+
+impl Poller {
+    fn start(wrappers: Vec<u32>) -> Self {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut peaks = vec![Peaks::default(); wrappers.len()];
+            while !stopped.load(Ordering::Relaxed) {
+                for (w, peak) in wrappers.iter().zip(&mut peaks) {
+                    let children = format!("/proc/{w}/task/{w}/children");
+                    let Ok(children) = std::fs::read_to_string(children) else {
+                        continue;
+                    };
+                    for child in children.split_whitespace() {
+                        let Ok(status) = std::fs::read_to_string(format!("/proc/{child}/status"))
+                        else {
+                            continue;
+                        };
+                        for line in status.lines() {
+                            let kib = |rest: &str| {
+                                rest.trim()
+                                    .trim_end_matches("kB")
+                                    .trim()
+                                    .parse()
+                                    .unwrap_or(0)
+                            };
+                            if let Some(rest) = line.strip_prefix("RssAnon:") {
+                                peak.anon = peak.anon.max(kib(rest));
+                            } else if let Some(rest) = line.strip_prefix("RssFile:") {
+                                peak.file = peak.file.max(kib(rest));
+                            }
+                        }
+                    }
+                }
+                std::thread::sleep(POLL);
+            }
+            peaks
+        });
+        Self { stop, thread }
+    }
+
+    fn finish(self) -> Vec<Peaks> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
 }
 
 /// How to count the notes of an output.
@@ -187,12 +287,15 @@ impl Bench<'_> {
     fn single(&self, c: &mut Command, rss: &Path, count: Count) -> Sample {
         let start = Instant::now();
         let mut child = c.stdout(Stdio::piped()).spawn().unwrap();
+        let poller = Poller::start(vec![child.id()]);
         let notes = counted(&mut child, count);
+        let peaks = poller.finish();
         assert!(child.wait().unwrap().success(), "{c:?}");
         let wall = start.elapsed();
         Sample {
             wall,
             rss_kib: vec![read_rss(rss)],
+            peaks,
             notes,
         }
     }
@@ -222,7 +325,9 @@ impl Bench<'_> {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
+        let poller = Poller::start(vec![list.id(), cut.id(), batch.id()]);
         let notes = counted(&mut batch, Count::Batch);
+        let peaks = poller.finish();
         for child in [&mut list, &mut cut, &mut batch] {
             assert!(child.wait().unwrap().success());
         }
@@ -230,6 +335,7 @@ impl Bench<'_> {
         Sample {
             wall,
             rss_kib: files.iter().map(|f| read_rss(f)).collect(),
+            peaks,
             notes,
         }
     }
@@ -279,6 +385,22 @@ impl Bench<'_> {
                 .map(|s| s.wall.as_secs_f64() * 1e3)
                 .fold(f64::MAX, f64::min)
         };
+        // Median over samples of the largest (or the sum) over a sample's processes of a peak.
+        let peak = |v: &[Sample], of: fn(&Peaks) -> u64, all: bool| {
+            median(
+                v.iter()
+                    .map(|s| {
+                        let each = s.peaks.iter().map(of);
+                        let kib = if all {
+                            each.sum()
+                        } else {
+                            each.max().unwrap_or(0)
+                        };
+                        kib as f64 / 1024.0
+                    })
+                    .collect(),
+            )
+        };
         let (wa, wb) = (wall(&a), wall(&b));
         println!(
             "  {what:<12} ours {wa:9.1} ms (fastest {:.1}), git {wb:9.1} ms (fastest {:.1}): {:.2}x; \
@@ -290,6 +412,17 @@ impl Bench<'_> {
             max(&b),
             sum(&b),
             max(&a) / max(&b),
+        );
+        println!(
+            "  {:<12} peak RssAnon ours {:.1} MiB, git {:.1} / {:.1} MiB; \
+             peak RssFile ours {:.1} MiB, git {:.1} / {:.1} MiB (largest process / all)",
+            "",
+            peak(&a, |p| p.anon, false),
+            peak(&b, |p| p.anon, false),
+            peak(&b, |p| p.anon, true),
+            peak(&a, |p| p.file, false),
+            peak(&b, |p| p.file, false),
+            peak(&b, |p| p.file, true),
         );
         std::io::stdout().flush().unwrap();
     }

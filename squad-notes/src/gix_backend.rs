@@ -297,18 +297,29 @@ impl GixNotes {
         let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
         let packs = gix_bulk::Packs::open(&repo);
         let walked = walk_notes(Some(self), Some(&packs), &repo, root, false)?;
-        self.read_walked(&repo, &packs, &walked, map)
+        let mut all = Vec::new();
+        self.read_walked(&repo, &packs, &walked, false, map, usize::MAX, |part| {
+            all = part;
+            Ok(())
+        })?;
+        Ok(all)
     }
 
-    /// The notes of `walked` (sorted by object), mapped by `map`: the read half of
-    /// [`GixNotes::bulk_read`].
+    /// The notes of `walked` (sorted by object), mapped by `map` and handed to `emit` in order,
+    /// at most `batch` at a time: the read half of [`GixNotes::bulk_read`]. The packed blobs are
+    /// decoded from a plan of their delta trees ([`gix_bulk::decode_all`]), or with `sweep` in
+    /// pack order keeping one delta chain per thread ([`gix_bulk::decode_sweep`]).
+    #[expect(clippy::too_many_arguments, reason = "the two reads share every part")]
     fn read_walked<T: Send>(
         &self,
         repo: &gix::Repository,
         packs: &gix_bulk::Packs,
         walked: &[Walked],
+        sweep: bool,
         map: impl Fn(&[u8]) -> T + Sync,
-    ) -> Result<Vec<(Oid, T)>> {
+        batch: usize,
+        mut emit: impl FnMut(Vec<(Oid, T)>) -> Result<()>,
+    ) -> Result<()> {
         /// A walked entry once read: mapped already, or kept to be joined with the other
         /// entries of its object.
         enum Slot<T> {
@@ -351,19 +362,25 @@ impl GixNotes {
             kind: gix::object::Kind::Blob,
             what: "note entry",
         };
-        let loaded = gix_bulk::decode_all(packs, &self.repo, &wanted, |w, bytes| {
-            slot(at_walked[w], bytes)
-        })?;
+        let each = |w: usize, bytes: &[u8]| slot(at_walked[w], bytes);
+        let loaded = if sweep {
+            gix_bulk::decode_sweep(packs, &self.repo, &wanted, each)?
+        } else {
+            gix_bulk::decode_all(packs, &self.repo, &wanted, each)?
+        };
+        drop(in_packs);
         let mut slots: Vec<Option<Slot<T>>> =
             std::iter::repeat_with(|| None).take(walked.len()).collect();
         for (w, s) in loaded.into_iter().flatten() {
             slots[at_walked[w]] = Some(s);
         }
+        drop(at_walked);
         for i in loose {
             slots[i] = Some(slot(i, &load_blob(repo, walked[i].1)?));
         }
         let mut slots = slots.into_iter();
-        let mut out = Vec::with_capacity(walked.len());
+        let batch = batch.clamp(1, walked.len().max(1));
+        let mut out = Vec::with_capacity(batch);
         for entries in walked.chunk_by(|a, b| a.0 == b.0) {
             let value = if entries.len() == 1 {
                 match slots.next().flatten() {
@@ -379,8 +396,14 @@ impl GixNotes {
                 map(&join_git(parts))
             };
             out.push((from_gix(&entries[0].0), value));
+            if out.len() >= batch {
+                emit(std::mem::replace(&mut out, Vec::with_capacity(batch)))?;
+            }
         }
-        Ok(out)
+        if !out.is_empty() {
+            emit(out)?;
+        }
+        Ok(())
     }
 
     /// Every note at `tip`, each mapped by `map` on the thread that decoded it, straight from
@@ -508,14 +531,22 @@ impl GixNotes {
         Ok(())
     }
 
-    /// Every note at `tip` in object order, as [`GixNotes::read_all_map`] reads them (in pack
-    /// order, on several threads), handed to `sink` one window at a time: a window is the notes
-    /// of consecutive first bytes (whole top-level fanout directories), about `window` notes or
-    /// fewer. Each window is walked, read, mapped and handed over, then dropped, so memory is
-    /// bounded by the window whatever the number of notes; with no more than `window` notes
-    /// this is one window, as fast as [`GixNotes::read_all_map`]. Larger namespaces pay for it
-    /// in time: delta chains that cross windows are decoded once per window that needs them
-    /// ([`GixNotes::stream_map`] bounds memory by a delta cache instead, reading blob by blob).
+    /// Every note at `tip` in object order, mapped as [`GixNotes::read_all_map`] maps them (on
+    /// several threads), handed to `sink` a window at a time. A window is the notes of
+    /// consecutive first bytes (whole top-level fanout directories). Each window is walked,
+    /// read, mapped and handed over, then dropped, so memory is bounded by the window whatever
+    /// the number of notes or the size of the pack:
+    /// - with no more than `window` notes this is one window, read as
+    ///   [`GixNotes::read_all_map`] reads (a plan of the blobs' delta trees, each entry decoded
+    ///   once), as fast, and handed over whole;
+    /// - a larger namespace is read in windows of about `window / 2` notes, each reading its
+    ///   blobs in pack order with one delta chain per thread (a plan would hold every base its
+    ///   notes need: for a window of a large pack, most of the pack), and handed over in
+    ///   batches of at most 4096 notes. It pays in time: a delta chain is decoded again by
+    ///   every window that needs part of it. The smaller windows keep its peak heap at about
+    ///   that of one window of `window` notes.
+    ///
+    /// ([`GixNotes::stream_map`] bounds memory by a delta cache instead, reading blob by blob.)
     ///
     /// # Errors
     ///
@@ -559,25 +590,58 @@ impl GixNotes {
         let entries: Vec<_> = by_first_byte(&top.entries);
         let mut walked: Vec<Walked> = Vec::new();
         let mut groups = entries.chunk_by(|a, b| a.0 == b.0).peekable();
+        // The notes the window being walked takes: `window` for the first one, half of it for
+        // the others.
+        let mut target = window.max(1);
+        // Root entries walked so far and the notes under them: the next run takes about as
+        // many entries as the window has room for, so that a window holds about `target` notes
+        // however many notes a first byte has (about 3,900 at a million notes).
+        let (mut entries_walked, mut notes_walked) = (0usize, 0usize);
         while groups.peek().is_some() {
             // A run of whole first-byte groups, walked at once (on several threads when it has
-            // enough subtrees), then added to the window.
-            let mut run = Vec::with_capacity(WINDOW_WALK_RUN);
-            while run.len() < WINDOW_WALK_RUN
+            // two subtrees or more), then added to the window.
+            let room = target.saturating_sub(walked.len());
+            let take = match notes_walked.checked_div(entries_walked) {
+                Some(per_entry) => room / per_entry.max(1),
+                None => WINDOW_WALK_FIRST,
+            }
+            .clamp(1, WINDOW_WALK_RUN);
+            let mut run = Vec::with_capacity(take);
+            while run.len() < take
                 && let Some(group) = groups.next()
             {
                 run.extend(group.iter().map(|e| e.1));
             }
-            let part = walk_top(Some(self), Some(&packs), &repo, &run, false)?;
+            let part = walk_top(Some(self), Some(&packs), &repo, &run, false, 2)?;
+            (entries_walked, notes_walked) =
+                (entries_walked + run.len(), notes_walked + part.len());
             // Runs come in first-byte order, each sorted: the window stays sorted.
             walked.extend(part);
-            if walked.len() >= window.max(1) || groups.peek().is_none() {
-                let out = self.read_walked(&repo, &packs, &walked, &map)?;
-                walked = Vec::new();
-                if !out.is_empty() {
-                    sink(out)?;
+            let last = groups.peek().is_none();
+            if walked.len() < target && !last {
+                continue;
+            }
+            if last && notes_walked == walked.len() {
+                // The only window, read as a whole read is, from a plan of its delta trees, and
+                // handed over whole (the caller's work per batch is then done once).
+                self.read_walked(&repo, &packs, &walked, false, &map, usize::MAX, &mut sink)?;
+            } else {
+                // The windows of a larger namespace sweep the pack, each in about half a
+                // window's notes (the first one, walked whole, in pieces).
+                target = (window / 2).max(1);
+                let mut rest = walked.as_slice();
+                while !rest.is_empty() {
+                    // Cut between two objects: the entries of one object are read together.
+                    let mut end = target.min(rest.len());
+                    while end < rest.len() && rest[end].0 == rest[end - 1].0 {
+                        end += 1;
+                    }
+                    let (piece, after) = rest.split_at(end);
+                    self.read_walked(&repo, &packs, piece, true, &map, STREAM_BATCH, &mut sink)?;
+                    rest = after;
                 }
             }
+            walked = Vec::new();
         }
         Ok(())
     }
@@ -866,17 +930,26 @@ fn walk_notes(
 ) -> Result<Vec<Walked>> {
     let tree = read_tree(repo, root)?;
     let top = decode_tree(&tree)?;
-    walk_top(parallel, packs, repo, &top.entries, paths)
+    walk_top(
+        parallel,
+        packs,
+        repo,
+        &top.entries,
+        paths,
+        PARALLEL_WALK_MIN,
+    )
 }
 
 /// [`walk_notes`] for some entries of the root tree: the notes under `entries`, sorted by
-/// object (the entries of one object in walk order).
+/// object (the entries of one object in walk order), on several threads when they hold at
+/// least `parallel_min` subtrees.
 fn walk_top(
     parallel: Option<&GixNotes>,
     packs: Option<&gix_bulk::Packs>,
     repo: &gix::Repository,
     entries: &[gix::objs::tree::EntryRef<'_>],
     paths: bool,
+    parallel_min: usize,
 ) -> Result<Vec<Walked>> {
     let hex_len = repo.object_hash().len_in_hex();
     let state = || WalkState {
@@ -899,7 +972,7 @@ fn walk_top(
         let entries = run.iter().map(|e| Ok(*e));
         walk_entries(&mut reader, entries, &mut state(), &mut part, &mut bufs()).map(|()| part)
     };
-    let mut walked = match parallel.filter(|_| subtrees >= PARALLEL_WALK_MIN) {
+    let mut walked = match parallel.filter(|_| subtrees >= parallel_min.max(2)) {
         // A fresh handle per thread without an object cache: a full walk reads each tree once,
         // so a cache would only cost copies (and make repeated walks look faster than a cold one).
         Some(notes) => parallel::map_chunks(entries, 2, "notes.list", |run| {
@@ -931,10 +1004,18 @@ fn by_first_byte<'t>(
     out
 }
 
-/// Root entries [`GixNotes::stream_windows`] walks at a time (whole first-byte groups, so
-/// possibly a few more): enough subtrees for a parallel walk, few enough notes to fill windows
-/// closely.
+/// The most root entries [`GixNotes::stream_windows`] walks at a time (whole first-byte groups,
+/// so possibly a few more): fewer when the window has room for fewer notes.
 const WINDOW_WALK_RUN: usize = 32;
+
+/// The root entries [`GixNotes::stream_windows`] walks first, before it knows how many notes a
+/// root entry holds.
+const WINDOW_WALK_FIRST: usize = 4;
+
+/// The most notes [`GixNotes::stream_windows`] hands over at a time from a window of a large
+/// namespace (a window is read at once, then handed over in batches of this many, each built
+/// as it is handed over).
+const STREAM_BATCH: usize = 1 << 12;
 
 fn load_blob(repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>> {
     let mut blob = repo.find_blob(id).map_err(|e| {

@@ -13,6 +13,12 @@
 //! chain again. So no thread needs bytes another one decoded, and a pack whose blobs are nearly
 //! all deltas of one base (as after a full repack) still uses every thread.
 //!
+//! The plan holds every base its wanted entries need: for a few wanted entries spread over a
+//! large pack (a window of a large namespace), most of the pack. [`decode_sweep`] reads them
+//! in pack order without a plan instead, each thread keeping only the chain it read last, in
+//! memory that does not grow with the pack; a chain prefix that several calls need is decoded
+//! by each of them.
+//!
 //! Objects that are not in a pack of the repository itself (loose objects, alternates) are read
 //! by the caller through the object database. A delta whose base is outside its pack (git does
 //! not write such local packs, but they are valid) is resolved through the object database.
@@ -402,6 +408,164 @@ pub(crate) fn decode_all<T: Send>(
         ));
     }
     Ok(results)
+}
+
+/// Decodes every object of `wanted` and maps it as [`decode_all`] does (same results, also in
+/// one vector per thread), without planning the delta trees: the wanted entries are read in
+/// pack order, each thread taking a contiguous run of them with a [`Sweep`], which keeps only
+/// the decoded chain of the entry it read last. A plan holds every base its wanted entries
+/// need, which for a few wanted entries spread over a large pack (a window of a large
+/// namespace) is most of the pack's entries; here memory is the wanted entries' order and one
+/// delta chain per thread, whatever the size of the pack. git writes a delta family depth
+/// first from its base, so in pack order the chain of the next wanted entry mostly starts at
+/// an entry of the chain read last, and each entry a run needs is decoded about once.
+///
+/// # Errors
+///
+/// As [`decode_all`].
+pub(crate) fn decode_sweep<T: Send>(
+    packs: &Packs,
+    repo: &gix::ThreadSafeRepository,
+    wanted: &Wanted<'_>,
+    map: impl Fn(usize, &[u8]) -> T + Sync,
+) -> Result<Vec<Vec<(usize, T)>>> {
+    let objects = wanted.objects;
+    let mut order: Vec<(Location, u32)> = (0..u32::try_from(objects.len()).unwrap_or(u32::MAX))
+        .zip(objects)
+        .map(|(w, o)| (o.1, w))
+        .collect();
+    order.sort_unstable();
+    parallel::map_chunks(&order, parallel::PARALLEL_MIN, "notes.read", |run| {
+        let mut sweep = Sweep::new(packs);
+        let local: OnceCell<gix::Repository> = OnceCell::new();
+        // The object of the last wanted entry read through the object database.
+        let mut outside = Vec::new();
+        let mut out = Vec::with_capacity(run.len());
+        for &(at, w) in run {
+            let i = w as usize;
+            let id = objects[i].0;
+            let (kind, bytes) = match sweep.read(at)? {
+                Some(read) => read,
+                None => {
+                    let repo = local.get_or_init(|| repo.to_thread_local());
+                    let object = repo.find_object(id).map_err(|e| {
+                        Error::new(
+                            ErrorKind::Corrupt,
+                            "notes.read",
+                            format!("{} {id} cannot be read", wanted.what),
+                        )
+                        .with_source(e)
+                    })?;
+                    outside.clear();
+                    outside.extend_from_slice(&object.data);
+                    (object.kind, outside.as_slice())
+                }
+            };
+            if kind != wanted.kind {
+                return Err(Error::new(
+                    ErrorKind::Corrupt,
+                    "notes.read",
+                    format!("{} {id} is a {kind}, not a {}", wanted.what, wanted.kind),
+                ));
+            }
+            out.push((i, map(i, bytes)));
+        }
+        Ok(vec![out])
+    })
+}
+
+/// Reads pack entries, best in pack order, keeping the decoded delta chain of the last one
+/// read (one buffer per depth, reused): an entry whose chain passes through an entry of that
+/// chain is decoded from there, each element from its parent's bytes; any other from its
+/// root. Memory is one chain, however many entries are read.
+struct Sweep<'p> {
+    packs: &'p Packs,
+    inflate: gix::zlib::Inflate,
+    /// The chain of the entry read last, from its root: each element's location, data offset
+    /// and kind; its bytes are in `bufs` at the same depth.
+    path: Vec<(Location, u64, gix::object::Kind)>,
+    bufs: Vec<Vec<u8>>,
+    /// The pack offsets of the entries still to decode, the entry read first.
+    todo: Vec<u64>,
+}
+
+impl<'p> Sweep<'p> {
+    fn new(packs: &'p Packs) -> Self {
+        Self {
+            packs,
+            inflate: gix::zlib::Inflate::default(),
+            path: Vec::new(),
+            bufs: Vec::new(),
+            todo: Vec::new(),
+        }
+    }
+
+    /// The kind and bytes of the entry at `at`; `Ok(None)` when its chain leaves its pack (the
+    /// caller then asks the object database).
+    fn read(&mut self, at: Location) -> Result<Option<(gix::object::Kind, &[u8])>> {
+        let (n, offset) = at;
+        let bundle = self
+            .packs
+            .bundles
+            .get(n)
+            .ok_or_else(|| Error::new(ErrorKind::Backend, "notes.read", "a pack vanished"))?;
+        // Walk the chain down to an element of the path or to its root.
+        self.todo.clear();
+        let mut cursor = offset;
+        let keep = loop {
+            if let Some(depth) = self.path.iter().rposition(|p| p.0 == (n, cursor)) {
+                break depth + 1;
+            }
+            // A chain longer than git ever writes (4095) means a cycle in a corrupt pack.
+            if self.todo.len() > 4096 {
+                return Err(Error::new(
+                    ErrorKind::Corrupt,
+                    "notes.read",
+                    "the deltas of a pack form a cycle",
+                ));
+            }
+            self.todo.push(cursor);
+            match header(self.packs, n, cursor)? {
+                Base::InPack(base) => cursor = base,
+                Base::External => return Ok(None),
+                Base::None => break 0,
+            }
+        };
+        self.path.truncate(keep);
+        let data = &bundle.pack;
+        let resolve = |base: &gix::oid, _: &mut Vec<u8>| match base_in(bundle, base) {
+            Some(entry) => entry.map(Some),
+            None => Ok(None),
+        };
+        while let Some(offset) = self.todo.pop() {
+            let depth = self.path.len();
+            if self.bufs.len() <= depth {
+                self.bufs.push(Vec::new());
+            }
+            let (done, rest) = self.bufs.split_at_mut(depth);
+            let parent = self
+                .path
+                .last()
+                .zip(done.last())
+                .map(|(p, bytes)| ((p.1, p.2), bytes.as_slice()));
+            let mut base = Parent {
+                pack_id: data.id,
+                parent,
+            };
+            let entry = data.entry(offset).map_err(corrupt_at(bundle, offset))?;
+            let data_offset = entry.data_offset;
+            let outcome = data
+                .decode_entry(entry, &mut rest[0], &mut self.inflate, &resolve, &mut base)
+                .map_err(corrupt_at(bundle, offset))?;
+            self.path.push(((n, offset), data_offset, outcome.kind));
+        }
+        let depth = self.path.len();
+        Ok(self
+            .path
+            .last()
+            .zip(self.bufs.get(depth.wrapping_sub(1)))
+            .map(|(p, bytes)| (p.2, bytes.as_slice())))
+    }
 }
 
 /// The delta trees of the wanted entries, sorted by pack position.
@@ -822,7 +986,7 @@ mod tests {
 
     /// Blobs that git packs as one deep delta tree: the plan cuts it into pieces (a node read
     /// again by several pieces, handed over by one), and every blob still comes out exactly as
-    /// the object database reads it, once.
+    /// the object database reads it, once; the sweep reads the same.
     #[test]
     fn a_delta_tree_larger_than_a_piece_is_cut_and_every_entry_decodes_once() {
         let dir = tempfile::tempdir().unwrap();
@@ -895,6 +1059,15 @@ mod tests {
                 .collect();
         got.sort_by_key(|(w, _)| *w);
         assert_eq!(got.len(), objects.len());
+        // The sweep reads the same bytes, whatever the depth of the chains.
+        let mut swept: Vec<(usize, Vec<u8>)> =
+            decode_sweep(&packs, &ts, &wanted, |_, bytes| bytes.to_vec())
+                .unwrap()
+                .into_iter()
+                .flatten()
+                .collect();
+        swept.sort_by_key(|(w, _)| *w);
+        assert!(swept == got, "the sweep and the plan differ");
         for (w, bytes) in got {
             let id = objects[w].0;
             assert_eq!(bytes, repo.find_object(id).unwrap().data, "{id}");
