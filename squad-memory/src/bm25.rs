@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use aho_corasick::{AhoCorasick, MatchKind};
 use rust_stemmers::{Algorithm, Stemmer};
 
+use crate::index::{SearchIndex, TextRec};
+
 /// foldhash: terms are short and the index is rebuilt per spawn, so a fast non-keyed hash beats
 /// SipHash here (the input is the caller's own memory files). Fixed state: deterministic.
 type FnvMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
@@ -342,6 +344,83 @@ fn next_high(b: &[u8], from: usize) -> Option<usize> {
     b.get(i..)?.iter().position(|&c| c >= 0x80).map(|k| i + k)
 }
 
+/// Calls `f` with each word of an ASCII-lowercased `text` that holds a multi-byte character
+/// (runs of word bytes holding one, split by [`separates`], one character or more after the
+/// first), lowercased into `buf` and not a stop word, with the byte where its run starts. What
+/// [`Scorer`] reads one by one.
+pub(crate) fn each_other_word(text: &str, buf: &mut String, mut f: impl FnMut(usize, &mut String)) {
+    let b = text.as_bytes();
+    if b.is_ascii() {
+        return;
+    }
+    let mut i = 0;
+    while let Some(hi) = next_high(b, i) {
+        // Most of them are dashes, quotes and arrows between words.
+        if let Some(c) = text.get(hi..).and_then(|t| t.chars().next())
+            && separates(c)
+            && (hi == 0 || !word_byte(b[hi - 1]))
+            && b.get(hi + c.len_utf8()).is_none_or(|&n| !word_byte(n))
+        {
+            i = hi + c.len_utf8();
+            continue;
+        }
+        let mut s = hi;
+        while s > i && word_byte(b[s - 1]) {
+            s -= 1;
+        }
+        let e = b[hi..]
+            .iter()
+            .position(|&c| !word_byte(c))
+            .map_or(b.len(), |n| hi + n);
+        // `s` and `e` sit next to ASCII bytes or the ends: character boundaries.
+        for w in text.get(s..e).unwrap_or_default().split(separates) {
+            if w.chars().nth(1).is_none() {
+                continue;
+            }
+            lower(w, buf);
+            if !is_stop(buf) {
+                f(s, buf);
+            }
+        }
+        i = e;
+    }
+}
+
+/// Calls `f` with each ASCII word of an ASCII-lowercased `text` that [`Scorer`] may count
+/// (two bytes or more, not a stop word): the runs of word bytes holding no multi-byte
+/// character.
+pub(crate) fn each_ascii_word(text: &str, mut f: impl FnMut(&str)) {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !word_byte(b[i]) {
+            i += 1;
+            continue;
+        }
+        let s = i;
+        let mut ascii = true;
+        while i < b.len() && word_byte(b[i]) {
+            ascii &= b[i] < 0x80;
+            i += 1;
+        }
+        let w = &b[s..i];
+        // `s` and `i` sit next to ASCII bytes or the ends: character boundaries.
+        if ascii && w.len() >= 2 && !is_stop_ascii(w) {
+            f(text.get(s..i).unwrap_or_default());
+        }
+    }
+}
+
+/// Calls `f` with each compound word of `text` [`Scorer`] may count ([`each_compound_word`],
+/// stop words left out), lowercased.
+pub(crate) fn each_compound(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
+    each_compound_word(text, buf, |w| {
+        if !is_stop(w) {
+            f(w);
+        }
+    });
+}
+
 /// The longest stop word, in bytes: longer words are never looked up.
 const MAX_STOP: usize = 6;
 
@@ -434,6 +513,9 @@ pub(crate) struct Scorer {
     /// scan.
     prefixes: Vec<u64>,
     starts: Option<AhoCorasick>,
+    /// The patterns `starts` searches for (sorted): an ASCII word counts only when one of them
+    /// starts it.
+    patterns: Vec<Vec<u8>>,
     /// A query stem too short to search for by its start (one character): every word is read.
     every_word: bool,
     stemmer: Stemmer,
@@ -450,6 +532,10 @@ pub(crate) struct Scorer {
     segments: Vec<(usize, u32, u32)>,
     buf: String,
 }
+
+/// A word of an index not looked up yet, and one that counts for no term.
+const UNKNOWN: u32 = u32::MAX - 1;
+const NONE: u32 = u32::MAX;
 
 /// The size of the batches [`Scorer::feed`] searches at once.
 const BATCH: usize = 64 * 1024;
@@ -535,6 +621,10 @@ impl Scorer {
                 .build(&patterns)
                 .ok()
         };
+        if starts.is_none() {
+            // No search, no ASCII word counted (as `flush` does).
+            patterns.clear();
+        }
         Self {
             stems,
             expansions,
@@ -542,6 +632,7 @@ impl Scorer {
             acronyms,
             prefixes,
             starts,
+            patterns,
             every_word,
             stemmer,
             words: FnvMap::default(),
@@ -694,40 +785,14 @@ impl Scorer {
             self.starts = Some(ac);
         }
         // Runs holding other characters: split by `char::is_alphanumeric`, every word looked up.
-        if !b.is_ascii() {
-            let mut i = 0;
-            while let Some(hi) = next_high(b, i) {
-                // Most of them are dashes, quotes and arrows between words.
-                if let Some(c) = batch.get(hi..).and_then(|t| t.chars().next())
-                    && separates(c)
-                    && (hi == 0 || !word_byte(b[hi - 1]))
-                    && b.get(hi + c.len_utf8()).is_none_or(|&n| !word_byte(n))
-                {
-                    i = hi + c.len_utf8();
-                    continue;
-                }
-                let mut s = hi;
-                while s > i && word_byte(b[s - 1]) {
-                    s -= 1;
-                }
-                let e = b[hi..]
-                    .iter()
-                    .position(|&c| !word_byte(c))
-                    .map_or(b.len(), |n| hi + n);
-                // `s` and `e` sit next to ASCII bytes or the ends: character boundaries.
-                for w in batch.get(s..e).unwrap_or_default().split(separates) {
-                    if w.chars().nth(1).is_none() {
-                        continue;
-                    }
-                    lower(w, &mut self.buf);
-                    if !is_stop(&self.buf) {
-                        let (_, doc, times) = segment(s);
-                        self.count_buf_in(doc, times);
-                    }
-                }
-                i = e;
-            }
-        }
+        let mut buf = std::mem::take(&mut self.buf);
+        each_other_word(&batch, &mut buf, |s, buf| {
+            std::mem::swap(&mut self.buf, buf);
+            let (_, doc, times) = segment(s);
+            self.count_buf_in(doc, times);
+            std::mem::swap(&mut self.buf, buf);
+        });
+        self.buf = buf;
         batch.clear();
         self.batch = batch;
         let mut segments = segments;
@@ -783,6 +848,140 @@ impl Scorer {
             self.buf = w;
             self.count_buf(times);
         }
+    }
+
+    /// Whether [`Scorer::feed_index`] can stand for [`Scorer::feed`] with this query (not when
+    /// every word is read: a query stem of one character).
+    pub(crate) fn takes_index(&self) -> bool {
+        !self.every_word
+    }
+
+    /// Whether the ASCII word `w` starts with one of the patterns (what the search by first
+    /// characters finds).
+    fn starts_ascii(&self, w: &[u8]) -> bool {
+        [2, 3].iter().any(|&n| {
+            w.get(..n)
+                .is_some_and(|p| self.patterns.binary_search_by(|q| q[..].cmp(p)).is_ok())
+        })
+    }
+
+    /// Whether a compound word may count (its first two bytes start a pattern).
+    fn wanted_compound(&self, w: &[u8]) -> bool {
+        matches!(w, [x, y, ..] if {
+            let bit = usize::from(*x) * 256 + usize::from(*y);
+            self.prefixes[bit / 64] & (1 << (bit % 64)) != 0
+        })
+    }
+
+    /// The term word `w` of `idx` counts for in `list` (0 compound, 1 ASCII, 2 other),
+    /// through `cache` (`UNKNOWN` until asked; `NONE` for none).
+    fn term_of_indexed(
+        &mut self,
+        idx: &SearchIndex,
+        cache: &mut [[u32; 3]],
+        w: u32,
+        list: usize,
+    ) -> Option<u32> {
+        let slot = cache.get_mut(w as usize)?.get_mut(list)?;
+        match *slot {
+            NONE => return None,
+            UNKNOWN => {}
+            t => return Some(t),
+        }
+        let word = idx.word(w as usize);
+        let counts = match list {
+            0 => self.wanted_compound(word.as_bytes()),
+            1 => self.starts_ascii(word.as_bytes()),
+            _ => true,
+        };
+        let term = if counts {
+            self.buf.clear();
+            self.buf.push_str(word);
+            self.term_of_buf()
+        } else {
+            None
+        };
+        if let Some(slot) = cache.get_mut(w as usize).and_then(|c| c.get_mut(list)) {
+            *slot = term.unwrap_or(NONE);
+        }
+        term
+    }
+
+    /// Counts list `list` of the text `t` of `docs[d]` for document `doc`.
+    fn count_indexed(
+        &mut self,
+        idx: &SearchIndex,
+        cache: &mut [[u32; 3]],
+        t: &TextRec,
+        list: usize,
+        doc: u32,
+    ) {
+        let (s, e) = (t.at[list] as usize, t.at[list + 1] as usize);
+        for &(w, c) in idx.pairs.get(s..e).unwrap_or_default() {
+            let Some(term) = self.term_of_indexed(idx, cache, w, list) else {
+                continue;
+            };
+            let Some(postings) = self.postings.get_mut(term as usize) else {
+                continue;
+            };
+            let tf = c.saturating_mul(t.times);
+            match postings.last_mut() {
+                Some((d, n)) if *d == doc => *n += tf,
+                _ => postings.push((doc, tf)),
+            }
+        }
+    }
+
+    /// Starts one document per unit of `docs` (in order) and counts their words from the
+    /// search indexes, as [`Scorer::feed`] would from their texts: the same terms, numbered in
+    /// the same order, with the same counts and lengths (so the same scores, to the bit). The
+    /// caller checked the indexes describe the units and [`Scorer::takes_index`].
+    pub(crate) fn feed_index(&mut self, docs: &[&SearchIndex]) {
+        let mut caches: Vec<Vec<[u32; 3]>> =
+            docs.iter().map(|d| vec![[UNKNOWN; 3]; d.words()]).collect();
+        // The texts waiting in the batch (document index, text, the scorer's document), and the
+        // batch's length as `feed` counts it.
+        let mut pending: Vec<(usize, TextRec, u32)> = Vec::new();
+        let mut pending_len = 0u64;
+        for (di, idx) in docs.iter().enumerate() {
+            for u in 0..idx.units() {
+                self.start();
+                let doc = u32::try_from(self.lens.len() - 1).unwrap_or(u32::MAX);
+                for t in idx.unit_texts(u) {
+                    if let Some(l) = self.lens.last_mut() {
+                        *l += t.len * u64::from(t.times);
+                    }
+                    if self.stems.is_empty() {
+                        continue;
+                    }
+                    self.count_indexed(idx, &mut caches[di], t, 0, doc);
+                    if pending_len > 0 && pending_len + t.len >= BATCH as u64 {
+                        self.flush_indexed(docs, &mut caches, &mut pending);
+                        pending_len = 0;
+                    }
+                    pending.push((di, *t, doc));
+                    pending_len += t.len + 1;
+                }
+            }
+        }
+        self.flush_indexed(docs, &mut caches, &mut pending);
+    }
+
+    /// Counts the batch's ASCII words, then its other words (as [`Scorer::flush`] does).
+    fn flush_indexed(
+        &mut self,
+        docs: &[&SearchIndex],
+        caches: &mut [Vec<[u32; 3]>],
+        pending: &mut Vec<(usize, TextRec, u32)>,
+    ) {
+        for list in [1, 2] {
+            for (di, t, doc) in pending.iter() {
+                if let (Some(idx), Some(cache)) = (docs.get(*di), caches.get_mut(*di)) {
+                    self.count_indexed(idx, cache, t, list, *doc);
+                }
+            }
+        }
+        pending.clear();
     }
 
     /// The BM25 score of every document, in the order they were started.
