@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use aho_corasick::{AhoCorasick, MatchKind};
 use rust_stemmers::{Algorithm, Stemmer};
 
-use crate::index::{SearchIndex, TextRec};
+use crate::index::SearchIndex;
 
 /// foldhash: terms are short and the index is rebuilt per spawn, so a fast non-keyed hash beats
 /// SipHash here (the input is the caller's own memory files). Fixed state: deterministic.
@@ -533,10 +533,6 @@ pub(crate) struct Scorer {
     buf: String,
 }
 
-/// A word of an index not looked up yet, and one that counts for no term.
-const UNKNOWN: u32 = u32::MAX - 1;
-const NONE: u32 = u32::MAX;
-
 /// The size of the batches [`Scorer::feed`] searches at once.
 const BATCH: usize = 64 * 1024;
 
@@ -873,115 +869,140 @@ impl Scorer {
         })
     }
 
-    /// The term word `w` of `idx` counts for in `list` (0 compound, 1 ASCII, 2 other),
-    /// through `cache` (`UNKNOWN` until asked; `NONE` for none).
-    fn term_of_indexed(
-        &mut self,
-        idx: &SearchIndex,
-        cache: &mut [[u32; 3]],
-        w: u32,
-        list: usize,
-    ) -> Option<u32> {
-        let slot = cache.get_mut(w as usize)?.get_mut(list)?;
-        match *slot {
-            NONE => return None,
-            UNKNOWN => {}
-            t => return Some(t),
-        }
-        let word = idx.word(w as usize);
-        let counts = match list {
-            0 => self.wanted_compound(word.as_bytes()),
-            1 => self.starts_ascii(word.as_bytes()),
-            _ => true,
-        };
-        let term = if counts {
-            self.buf.clear();
-            self.buf.push_str(word);
-            self.term_of_buf()
-        } else {
-            None
-        };
-        if let Some(slot) = cache.get_mut(w as usize).and_then(|c| c.get_mut(list)) {
-            *slot = term.unwrap_or(NONE);
-        }
-        term
-    }
-
-    /// Counts list `list` of the text `t` of `docs[d]` for document `doc`.
-    fn count_indexed(
-        &mut self,
-        idx: &SearchIndex,
-        cache: &mut [[u32; 3]],
-        t: &TextRec,
-        list: usize,
-        doc: u32,
-    ) {
-        let (s, e) = (t.at[list] as usize, t.at[list + 1] as usize);
-        for &(w, c) in idx.pairs.get(s..e).unwrap_or_default() {
-            let Some(term) = self.term_of_indexed(idx, cache, w, list) else {
-                continue;
-            };
-            let Some(postings) = self.postings.get_mut(term as usize) else {
-                continue;
-            };
-            let tf = c.saturating_mul(t.times);
-            match postings.last_mut() {
-                Some((d, n)) if *d == doc => *n += tf,
-                _ => postings.push((doc, tf)),
-            }
-        }
-    }
-
     /// Starts one document per unit of `docs` (in order) and counts their words from the
     /// search indexes, as [`Scorer::feed`] would from their texts: the same terms, numbered in
-    /// the same order, with the same counts and lengths (so the same scores, to the bit). The
-    /// caller checked the indexes describe the units and [`Scorer::takes_index`].
-    pub(crate) fn feed_index(&mut self, docs: &[&SearchIndex]) {
-        let mut caches: Vec<Vec<[u32; 3]>> =
-            docs.iter().map(|d| vec![[UNKNOWN; 3]; d.words()]).collect();
-        // The texts waiting in the batch (document index, text, the scorer's document), and the
-        // batch's length as `feed` counts it.
-        let mut pending: Vec<(usize, TextRec, u32)> = Vec::new();
-        let mut pending_len = 0u64;
-        for (di, idx) in docs.iter().enumerate() {
+    /// the same order, with the same counts and lengths (so the same scores, to the bit). Only
+    /// the words whose first characters the query searches for (and the words holding other
+    /// characters) are looked at. `false` when an index cannot be read after all: the caller
+    /// then scores a new `Scorer` from the texts. The caller checked the indexes describe the
+    /// units and [`Scorer::takes_index`].
+    pub(crate) fn feed_index(&mut self, docs: &[&SearchIndex]) -> bool {
+        // Every text in pool order: its scorer document, weight and when its words count.
+        let mut first_text = Vec::with_capacity(docs.len());
+        let mut texts: Vec<(u32, u32)> = Vec::new();
+        for idx in docs {
+            first_text.push(texts.len());
             for u in 0..idx.units() {
                 self.start();
                 let doc = u32::try_from(self.lens.len() - 1).unwrap_or(u32::MAX);
-                for t in idx.unit_texts(u) {
+                let (recs, _) = idx.unit_texts(u);
+                for t in recs {
                     if let Some(l) = self.lens.last_mut() {
                         *l += t.len * u64::from(t.times);
                     }
-                    if self.stems.is_empty() {
-                        continue;
-                    }
-                    self.count_indexed(idx, &mut caches[di], t, 0, doc);
-                    if pending_len > 0 && pending_len + t.len >= BATCH as u64 {
-                        self.flush_indexed(docs, &mut caches, &mut pending);
-                        pending_len = 0;
-                    }
-                    pending.push((di, *t, doc));
-                    pending_len += t.len + 1;
+                    texts.push((doc, t.times));
                 }
             }
         }
-        self.flush_indexed(docs, &mut caches, &mut pending);
-    }
-
-    /// Counts the batch's ASCII words, then its other words (as [`Scorer::flush`] does).
-    fn flush_indexed(
-        &mut self,
-        docs: &[&SearchIndex],
-        caches: &mut [Vec<[u32; 3]>],
-        pending: &mut Vec<(usize, TextRec, u32)>,
-    ) {
-        for list in [1, 2] {
-            for (di, t, doc) in pending.iter() {
-                if let (Some(idx), Some(cache)) = (docs.get(*di), caches.get_mut(*di)) {
-                    self.count_indexed(idx, cache, t, list, *doc);
+        if self.stems.is_empty() {
+            return true;
+        }
+        // When each text's ASCII and other words are counted: the batch `feed` flushes at
+        // text `g` (after counting the compounds of `g`) is stage `2g + 1`; the last, `2n + 1`.
+        let mut flushed_at = vec![0u64; texts.len()];
+        let mut pending_from = 0usize;
+        let mut pending_len = 0u64;
+        let mut g = 0usize;
+        for idx in docs {
+            for t in &idx.texts {
+                if pending_len > 0 && pending_len + t.len >= BATCH as u64 {
+                    for f in &mut flushed_at[pending_from..g] {
+                        *f = 2 * g as u64 + 1;
+                    }
+                    pending_from = g;
+                    pending_len = 0;
+                }
+                pending_len += t.len + 1;
+                g += 1;
+            }
+        }
+        for f in &mut flushed_at[pending_from..g] {
+            *f = 2 * g as u64 + 1;
+        }
+        // The words that count, with the moment each is first met.
+        let mut found: Vec<((u64, u8, u64, u32), usize, usize, String, f64)> = Vec::new();
+        for (di, idx) in docs.iter().enumerate() {
+            for w in 0..idx.words() {
+                let (word, lists) = idx.word(w);
+                let b = word.as_bytes();
+                let wanted = [
+                    lists & 1 != 0 && self.wanted_compound(b),
+                    lists & 2 != 0 && self.starts_ascii(b),
+                    lists & 4 != 0,
+                ];
+                if !wanted.contains(&true) {
+                    continue;
+                }
+                let stem = self.stemmer.stem(word);
+                let weight = self.weigh(&stem);
+                if weight <= 0.0 {
+                    continue;
+                }
+                let base = first_text[di];
+                let mut first: Option<(u64, u8, u64, u32)> = None;
+                let ok = idx.occurrences(w, |o| {
+                    if !wanted[usize::from(o.list)] {
+                        return;
+                    }
+                    let g = (base + o.text as usize) as u64;
+                    let stage = if o.list == 0 {
+                        2 * g
+                    } else {
+                        flushed_at.get(g as usize).copied().unwrap_or(u64::MAX)
+                    };
+                    let key = (stage, o.list, g, o.pos);
+                    if first.is_none_or(|f| key < f) {
+                        first = Some(key);
+                    }
+                });
+                if !ok {
+                    return false;
+                }
+                if let Some(first) = first {
+                    found.push((first, di, w, stem.into_owned(), weight));
                 }
             }
         }
-        pending.clear();
+        // Terms are numbered as `feed` meets them.
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, di, w, stem, weight) in found {
+            let term = match self.terms.get(stem.as_str()) {
+                Some(&t) => t,
+                None => {
+                    let t = u32::try_from(self.weights.len()).unwrap_or(u32::MAX);
+                    self.terms.insert(stem, t);
+                    self.weights.push(weight);
+                    self.postings.push(Vec::new());
+                    t
+                }
+            };
+            let Some(idx) = docs.get(di) else {
+                return false;
+            };
+            let (_, lists) = idx.word(w);
+            let b = idx.word(w).0.as_bytes();
+            let wanted = [
+                lists & 1 != 0 && self.wanted_compound(b),
+                lists & 2 != 0 && self.starts_ascii(b),
+                lists & 4 != 0,
+            ];
+            let base = first_text[di];
+            let Some(list) = self.postings.get_mut(term as usize) else {
+                return false;
+            };
+            let ok = idx.occurrences(w, |o| {
+                if !wanted[usize::from(o.list)] {
+                    return;
+                }
+                if let Some(&(doc, times)) = texts.get(base + o.text as usize) {
+                    list.push((doc, o.count.saturating_mul(times)));
+                }
+            });
+            if !ok {
+                return false;
+            }
+        }
+        true
     }
 
     /// The BM25 score of every document, in the order they were started.

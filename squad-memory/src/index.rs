@@ -22,6 +22,7 @@
 //! lists, then the `(word, count)` pairs of the lists in turn), and the hash of everything
 //! before it (8 bytes, little endian).
 
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 use crate::bm25::{each_ascii_word, each_compound, each_other_word};
@@ -31,7 +32,7 @@ use crate::store::Tier;
 /// The magic bytes an index starts with.
 const MAGIC: &[u8; 6] = b"SQMIDX";
 /// The format version; any change to the layout or to what is indexed bumps it.
-const FORMAT: u8 = 1;
+const FORMAT: u8 = 2;
 /// The largest index a reader accepts, in bytes (a larger file is ignored, not read).
 pub(crate) const MAX_INDEX_BYTES: u64 = 4 * crate::store::MAX_FILE_BYTES;
 
@@ -48,39 +49,94 @@ pub(crate) struct TextRec {
     pub(crate) len: u64,
     /// How many times its words count.
     pub(crate) times: u32,
-    /// Its word lists as ranges of [`SearchIndex::pairs`]: compound words `at[0]..at[1]`,
-    /// ASCII words `at[1]..at[2]`, other words `at[2]..at[3]`.
-    pub(crate) at: [u32; 4],
 }
 
-/// A decoded, validated search index of one document (see the module documentation).
+/// One word of the vocabulary: where its text and its occurrences are in the index's bytes,
+/// and which of the three lists it is in (bit `k` for list `k`: compound, ASCII, other).
+#[derive(Debug, Clone, Copy)]
+struct WordRec {
+    word: (u32, u32),
+    occurrences: (u32, u32),
+    lists: u8,
+}
+
+/// One occurrence of a word: in text `text` (of this document), list `list`, at position `pos`
+/// of that list (in first-occurrence order), `count` times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Occurrence {
+    pub(crate) text: u32,
+    pub(crate) list: u8,
+    pub(crate) pos: u32,
+    pub(crate) count: u32,
+}
+
+/// A decoded, validated search index of one document (see the module documentation). The
+/// occurrences are decoded on demand, only for the words a query asks for.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SearchIndex {
-    /// The words, one after the other.
-    blob: String,
-    /// Where each word ends in `blob` (word `i` is `ends[i - 1]..ends[i]`).
-    ends: Vec<u32>,
+    bytes: Vec<u8>,
+    words: Vec<WordRec>,
     /// Where each unit's texts start in `texts` (one more than the units).
     units: Vec<u32>,
     pub(crate) texts: Vec<TextRec>,
-    /// `(word, count)`.
-    pub(crate) pairs: Vec<(u32, u32)>,
 }
 
 impl SearchIndex {
     /// The number of words in the vocabulary.
     pub(crate) fn words(&self) -> usize {
-        self.ends.len()
+        self.words.len()
     }
 
-    /// Word `i` of the vocabulary (empty when out of range, which validation excludes).
-    pub(crate) fn word(&self, i: usize) -> &str {
-        let start = match i.checked_sub(1) {
-            Some(p) => self.ends.get(p).copied().unwrap_or(0),
-            None => 0,
-        } as usize;
-        let end = self.ends.get(i).copied().unwrap_or(0) as usize;
-        self.blob.get(start..end).unwrap_or_default()
+    /// Word `i` of the vocabulary, and the lists it is in (empty and none when out of range).
+    pub(crate) fn word(&self, i: usize) -> (&str, u8) {
+        let Some(w) = self.words.get(i) else {
+            return ("", 0);
+        };
+        let text = self
+            .bytes
+            .get(w.word.0 as usize..w.word.1 as usize)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .unwrap_or_default();
+        (text, w.lists)
+    }
+
+    /// Calls `f` with each occurrence of word `i`, in text order; `false` when they cannot be
+    /// read (a corrupt index: the caller falls back to the texts).
+    pub(crate) fn occurrences(&self, i: usize, mut f: impl FnMut(Occurrence)) -> bool {
+        let Some(w) = self.words.get(i) else {
+            return false;
+        };
+        let Some(b) = self
+            .bytes
+            .get(w.occurrences.0 as usize..w.occurrences.1 as usize)
+        else {
+            return false;
+        };
+        let mut r = Reader { b, at: 0 };
+        let mut text = 0u64;
+        while r.at < b.len() {
+            let (Some(v), Some(pos), Some(count)) = (r.u64_var(), r.u64_var(), r.u64_var()) else {
+                return false;
+            };
+            text += v / 3;
+            let (Ok(t), Ok(pos), Ok(count)) = (
+                u32::try_from(text),
+                u32::try_from(pos),
+                u32::try_from(count),
+            ) else {
+                return false;
+            };
+            if t as usize >= self.texts.len() || count == 0 {
+                return false;
+            }
+            f(Occurrence {
+                text: t,
+                list: (v % 3) as u8,
+                pos,
+                count,
+            });
+        }
+        true
     }
 
     /// The number of units.
@@ -88,17 +144,20 @@ impl SearchIndex {
         self.units.len().saturating_sub(1)
     }
 
-    /// The texts of unit `u`.
-    pub(crate) fn unit_texts(&self, u: usize) -> &[TextRec] {
+    /// The texts of unit `u`, and the index of the first of them.
+    pub(crate) fn unit_texts(&self, u: usize) -> (&[TextRec], usize) {
         let (Some(&s), Some(&e)) = (self.units.get(u), self.units.get(u + 1)) else {
-            return &[];
+            return (&[], 0);
         };
-        self.texts.get(s as usize..e as usize).unwrap_or_default()
+        (
+            self.texts.get(s as usize..e as usize).unwrap_or_default(),
+            s as usize,
+        )
     }
 
     /// Decodes `bytes` as the index of `text`: `None` when it is not one (another text,
     /// another crate or format version, truncated, corrupt). Never panics, whatever the bytes.
-    pub(crate) fn decode(bytes: &[u8], text: &str) -> Option<Self> {
+    pub(crate) fn decode(bytes: Vec<u8>, text: &str) -> Option<Self> {
         let body_len = bytes.len().checked_sub(8)?;
         let (body, sum) = bytes.split_at(body_len);
         if u64::from_le_bytes(sum.try_into().ok()?) != hash(body) {
@@ -115,56 +174,55 @@ impl SearchIndex {
         if r.u64()? != text.len() as u64 || r.u64()? != hash(text.as_bytes()) {
             return None;
         }
-        let words = r.count()?;
-        let mut blob = Vec::new();
-        let mut ends = Vec::with_capacity(words);
-        for _ in 0..words {
-            let n = r.len()?;
-            blob.extend_from_slice(r.take(n)?);
-            ends.push(u32::try_from(blob.len()).ok()?);
-        }
-        // One check for the whole vocabulary; then every word's ends must be boundaries.
-        let blob = String::from_utf8(blob).ok()?;
-        if !ends.iter().all(|&e| blob.is_char_boundary(e as usize)) {
-            return None;
-        }
         let unit_count = r.count()?;
         let mut units = Vec::with_capacity(unit_count + 1);
-        let mut texts = Vec::new();
-        let mut pairs: Vec<(u32, u32)> = Vec::new();
-        units.push(0);
+        units.push(0u32);
+        let mut total = 0u32;
         for _ in 0..unit_count {
-            let n = r.count()?;
-            for _ in 0..n {
-                let len = r.u64_var()?;
-                let times = u32::try_from(r.u64_var()?).ok()?;
-                let lists = [r.count()?, r.count()?, r.count()?];
-                let mut at = [0u32; 4];
-                at[0] = u32::try_from(pairs.len()).ok()?;
-                for (k, &m) in lists.iter().enumerate() {
-                    for _ in 0..m {
-                        let w = u32::try_from(r.u64_var()?).ok()?;
-                        let c = u32::try_from(r.u64_var()?).ok()?;
-                        if w as usize >= words || c == 0 {
-                            return None;
-                        }
-                        pairs.push((w, c));
-                    }
-                    at[k + 1] = u32::try_from(pairs.len()).ok()?;
-                }
-                texts.push(TextRec { len, times, at });
+            total = total.checked_add(u32::try_from(r.u64_var()?).ok()?)?;
+            units.push(total);
+        }
+        let text_count = r.count()?;
+        if text_count != total as usize {
+            return None;
+        }
+        let mut texts = Vec::with_capacity(text_count);
+        for _ in 0..text_count {
+            let len = r.u64_var()?;
+            let times = u32::try_from(r.u64_var()?).ok()?;
+            texts.push(TextRec { len, times });
+        }
+        let word_count = r.count()?;
+        let mut words = Vec::with_capacity(word_count);
+        for _ in 0..word_count {
+            let n = r.len()?;
+            let start = r.at;
+            std::str::from_utf8(r.take(n)?).ok()?;
+            let lists = r.byte()?;
+            if lists == 0 || lists > 7 {
+                return None;
             }
-            units.push(u32::try_from(texts.len()).ok()?);
+            let word = (u32::try_from(start).ok()?, u32::try_from(start + n).ok()?);
+            words.push(WordRec {
+                word,
+                occurrences: (0, 0),
+                lists,
+            });
+        }
+        for w in &mut words {
+            let n = r.len()?;
+            let start = r.at;
+            r.take(n)?;
+            w.occurrences = (u32::try_from(start).ok()?, u32::try_from(start + n).ok()?);
         }
         if r.at != body.len() {
             return None;
         }
         Some(Self {
-            blob,
-            ends,
+            bytes,
+            words,
             units,
             texts,
-            pairs,
         })
     }
 }
@@ -183,7 +241,9 @@ impl<'b> Reader<'b> {
     }
 
     fn byte(&mut self) -> Option<u8> {
-        self.take(1).map(|b| b[0])
+        let b = *self.b.get(self.at)?;
+        self.at += 1;
+        Some(b)
     }
 
     fn u64(&mut self) -> Option<u64> {
@@ -191,8 +251,12 @@ impl<'b> Reader<'b> {
     }
 
     fn u64_var(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
+        let b = self.byte()?;
+        if b < 0x80 {
+            return Some(u64::from(b));
+        }
+        let mut v = u64::from(b & 0x7f);
+        for shift in (7..64).step_by(7) {
             let b = self.byte()?;
             v |= u64::from(b & 0x7f).checked_shl(shift)?;
             if b < 0x80 {
@@ -224,27 +288,38 @@ fn put_var(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-/// Words as ids in a vocabulary, and one text's list of `(word, count)` in order of first
-/// occurrence.
+/// The vocabulary being built: each word's id, text, lists and occurrences (encoded).
 #[derive(Default)]
 struct Vocab {
-    ids: std::collections::HashMap<String, u32, foldhash::fast::FixedState>,
-    words: Vec<String>,
+    ids: HashMap<String, usize, foldhash::fast::FixedState>,
+    words: Vec<(String, u8, Vec<u8>, u64)>,
 }
 
 impl Vocab {
-    fn id(&mut self, w: &str) -> u32 {
+    fn id(&mut self, w: &str) -> usize {
         if let Some(&i) = self.ids.get(w) {
             return i;
         }
-        let i = u32::try_from(self.words.len()).unwrap_or(u32::MAX);
+        let i = self.words.len();
         self.ids.insert(w.to_owned(), i);
-        self.words.push(w.to_owned());
+        self.words.push((w.to_owned(), 0, Vec::new(), 0));
         i
+    }
+
+    /// Records `(id, count)` at `pos` of list `list` of text `text`.
+    fn occurs(&mut self, id: usize, count: u32, text: u64, list: u8, pos: usize) {
+        if let Some((_, lists, occ, last)) = self.words.get_mut(id) {
+            *lists |= 1 << list;
+            put_var(occ, (text - *last) * 3 + u64::from(list));
+            put_var(occ, pos as u64);
+            put_var(occ, u64::from(count));
+            *last = text;
+        }
     }
 }
 
-fn add(list: &mut Vec<(u32, u32)>, seen: &mut std::collections::HashMap<u32, usize>, id: u32) {
+/// Adds an occurrence of `id` to a list in first-occurrence order.
+fn add(list: &mut Vec<(usize, u32)>, seen: &mut HashMap<usize, usize>, id: usize) {
     match seen.get(&id) {
         Some(&k) => list[k].1 += 1,
         None => {
@@ -264,40 +339,7 @@ pub(crate) fn build(tier: Tier, path: &str, text: &str) -> Option<Vec<u8>> {
     let src = Source::parse(path, text).ok()?;
     let units = ranked_units(tier, &src, &mut Vec::new());
     let mut vocab = Vocab::default();
-    let mut body: Vec<u8> = Vec::new();
-    let mut buf = String::new();
-    let mut lowered = String::new();
-    put_var(&mut body, units.len() as u64);
-    for u in &units {
-        let (texts, n) = u.search_texts();
-        put_var(&mut body, n as u64);
-        for &(t, times) in &texts[..n] {
-            let mut lists: [Vec<(u32, u32)>; 3] = Default::default();
-            let mut seen: [std::collections::HashMap<u32, usize>; 3] = Default::default();
-            each_compound(t, &mut buf, |w| {
-                add(&mut lists[0], &mut seen[0], vocab.id(w))
-            });
-            lowered.clear();
-            lowered.push_str(t);
-            lowered.make_ascii_lowercase();
-            each_ascii_word(&lowered, |w| add(&mut lists[1], &mut seen[1], vocab.id(w)));
-            each_other_word(&lowered, &mut buf, |_, w| {
-                add(&mut lists[2], &mut seen[2], vocab.id(w));
-            });
-            put_var(&mut body, t.len() as u64);
-            put_var(&mut body, u64::from(times));
-            for l in &lists {
-                put_var(&mut body, l.len() as u64);
-            }
-            for l in &lists {
-                for &(w, c) in l {
-                    put_var(&mut body, u64::from(w));
-                    put_var(&mut body, u64::from(c));
-                }
-            }
-        }
-    }
-    let mut out = Vec::with_capacity(body.len() + vocab.words.len() * 8 + 64);
+    let mut out = Vec::with_capacity(text.len() / 2 + 64);
     out.extend_from_slice(MAGIC);
     out.push(FORMAT);
     let version = env!("CARGO_PKG_VERSION").as_bytes();
@@ -305,12 +347,47 @@ pub(crate) fn build(tier: Tier, path: &str, text: &str) -> Option<Vec<u8>> {
     out.extend_from_slice(version);
     out.extend_from_slice(&(text.len() as u64).to_le_bytes());
     out.extend_from_slice(&hash(text.as_bytes()).to_le_bytes());
+    put_var(&mut out, units.len() as u64);
+    let mut texts = Vec::new();
+    for u in &units {
+        let (t, n) = u.search_texts();
+        put_var(&mut out, n as u64);
+        texts.extend_from_slice(&t[..n]);
+    }
+    put_var(&mut out, texts.len() as u64);
+    let mut buf = String::new();
+    let mut lowered = String::new();
+    for (ti, &(t, times)) in texts.iter().enumerate() {
+        put_var(&mut out, t.len() as u64);
+        put_var(&mut out, u64::from(times));
+        let mut lists: [Vec<(usize, u32)>; 3] = Default::default();
+        let mut seen: [HashMap<usize, usize>; 3] = Default::default();
+        each_compound(t, &mut buf, |w| {
+            add(&mut lists[0], &mut seen[0], vocab.id(w))
+        });
+        lowered.clear();
+        lowered.push_str(t);
+        lowered.make_ascii_lowercase();
+        each_ascii_word(&lowered, |w| add(&mut lists[1], &mut seen[1], vocab.id(w)));
+        each_other_word(&lowered, &mut buf, |_, w| {
+            add(&mut lists[2], &mut seen[2], vocab.id(w));
+        });
+        for (k, l) in lists.iter().enumerate() {
+            for (pos, &(id, count)) in l.iter().enumerate() {
+                vocab.occurs(id, count, ti as u64, k as u8, pos);
+            }
+        }
+    }
     put_var(&mut out, vocab.words.len() as u64);
-    for w in &vocab.words {
+    for (w, lists, _, _) in &vocab.words {
         put_var(&mut out, w.len() as u64);
         out.extend_from_slice(w.as_bytes());
+        out.push(*lists);
     }
-    out.extend_from_slice(&body);
+    for (_, _, occ, _) in &vocab.words {
+        put_var(&mut out, occ.len() as u64);
+        out.extend_from_slice(occ);
+    }
     let sum = hash(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     Some(out)
@@ -344,5 +421,5 @@ pub fn build_index(tier: Tier, path: &str, text: &str) -> Option<Vec<u8>> {
 /// assert!(!index_matches(&index, "### 2026-03-14: Deploy\nStaging is fine.\n"));
 /// ```
 pub fn index_matches(index: &[u8], text: &str) -> bool {
-    SearchIndex::decode(index, text).is_some()
+    SearchIndex::decode(index.to_vec(), text).is_some()
 }

@@ -108,7 +108,7 @@ impl Source {
     /// # Errors
     ///
     /// As [`Source::parse`].
-    pub fn with_index(path: impl Into<String>, text: &str, index: Option<&[u8]>) -> Result<Self> {
+    pub fn with_index(path: impl Into<String>, text: &str, index: Option<Vec<u8>>) -> Result<Self> {
         let mut src = Self::parse(path, text)?;
         src.index = index
             .and_then(|b| SearchIndex::decode(b, text))
@@ -1560,13 +1560,13 @@ fn select_order(
     match task {
         Some(task) => {
             let mut scorer = Scorer::new(task);
-            match indexed(pool, indexes) {
-                Some(docs) if scorer.takes_index() => scorer.feed_index(&docs),
-                _ => {
-                    for u in pool {
-                        scorer.start();
-                        u.feed(&mut scorer);
-                    }
+            let from_index = scorer.takes_index()
+                && indexed(pool, indexes).is_some_and(|docs| scorer.feed_index(&docs));
+            if !from_index {
+                scorer = Scorer::new(task);
+                for u in pool {
+                    scorer.start();
+                    u.feed(&mut scorer);
                 }
             }
             let scores = scorer.scores();
@@ -1604,7 +1604,7 @@ fn indexed<'i>(
         }
         for (k, u) in units.iter().enumerate() {
             let (texts, n) = u.search_texts();
-            let recs = index.unit_texts(k);
+            let (recs, _) = index.unit_texts(k);
             if recs.len() != n
                 || recs
                     .iter()

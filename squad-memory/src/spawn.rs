@@ -55,10 +55,7 @@ fn read_ranked(
         None
     };
     // A parse error always lists its problems (the lines holding a NUL byte).
-    or_skip(
-        Source::with_index(doc.path(), &text, index.as_deref()),
-        skipped,
-    )
+    or_skip(Source::with_index(doc.path(), &text, index), skipped)
 }
 
 /// Reads a document for a writer: the text it has (`None` when it is missing) and the text
