@@ -74,7 +74,7 @@ type Built = (String, Option<Vec<u8>>);
 /// A store over `store` that has the search index of every ranked document (built when first
 /// asked for, as `FsStore` keeps it on disk), so a spawn scores from the indexes.
 #[derive(Debug)]
-struct Indexed<'s> {
+pub(crate) struct Indexed<'s> {
     store: &'s InMemoryStore,
     built: Mutex<HashMap<DocRef, Built>>,
     /// How many indexes were handed out.
@@ -82,7 +82,7 @@ struct Indexed<'s> {
 }
 
 impl<'s> Indexed<'s> {
-    fn new(store: &'s InMemoryStore) -> Self {
+    pub(crate) fn new(store: &'s InMemoryStore) -> Self {
         Self {
             store,
             built: Mutex::default(),
