@@ -533,6 +533,16 @@ pub(crate) struct Scorer {
     buf: String,
 }
 
+/// A word of a search index that counts for the query: when [`Scorer::feed`] would first meet
+/// it (stage, list, text, position in the list), its document and word, its stem and weight.
+struct Found {
+    first: (u64, u8, u64, u32),
+    doc: usize,
+    word: usize,
+    stem: String,
+    weight: f64,
+}
+
 /// The size of the batches [`Scorer::feed`] searches at once.
 const BATCH: usize = 64 * 1024;
 
@@ -869,6 +879,18 @@ impl Scorer {
         })
     }
 
+    /// In which of an index word's lists (`lists`: bit `k` for list `k`) the word may count:
+    /// as a compound word, as an ASCII word found by its first characters, as a word holding
+    /// other characters (always looked up).
+    fn wanted_lists(&self, word: &str, lists: u8) -> [bool; 3] {
+        let b = word.as_bytes();
+        [
+            lists & 1 != 0 && self.wanted_compound(b),
+            lists & 2 != 0 && self.starts_ascii(b),
+            lists & 4 != 0,
+        ]
+    }
+
     /// Starts one document per unit of `docs` (in order) and counts their words from the
     /// search indexes, as [`Scorer::feed`] would from their texts: the same terms, numbered in
     /// the same order, with the same counts and lengths (so the same scores, to the bit). Only
@@ -920,16 +942,11 @@ impl Scorer {
             *f = 2 * g as u64 + 1;
         }
         // The words that count, with the moment each is first met.
-        let mut found: Vec<((u64, u8, u64, u32), usize, usize, String, f64)> = Vec::new();
+        let mut found: Vec<Found> = Vec::new();
         for (di, idx) in docs.iter().enumerate() {
             for w in 0..idx.words() {
                 let (word, lists) = idx.word(w);
-                let b = word.as_bytes();
-                let wanted = [
-                    lists & 1 != 0 && self.wanted_compound(b),
-                    lists & 2 != 0 && self.starts_ascii(b),
-                    lists & 4 != 0,
-                ];
+                let wanted = self.wanted_lists(word, lists);
                 if !wanted.contains(&true) {
                     continue;
                 }
@@ -959,13 +976,26 @@ impl Scorer {
                     return false;
                 }
                 if let Some(first) = first {
-                    found.push((first, di, w, stem.into_owned(), weight));
+                    found.push(Found {
+                        first,
+                        doc: di,
+                        word: w,
+                        stem: stem.into_owned(),
+                        weight,
+                    });
                 }
             }
         }
         // Terms are numbered as `feed` meets them.
-        found.sort_by(|a, b| a.0.cmp(&b.0));
-        for (_, di, w, stem, weight) in found {
+        found.sort_by_key(|f| f.first);
+        for Found {
+            doc: di,
+            word: w,
+            stem,
+            weight,
+            ..
+        } in found
+        {
             let term = match self.terms.get(stem.as_str()) {
                 Some(&t) => t,
                 None => {
@@ -979,13 +1009,8 @@ impl Scorer {
             let Some(idx) = docs.get(di) else {
                 return false;
             };
-            let (_, lists) = idx.word(w);
-            let b = idx.word(w).0.as_bytes();
-            let wanted = [
-                lists & 1 != 0 && self.wanted_compound(b),
-                lists & 2 != 0 && self.starts_ascii(b),
-                lists & 4 != 0,
-            ];
+            let (word, lists) = idx.word(w);
+            let wanted = self.wanted_lists(word, lists);
             let base = first_text[di];
             let Some(list) = self.postings.get_mut(term as usize) else {
                 return false;

@@ -423,3 +423,100 @@ pub fn build_index(tier: Tier, path: &str, text: &str) -> Option<Vec<u8>> {
 pub fn index_matches(index: &[u8], text: &str) -> bool {
     SearchIndex::decode(index.to_vec(), text).is_some()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::{SpawnInputs, render};
+    use crate::{Budget, LoadPlan, Situation};
+
+    const TEXT: &str = "### 2026-03-14: Staging deploy\nThe staging deploy times out; \
+                        BlobStorageClient retries.\n\n## Notes\nCafé — naïve timeout fix.\n";
+
+    /// `bytes` with its checksum made right again (a crafted index, not a corrupt one).
+    fn sealed(mut bytes: Vec<u8>) -> Vec<u8> {
+        let n = bytes.len() - 8;
+        bytes.truncate(n);
+        let sum = hash(&bytes);
+        bytes.extend_from_slice(&sum.to_le_bytes());
+        bytes
+    }
+
+    fn prompt(index: Option<Vec<u8>>) -> String {
+        let cold =
+            Source::with_index("cold/data.md", TEXT, index).unwrap_or_else(|e| panic!("{e}"));
+        let inputs = SpawnInputs {
+            agent: "data".parse().unwrap_or_else(|e| panic!("{e}")),
+            hot: None,
+            cold: Some(cold),
+            archive: None,
+            wiki: Vec::new(),
+            skipped: Vec::new(),
+        };
+        let plan = LoadPlan::new(Situation::Debugging).task("why does the staging deploy time out");
+        format!("{:?}", render(&plan, &inputs, &Budget::default()))
+    }
+
+    #[test]
+    fn crafted_indexes_are_refused_or_fall_back() {
+        let good = build(Tier::Cold, "cold/data.md", TEXT).unwrap_or_default();
+        assert!(SearchIndex::decode(good.clone(), TEXT).is_some());
+        let expected = prompt(None);
+        assert_eq!(prompt(Some(good.clone())), expected);
+        let header = MAGIC.len() + 1 + 1 + env!("CARGO_PKG_VERSION").len() + 16;
+        let body_end = good.len() - 8;
+        let mut crafted: Vec<(&str, Vec<u8>)> = Vec::new();
+        // Every byte of the body set to each of a few values, the checksum made right: any
+        // varint, count, length, UTF-8 or occurrence may be wrong.
+        for at in header..body_end {
+            for v in [0x00, 0x7f, 0x80, 0xff] {
+                let mut b = good.clone();
+                b[at] = v;
+                crafted.push(("byte set", sealed(b)));
+            }
+        }
+        // Cut anywhere, sealed.
+        for cut in header..body_end {
+            let mut b = good[..cut].to_vec();
+            b.extend_from_slice(&[0; 8]);
+            crafted.push(("cut", sealed(b)));
+        }
+        // A huge count right after the header.
+        let mut b = good[..header].to_vec();
+        b.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+        b.extend_from_slice(&[0; 8]);
+        crafted.push(("huge count", sealed(b)));
+        let mut used = 0;
+        for (what, bytes) in crafted {
+            if let Some(idx) = SearchIndex::decode(bytes.clone(), TEXT) {
+                used += 1;
+                // Whatever it decodes to, reading it never panics.
+                for w in 0..idx.words() {
+                    let _ = idx.word(w);
+                    let _ = idx.occurrences(w, |_| {});
+                }
+                let _ = prompt(Some(bytes));
+            } else {
+                assert_eq!(prompt(Some(bytes)), expected, "{what}");
+            }
+        }
+        // Some crafted indexes decode (a count changed is still a well-formed index); those
+        // were read without a panic above.
+        assert!(used > 0);
+    }
+
+    #[test]
+    fn an_occurrence_past_the_texts_falls_back() {
+        let idx = SearchIndex::decode(
+            build(Tier::Cold, "cold/data.md", TEXT).unwrap_or_default(),
+            TEXT,
+        )
+        .unwrap_or_default();
+        assert!(idx.words() > 0);
+        // Every occurrence stays within the texts.
+        for w in 0..idx.words() {
+            assert!(idx.occurrences(w, |o| assert!((o.text as usize) < idx.texts.len())));
+        }
+        assert!(!idx.occurrences(idx.words(), |_| {}));
+    }
+}
