@@ -153,7 +153,7 @@ impl StateDir {
         }
         let mut opts = OpenOptions::new();
         opts.read(true).follow(FollowSymlinks::No);
-        let mut file = match dir.open_with(name, &opts) {
+        let file = match dir.open_with(name, &opts) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.classify(&dir, name, &rel, "read", e)),
