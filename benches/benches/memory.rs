@@ -38,7 +38,9 @@
 //! the same bytes 1.9 to 2.1 ms. `perf stat -r 40` on the kept files: 9.6 to 11.4 ms task-clock
 //! and 1,763 page faults before, 6.9 to 7.6 ms and 1,966 after (`--version`: 2.6 to 3.1 ms, 429
 //! faults); callgrind: 52.6 M instructions before, 26.1 M after, `--version` 2.7 M. The target,
-//! p50 at most 4 ms, is not reached: what is left is reading, checking and parsing the 1.4 MB
+//! p50 at most 4 ms, is not reached (the quietest full run after the index, load average 1.7:
+//! whole-process p50/p95 7.54/9.65 ms, `--version` 2.63/2.94 ms, `cat` 1.60/1.81 ms; in
+//! process, 1,000 sections of ~1.8 KB with their indexes 3.90/4.38 ms, divan median 3.71 ms): what is left is reading, checking and parsing the 1.4 MB
 //! (about 10 M instructions), cutting it into sections (4 M) and the page faults of the memory
 //! they fill (about 1,500 beyond the floor's); scoring from the index is about 2 M.
 //!
