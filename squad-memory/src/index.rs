@@ -118,7 +118,10 @@ impl SearchIndex {
             let (Some(v), Some(pos), Some(count)) = (r.u64_var(), r.u64_var(), r.u64_var()) else {
                 return false;
             };
-            text += v / 3;
+            let Some(next) = text.checked_add(v / 3) else {
+                return false;
+            };
+            text = next;
             let (Ok(t), Ok(pos), Ok(count)) = (
                 u32::try_from(text),
                 u32::try_from(pos),
@@ -518,5 +521,23 @@ mod tests {
             assert!(idx.occurrences(w, |o| assert!((o.text as usize) < idx.texts.len())));
         }
         assert!(!idx.occurrences(idx.words(), |_| {}));
+        // Text deltas that add up past `u64::MAX`: refused, no overflow.
+        let mut bytes = Vec::new();
+        for _ in 0..3 {
+            put_var(&mut bytes, u64::MAX);
+            put_var(&mut bytes, 0);
+            put_var(&mut bytes, 1);
+        }
+        let crafted = SearchIndex {
+            words: vec![WordRec {
+                word: (0, 0),
+                occurrences: (0, u32::try_from(bytes.len()).unwrap_or(0)),
+                lists: 1,
+            }],
+            bytes,
+            units: vec![0, 1],
+            texts: vec![TextRec { len: 1, times: 1 }],
+        };
+        assert!(!crafted.occurrences(0, |_| {}));
     }
 }
