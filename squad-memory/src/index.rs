@@ -8,19 +8,21 @@
 //!
 //! For each section a spawn offers to selection (the units `render` cuts a cold, archive or
 //! wiki document into), in order, the index holds each text the scorer reads (heading, body,
-//! title, chunk) with its length, how many times its words count, and its words as the scorer
-//! meets them, each list in the order of its first occurrence with its count: the compound
-//! words (camelCase parts, joined identifiers), the ASCII words, and the words holding other
-//! characters, all lowercased, stop words left out. Scoring a query then stems only the
-//! distinct words whose first characters match the query's, and counts the others without
-//! reading the text ([`crate::bm25`]).
+//! title, chunk) with its length and how many times its words count. Its vocabulary holds every
+//! word the scorer may meet in them, lowercased, stop words left out, with the lists it is in
+//! (compound words: camelCase parts and joined identifiers; ASCII words; words holding other
+//! characters) and its occurrences: per text and list, its position in that list (lists in
+//! order of first occurrence) and its count. Scoring a query then stems only the words whose
+//! first characters match the query's (and the non-ASCII ones), and counts only their
+//! occurrences, without reading the text ([`crate::bm25`]).
 //!
 //! The format (all integers LEB128 unless said): the magic `SQMIDX`, the format version (one
-//! byte), the crate version (length, bytes), the text's length and hash (8 bytes each, little
-//! endian), the vocabulary (count; per word its length and UTF-8 bytes), the units (count; per
-//! unit its number of texts; per text its length, its weight, the lengths of its three word
-//! lists, then the `(word, count)` pairs of the lists in turn), and the hash of everything
-//! before it (8 bytes, little endian).
+//! byte, 2), the crate version (length, bytes), the text's length and hash (8 bytes each, little
+//! endian), the units (count; per unit its number of texts), the texts (count; per text its
+//! length and weight), the vocabulary (count; per word its length, its UTF-8 bytes and a byte of
+//! list bits), then per word its occurrences (their length in bytes; per occurrence the text as
+//! a delta from the previous one times 3 plus the list, the position, the count), and the hash
+//! of everything before it (8 bytes, little endian).
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
