@@ -30,6 +30,20 @@
 //! load 0.28/0.34 ms. The previous version's bench, run right after on the same load: 2.80/9.88 ms
 //! and 26.8/43.1 ms; it loaded 1,957 bytes per spawn with recall 31/34 and 24/27.
 //!
+//! Whole-process `squad memory spawn --task` on the 1.4 MB squad (`SQUAD_BENCH_SPAWN_ONLY=1`;
+//! its files are written through `FsStore`, so each cold and wiki document has its search index,
+//! `memory/.index/`), run for the binary before the index and after it, in turns, at a load
+//! average of about 4.4 on the 2 shared cores: p50/p95 15.8/31.8 and 12.1/17.0 ms before,
+//! 10.7/15.0 and 11.0/16.4 ms after; `squad --version` in the same runs 3.0 to 3.8 ms, `cat` of
+//! the same bytes 1.9 to 2.1 ms. `perf stat -r 40` on the kept files: 9.6 to 11.4 ms task-clock
+//! and 1,763 page faults before, 6.9 to 7.6 ms and 1,966 after (`--version`: 2.6 to 3.1 ms, 429
+//! faults); callgrind: 52.6 M instructions before, 26.1 M after, `--version` 2.7 M. The target,
+//! p50 at most 4 ms, is not reached (the quietest full run after the index, load average 1.7:
+//! whole-process p50/p95 7.54/9.65 ms, `--version` 2.63/2.94 ms, `cat` 1.60/1.81 ms; in
+//! process, 1,000 sections of ~1.8 KB with their indexes 3.90/4.38 ms, divan median 3.71 ms): what is left is reading, checking and parsing the 1.4 MB
+//! (about 10 M instructions), cutting it into sections (4 M) and the page faults of the memory
+//! they fill (about 1,500 beyond the floor's); scoring from the index is about 2 M.
+//!
 //! Instructions per spawn (callgrind, `valgrind --tool=callgrind`, where SHA-256 runs without
 //! its CPU extension): 1,000 sections of ~1.8 KB 305 M before (95 M of them hashing the file),
 //! 41 M now; 1,000 entries of ~250 B 44 M before (8 M hashing), 12 M now. Wall-clock p95s

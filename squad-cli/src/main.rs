@@ -73,7 +73,7 @@ enum Command {
     /// Print a JSON Schema shipped with squad.
     Schema(schema_cmd::Args),
     /// Tiered agent memory: spawn (a prompt's memory context), scribe, validate, import, add, supersede,
-    /// search, show.
+    /// search, show, index.
     Memory(memory_cmd::Args),
     /// Approval gates: configure the channel, request a gate, wait for a human's decision; status,
     /// acknowledge-tamper.

@@ -88,6 +88,17 @@ enum Cmd {
     /// Print one entry, whatever its tier.
     #[command(after_help = "Example:\n  squad memory show h-3f9a0c12d4e5 --json")]
     Show(ShowArgs),
+    /// Rebuild the search index of every cold, archive and wiki file (`memory/.index/`), which
+    /// makes a spawn with a task faster. Every write keeps it current; run this after editing
+    /// memory files by hand. A spawn never needs it, and gives the same output without it.
+    #[command(after_help = "Example:\n  squad memory index")]
+    Index(IndexArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct IndexArgs {
+    #[command(flatten)]
+    lock: LockArgs,
 }
 
 /// Why an agent is spawned (the load matrix row).
@@ -372,7 +383,9 @@ struct ShowArgs {
 
 pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
     let state_dir = match &args.cmd {
-        Cmd::Scribe(_) | Cmd::Import(_) | Cmd::Add(_) | Cmd::Supersede(_) => ctx.state_dir()?,
+        Cmd::Scribe(_) | Cmd::Import(_) | Cmd::Add(_) | Cmd::Supersede(_) | Cmd::Index(_) => {
+            ctx.state_dir()?
+        }
         Cmd::Spawn(a) if a.touch => ctx.state_dir()?,
         Cmd::Spawn(_) | Cmd::Validate | Cmd::Search(_) | Cmd::Show(_) => {
             ctx.existing_state_dir()?
@@ -430,7 +443,25 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
         ),
         Cmd::Search(a) => search(a, ctx, &store),
         Cmd::Show(a) => show(a, ctx, &store),
+        Cmd::Index(a) => index(
+            ctx,
+            &writer(a.lock.lock_timeout, "squad memory index".to_owned())?,
+        ),
     }
+}
+
+fn index(ctx: &Ctx, store: &FsStore) -> CmdResult {
+    let written = {
+        let _lock =
+            squad_memory::MemoryStore::lock(store).map_err(|e| lib_error(ctx, store, &e))?;
+        store.reindex().map_err(|e| lib_error(ctx, store, &e))?
+    };
+    if ctx.json {
+        ctx.print_json(&serde_json::json!({ "ok": true, "indexed": written }))?;
+    } else {
+        outln!(ctx, "indexed {}", count(written, "memory file"))?;
+    }
+    Ok(0)
 }
 
 /// The store of a command that writes: it waits up to `secs` (0 to 3600) for the memory lock,

@@ -153,7 +153,7 @@ impl StateDir {
         }
         let mut opts = OpenOptions::new();
         opts.read(true).follow(FollowSymlinks::No);
-        let mut file = match dir.open_with(name, &opts) {
+        let file = match dir.open_with(name, &opts) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.classify(&dir, name, &rel, "read", e)),
@@ -175,6 +175,9 @@ impl StateDir {
             );
         }
         let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        // Read through the standard library's file, which reads into the vector's spare room
+        // as it is (cap-std's would zero it first: a memset of the whole file).
+        let mut file = file.into_std();
         (&mut file)
             .take(max_bytes.saturating_add(1))
             .read_to_end(&mut bytes)

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use aho_corasick::{AhoCorasick, MatchKind};
 use rust_stemmers::{Algorithm, Stemmer};
 
+use crate::index::SearchIndex;
+
 /// foldhash: terms are short and the index is rebuilt per spawn, so a fast non-keyed hash beats
 /// SipHash here (the input is the caller's own memory files). Fixed state: deterministic.
 type FnvMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
@@ -342,6 +344,83 @@ fn next_high(b: &[u8], from: usize) -> Option<usize> {
     b.get(i..)?.iter().position(|&c| c >= 0x80).map(|k| i + k)
 }
 
+/// Calls `f` with each word of an ASCII-lowercased `text` that holds a multi-byte character
+/// (runs of word bytes holding one, split by [`separates`], one character or more after the
+/// first), lowercased into `buf` and not a stop word, with the byte where its run starts. What
+/// [`Scorer`] reads one by one.
+pub(crate) fn each_other_word(text: &str, buf: &mut String, mut f: impl FnMut(usize, &mut String)) {
+    let b = text.as_bytes();
+    if b.is_ascii() {
+        return;
+    }
+    let mut i = 0;
+    while let Some(hi) = next_high(b, i) {
+        // Most of them are dashes, quotes and arrows between words.
+        if let Some(c) = text.get(hi..).and_then(|t| t.chars().next())
+            && separates(c)
+            && (hi == 0 || !word_byte(b[hi - 1]))
+            && b.get(hi + c.len_utf8()).is_none_or(|&n| !word_byte(n))
+        {
+            i = hi + c.len_utf8();
+            continue;
+        }
+        let mut s = hi;
+        while s > i && word_byte(b[s - 1]) {
+            s -= 1;
+        }
+        let e = b[hi..]
+            .iter()
+            .position(|&c| !word_byte(c))
+            .map_or(b.len(), |n| hi + n);
+        // `s` and `e` sit next to ASCII bytes or the ends: character boundaries.
+        for w in text.get(s..e).unwrap_or_default().split(separates) {
+            if w.chars().nth(1).is_none() {
+                continue;
+            }
+            lower(w, buf);
+            if !is_stop(buf) {
+                f(s, buf);
+            }
+        }
+        i = e;
+    }
+}
+
+/// Calls `f` with each ASCII word of an ASCII-lowercased `text` that [`Scorer`] may count
+/// (two bytes or more, not a stop word): the runs of word bytes holding no multi-byte
+/// character.
+pub(crate) fn each_ascii_word(text: &str, mut f: impl FnMut(&str)) {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !word_byte(b[i]) {
+            i += 1;
+            continue;
+        }
+        let s = i;
+        let mut ascii = true;
+        while i < b.len() && word_byte(b[i]) {
+            ascii &= b[i] < 0x80;
+            i += 1;
+        }
+        let w = &b[s..i];
+        // `s` and `i` sit next to ASCII bytes or the ends: character boundaries.
+        if ascii && w.len() >= 2 && !is_stop_ascii(w) {
+            f(text.get(s..i).unwrap_or_default());
+        }
+    }
+}
+
+/// Calls `f` with each compound word of `text` [`Scorer`] may count ([`each_compound_word`],
+/// stop words left out), lowercased.
+pub(crate) fn each_compound(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
+    each_compound_word(text, buf, |w| {
+        if !is_stop(w) {
+            f(w);
+        }
+    });
+}
+
 /// The longest stop word, in bytes: longer words are never looked up.
 const MAX_STOP: usize = 6;
 
@@ -434,6 +513,9 @@ pub(crate) struct Scorer {
     /// scan.
     prefixes: Vec<u64>,
     starts: Option<AhoCorasick>,
+    /// The patterns `starts` searches for (sorted): an ASCII word counts only when one of them
+    /// starts it.
+    patterns: Vec<Vec<u8>>,
     /// A query stem too short to search for by its start (one character): every word is read.
     every_word: bool,
     stemmer: Stemmer,
@@ -449,6 +531,16 @@ pub(crate) struct Scorer {
     batch: String,
     segments: Vec<(usize, u32, u32)>,
     buf: String,
+}
+
+/// A word of a search index that counts for the query: when [`Scorer::feed`] would first meet
+/// it (stage, list, text, position in the list), its document and word, its stem and weight.
+struct Found {
+    first: (u64, u8, u64, u32),
+    doc: usize,
+    word: usize,
+    stem: String,
+    weight: f64,
 }
 
 /// The size of the batches [`Scorer::feed`] searches at once.
@@ -535,6 +627,10 @@ impl Scorer {
                 .build(&patterns)
                 .ok()
         };
+        if starts.is_none() {
+            // No search, no ASCII word counted (as `flush` does).
+            patterns.clear();
+        }
         Self {
             stems,
             expansions,
@@ -542,6 +638,7 @@ impl Scorer {
             acronyms,
             prefixes,
             starts,
+            patterns,
             every_word,
             stemmer,
             words: FnvMap::default(),
@@ -694,40 +791,14 @@ impl Scorer {
             self.starts = Some(ac);
         }
         // Runs holding other characters: split by `char::is_alphanumeric`, every word looked up.
-        if !b.is_ascii() {
-            let mut i = 0;
-            while let Some(hi) = next_high(b, i) {
-                // Most of them are dashes, quotes and arrows between words.
-                if let Some(c) = batch.get(hi..).and_then(|t| t.chars().next())
-                    && separates(c)
-                    && (hi == 0 || !word_byte(b[hi - 1]))
-                    && b.get(hi + c.len_utf8()).is_none_or(|&n| !word_byte(n))
-                {
-                    i = hi + c.len_utf8();
-                    continue;
-                }
-                let mut s = hi;
-                while s > i && word_byte(b[s - 1]) {
-                    s -= 1;
-                }
-                let e = b[hi..]
-                    .iter()
-                    .position(|&c| !word_byte(c))
-                    .map_or(b.len(), |n| hi + n);
-                // `s` and `e` sit next to ASCII bytes or the ends: character boundaries.
-                for w in batch.get(s..e).unwrap_or_default().split(separates) {
-                    if w.chars().nth(1).is_none() {
-                        continue;
-                    }
-                    lower(w, &mut self.buf);
-                    if !is_stop(&self.buf) {
-                        let (_, doc, times) = segment(s);
-                        self.count_buf_in(doc, times);
-                    }
-                }
-                i = e;
-            }
-        }
+        let mut buf = std::mem::take(&mut self.buf);
+        each_other_word(&batch, &mut buf, |s, buf| {
+            std::mem::swap(&mut self.buf, buf);
+            let (_, doc, times) = segment(s);
+            self.count_buf_in(doc, times);
+            std::mem::swap(&mut self.buf, buf);
+        });
+        self.buf = buf;
         batch.clear();
         self.batch = batch;
         let mut segments = segments;
@@ -783,6 +854,180 @@ impl Scorer {
             self.buf = w;
             self.count_buf(times);
         }
+    }
+
+    /// Whether [`Scorer::feed_index`] can stand for [`Scorer::feed`] with this query (not when
+    /// every word is read: a query stem of one character).
+    pub(crate) fn takes_index(&self) -> bool {
+        !self.every_word
+    }
+
+    /// Whether the ASCII word `w` starts with one of the patterns (what the search by first
+    /// characters finds).
+    fn starts_ascii(&self, w: &[u8]) -> bool {
+        [2, 3].iter().any(|&n| {
+            w.get(..n)
+                .is_some_and(|p| self.patterns.binary_search_by(|q| q[..].cmp(p)).is_ok())
+        })
+    }
+
+    /// Whether a compound word may count (its first two bytes start a pattern).
+    fn wanted_compound(&self, w: &[u8]) -> bool {
+        matches!(w, [x, y, ..] if {
+            let bit = usize::from(*x) * 256 + usize::from(*y);
+            self.prefixes[bit / 64] & (1 << (bit % 64)) != 0
+        })
+    }
+
+    /// In which of an index word's lists (`lists`: bit `k` for list `k`) the word may count:
+    /// as a compound word, as an ASCII word found by its first characters, as a word holding
+    /// other characters (always looked up).
+    fn wanted_lists(&self, word: &str, lists: u8) -> [bool; 3] {
+        let b = word.as_bytes();
+        [
+            lists & 1 != 0 && self.wanted_compound(b),
+            lists & 2 != 0 && self.starts_ascii(b),
+            lists & 4 != 0,
+        ]
+    }
+
+    /// Starts one document per unit of `docs` (in order) and counts their words from the
+    /// search indexes, as [`Scorer::feed`] would from their texts: the same terms, numbered in
+    /// the same order, with the same counts and lengths (so the same scores, to the bit). Only
+    /// the words whose first characters the query searches for (and the words holding other
+    /// characters) are looked at. `false` when an index cannot be read after all: the caller
+    /// then scores a new `Scorer` from the texts. The caller checked the indexes describe the
+    /// units and [`Scorer::takes_index`].
+    pub(crate) fn feed_index(&mut self, docs: &[&SearchIndex]) -> bool {
+        // Every text in pool order: its scorer document, weight and when its words count.
+        let mut first_text = Vec::with_capacity(docs.len());
+        let mut texts: Vec<(u32, u32)> = Vec::new();
+        for idx in docs {
+            first_text.push(texts.len());
+            for u in 0..idx.units() {
+                self.start();
+                let doc = u32::try_from(self.lens.len() - 1).unwrap_or(u32::MAX);
+                let (recs, _) = idx.unit_texts(u);
+                for t in recs {
+                    if let Some(l) = self.lens.last_mut() {
+                        *l += t.len * u64::from(t.times);
+                    }
+                    texts.push((doc, t.times));
+                }
+            }
+        }
+        if self.stems.is_empty() {
+            return true;
+        }
+        // When each text's ASCII and other words are counted: the batch `feed` flushes at
+        // text `g` (after counting the compounds of `g`) is stage `2g + 1`; the last, `2n + 1`.
+        let mut flushed_at = vec![0u64; texts.len()];
+        let mut pending_from = 0usize;
+        let mut pending_len = 0u64;
+        let mut g = 0usize;
+        for idx in docs {
+            for t in &idx.texts {
+                if pending_len > 0 && pending_len + t.len >= BATCH as u64 {
+                    for f in &mut flushed_at[pending_from..g] {
+                        *f = 2 * g as u64 + 1;
+                    }
+                    pending_from = g;
+                    pending_len = 0;
+                }
+                pending_len += t.len + 1;
+                g += 1;
+            }
+        }
+        for f in &mut flushed_at[pending_from..g] {
+            *f = 2 * g as u64 + 1;
+        }
+        // The words that count, with the moment each is first met.
+        let mut found: Vec<Found> = Vec::new();
+        for (di, idx) in docs.iter().enumerate() {
+            for w in 0..idx.words() {
+                let (word, lists) = idx.word(w);
+                let wanted = self.wanted_lists(word, lists);
+                if !wanted.contains(&true) {
+                    continue;
+                }
+                let stem = self.stemmer.stem(word);
+                let weight = self.weigh(&stem);
+                if weight <= 0.0 {
+                    continue;
+                }
+                let base = first_text[di];
+                let mut first: Option<(u64, u8, u64, u32)> = None;
+                let ok = idx.occurrences(w, |o| {
+                    if !wanted[usize::from(o.list)] {
+                        return;
+                    }
+                    let g = (base + o.text as usize) as u64;
+                    let stage = if o.list == 0 {
+                        2 * g
+                    } else {
+                        flushed_at.get(g as usize).copied().unwrap_or(u64::MAX)
+                    };
+                    let key = (stage, o.list, g, o.pos);
+                    if first.is_none_or(|f| key < f) {
+                        first = Some(key);
+                    }
+                });
+                if !ok {
+                    return false;
+                }
+                if let Some(first) = first {
+                    found.push(Found {
+                        first,
+                        doc: di,
+                        word: w,
+                        stem: stem.into_owned(),
+                        weight,
+                    });
+                }
+            }
+        }
+        // Terms are numbered as `feed` meets them.
+        found.sort_by_key(|f| f.first);
+        for Found {
+            doc: di,
+            word: w,
+            stem,
+            weight,
+            ..
+        } in found
+        {
+            let term = match self.terms.get(stem.as_str()) {
+                Some(&t) => t,
+                None => {
+                    let t = u32::try_from(self.weights.len()).unwrap_or(u32::MAX);
+                    self.terms.insert(stem, t);
+                    self.weights.push(weight);
+                    self.postings.push(Vec::new());
+                    t
+                }
+            };
+            let Some(idx) = docs.get(di) else {
+                return false;
+            };
+            let (word, lists) = idx.word(w);
+            let wanted = self.wanted_lists(word, lists);
+            let base = first_text[di];
+            let Some(list) = self.postings.get_mut(term as usize) else {
+                return false;
+            };
+            let ok = idx.occurrences(w, |o| {
+                if !wanted[usize::from(o.list)] {
+                    return;
+                }
+                if let Some(&(doc, times)) = texts.get(base + o.text as usize) {
+                    list.push((doc, o.count.saturating_mul(times)));
+                }
+            });
+            if !ok {
+                return false;
+            }
+        }
+        true
     }
 
     /// The BM25 score of every document, in the order they were started.

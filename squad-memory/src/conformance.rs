@@ -48,6 +48,34 @@ pub fn run_all<S: MemoryStore + ?Sized>(store: &S) {
     list_is_sorted_per_tier(store);
     lock_is_exclusive_and_released_on_drop(store);
     scribe_conserves_entries(store);
+    an_index_is_never_stale(store);
+}
+
+/// [`MemoryStore::read_index`] returns no index (the default) or one that matches the text the
+/// document holds now, after each write: a store never hands out an index of an older text as
+/// current (a reader would ignore it, but a store that keeps indexes must keep them current).
+pub fn an_index_is_never_stale<S: MemoryStore + ?Sized>(store: &S) {
+    let d = DocRef::Cold(agent("conf-idx"));
+    for text in [
+        "### 2026-03-14: Deploy\nStaging times out.\n",
+        "### 2026-03-15: Deploy again\nThe staging deploy is fine.\nFree text.\n",
+    ] {
+        ok(store.write(&d, text), "write");
+        if let Some(index) = ok(store.read_index(&d), "read_index") {
+            assert!(
+                crate::index::index_matches(&index, text),
+                "conformance: read_index must return None or the index of the current text"
+            );
+        }
+    }
+    assert!(
+        ok(
+            store.read_index(&DocRef::Wiki(topic("conf-idx-none"))),
+            "read_index"
+        )
+        .is_none(),
+        "conformance: read_index of a missing document must be None"
+    );
 }
 
 /// `read` of a document never written is `Ok(None)`.

@@ -986,11 +986,16 @@ struct Parser<'t> {
 
 impl<'t> Parser<'t> {
     fn new(file: &'t str, text: &'t str, options: ParseOptions) -> Self {
+        // Room for every heading (an entry, or a free line) and then some, so that the item
+        // list of a large file is not copied as it grows (each copy touches fresh memory).
+        let headings = memchr::memmem::find_iter(text.as_bytes(), b"\n#").count();
+        let mut doc = MemoryDoc::default();
+        doc.items.reserve(headings + headings / 4 + 8);
         Self {
             file,
             text,
             options,
-            doc: MemoryDoc::default(),
+            doc,
             open: None,
             group: None,
             fence: None,

@@ -7,6 +7,7 @@ mod date;
 mod entry;
 mod error;
 mod import;
+mod index;
 mod lock;
 mod matrix;
 mod name;
@@ -28,6 +29,7 @@ pub use import::{
     ImportOptions, ImportProgress, ImportReport, ImportSource, ImportStage, ImportTarget,
     PlannedDoc, import, import_with_progress,
 };
+pub use index::{build_index, index_matches};
 pub use lock::{MAX_LOCK_WAIT, Ticket};
 pub use matrix::{LoadPlan, Situation, TierSet};
 pub use name::{MAX_NAME_LEN, MemoryId, TopicName};

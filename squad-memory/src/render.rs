@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use squad_model::{AgentName, Timestamp};
@@ -10,6 +11,7 @@ use squad_model::{AgentName, Timestamp};
 use crate::bm25::Scorer;
 use crate::entry::{Entry, Fence, Item, MemoryDoc, unindent};
 use crate::error::{Error, ErrorKind, Problem, Result};
+use crate::index::SearchIndex;
 use crate::matrix::{LoadPlan, Situation};
 use crate::name::{MemoryId, TopicName};
 use crate::store::Tier;
@@ -77,6 +79,8 @@ pub struct Source {
     pub bytes: usize,
     /// The parsed content.
     pub doc: MemoryDoc,
+    /// Its search index, when the store had one matching the text ([`Source::with_index`]).
+    index: Option<Arc<SearchIndex>>,
 }
 
 impl Source {
@@ -92,7 +96,29 @@ impl Source {
             bytes: text.len(),
             path,
             doc,
+            index: None,
         })
+    }
+
+    /// Parses a file's text with its search index (what
+    /// [`MemoryStore::read_index`](crate::MemoryStore::read_index) returned for it): the index
+    /// is used to score the file's sections when it matches `text` (see [`crate::build_index`]),
+    /// and ignored otherwise. The rendering is the same either way.
+    ///
+    /// # Errors
+    ///
+    /// As [`Source::parse`].
+    pub fn with_index(path: impl Into<String>, text: &str, index: Option<Vec<u8>>) -> Result<Self> {
+        let mut src = Self::parse(path, text)?;
+        src.index = index
+            .and_then(|b| SearchIndex::decode(b, text))
+            .map(Arc::new);
+        Ok(src)
+    }
+
+    /// Whether a matching search index was given ([`Source::with_index`]).
+    pub fn has_index(&self) -> bool {
+        self.index.is_some()
     }
 }
 
@@ -462,20 +488,24 @@ impl<'a> Unit<'a> {
         }
     }
 
+    /// The texts the unit is scored on, each with how many times its words count (the first
+    /// `n` of the array).
+    pub(crate) fn search_texts(&self) -> ([(&str, u32); 2], usize) {
+        match &self.search {
+            Search::Entry { heading, body } => ([(heading, 2), (body, 1)], 2),
+            Search::Chunk => match &self.text {
+                Text::Owned(t) => ([(&self.title, 1), (t, 1)], 2),
+                _ => ([(&self.title, 1), ("", 0)], 1),
+            },
+            Search::None => ([("", 0), ("", 0)], 0),
+        }
+    }
+
     /// Adds the unit's text to the document `scorer` has started.
     pub(crate) fn feed(&self, scorer: &mut Scorer) {
-        match &self.search {
-            Search::Entry { heading, body } => {
-                scorer.feed(heading, 2);
-                scorer.feed(body, 1);
-            }
-            Search::Chunk => {
-                scorer.feed(&self.title, 1);
-                if let Text::Owned(t) = &self.text {
-                    scorer.feed(t, 1);
-                }
-            }
-            Search::None => {}
+        let (texts, n) = self.search_texts();
+        for &(t, times) in &texts[..n] {
+            scorer.feed(t, times);
         }
     }
 
@@ -998,7 +1028,7 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
     let offered = Offered::collect(plan, inputs, &mut draft)?;
     let before = draft.left.len();
     let task = plan.task.as_deref();
-    let selection = Selection::choose(&offered.pool, task, budget, hot_bytes, &mut draft.left);
+    let selection = Selection::choose(&offered, task, budget, hot_bytes, &mut draft.left);
     let why = if task.is_some() {
         LoadReason::Relevant
     } else {
@@ -1259,6 +1289,8 @@ impl Draft {
 #[derive(Debug)]
 struct Offered<'a> {
     pool: Vec<Unit<'a>>,
+    /// Each ranked document's search index (if it has one) and where its units are in `pool`.
+    indexes: Vec<(Option<&'a SearchIndex>, std::ops::Range<usize>)>,
     named: Vec<&'a (TopicName, Source)>,
     /// Whether the wiki is loaded by ranking its sections (it is loaded, and no topic named).
     rank_wiki: bool,
@@ -1269,10 +1301,13 @@ impl<'a> Offered<'a> {
     fn collect(plan: &LoadPlan, inputs: &'a SpawnInputs, draft: &mut Draft) -> Result<Self> {
         let tiers = plan.tiers();
         let mut pool: Vec<Unit<'a>> = Vec::new();
+        let mut indexes = Vec::new();
         if tiers.cold {
             for (tier, src) in [(Tier::Cold, &inputs.cold), (Tier::Archive, &inputs.archive)] {
                 if let Some(src) = src {
+                    let start = pool.len();
                     pool.extend(ranked_units(tier, src, &mut draft.left));
+                    indexes.push((src.index.as_deref(), start..pool.len()));
                     draft.reports.entry(tier).or_default();
                 }
             }
@@ -1295,7 +1330,9 @@ impl<'a> Offered<'a> {
         if rank_wiki {
             if plan.task.is_some() {
                 for (_, src) in &inputs.wiki {
+                    let start = pool.len();
                     pool.extend(ranked_units(Tier::Wiki, src, &mut draft.left));
+                    indexes.push((src.index.as_deref(), start..pool.len()));
                 }
             } else {
                 draft.no_topic();
@@ -1303,6 +1340,7 @@ impl<'a> Offered<'a> {
         }
         Ok(Self {
             pool,
+            indexes,
             named,
             rank_wiki,
         })
@@ -1331,12 +1369,13 @@ impl Selection {
     /// Stage: relevance (or recency), then top-k, then the budgets. Everything not chosen is
     /// added to `left` with its reason.
     fn choose(
-        pool: &[Unit<'_>],
+        offered: &Offered<'_>,
         task: Option<&str>,
         budget: &Budget,
         hot_bytes: usize,
         left: &mut Vec<LeftOut>,
     ) -> Self {
+        let pool = &offered.pool[..];
         let cold_budget = budget.hot_plus_cold.saturating_sub(hot_bytes);
         let mut sel = Self {
             chosen: Vec::new(),
@@ -1346,7 +1385,7 @@ impl Selection {
         if pool.is_empty() {
             return sel;
         }
-        let (order, scores) = select_order(pool, task);
+        let (order, scores) = select_order(pool, &offered.indexes, task);
         let limits = match &scores {
             Some(s) => Limits::adapt(&order, s, budget),
             None => Limits {
@@ -1507,7 +1546,11 @@ fn file_report(path: &str, text: &str) -> FileReport {
 /// The pool's indexes best first, and the scores when there is a task. With a task: score,
 /// then newest (sections matching nothing after, in file order). Without: newest first,
 /// undated after dated, later in the file first.
-fn select_order(pool: &[Unit<'_>], task: Option<&str>) -> (Vec<usize>, Option<Vec<f64>>) {
+fn select_order(
+    pool: &[Unit<'_>],
+    indexes: &[(Option<&SearchIndex>, std::ops::Range<usize>)],
+    task: Option<&str>,
+) -> (Vec<usize>, Option<Vec<f64>>) {
     // Undated sorts before every date (as `None < Some(_)`).
     let dates: Vec<i64> = pool
         .iter()
@@ -1517,9 +1560,14 @@ fn select_order(pool: &[Unit<'_>], task: Option<&str>) -> (Vec<usize>, Option<Ve
     match task {
         Some(task) => {
             let mut scorer = Scorer::new(task);
-            for u in pool {
-                scorer.start();
-                u.feed(&mut scorer);
+            let from_index = scorer.takes_index()
+                && indexed(pool, indexes).is_some_and(|docs| scorer.feed_index(&docs));
+            if !from_index {
+                scorer = Scorer::new(task);
+                for u in pool {
+                    scorer.start();
+                    u.feed(&mut scorer);
+                }
             }
             let scores = scorer.scores();
             // Sections that match nothing follow in file order (they are all left out).
@@ -1538,6 +1586,37 @@ fn select_order(pool: &[Unit<'_>], task: Option<&str>) -> (Vec<usize>, Option<Ve
             (order, None)
         }
     }
+}
+
+/// The search indexes of the ranked documents, in pool order, when every one has an index that
+/// describes its units as `pool` holds them (their number, and each one's texts by length and
+/// weight); `None` otherwise (the scorer then reads the texts).
+fn indexed<'i>(
+    pool: &[Unit<'_>],
+    indexes: &[(Option<&'i SearchIndex>, std::ops::Range<usize>)],
+) -> Option<Vec<&'i SearchIndex>> {
+    let mut out = Vec::with_capacity(indexes.len());
+    for (index, range) in indexes {
+        let index = (*index)?;
+        let units = pool.get(range.clone())?;
+        if index.units() != units.len() {
+            return None;
+        }
+        for (k, u) in units.iter().enumerate() {
+            let (texts, n) = u.search_texts();
+            let (recs, _) = index.unit_texts(k);
+            if recs.len() != n
+                || recs
+                    .iter()
+                    .zip(&texts[..n])
+                    .any(|(r, (t, times))| r.len != t.len() as u64 || r.times != *times)
+            {
+                return None;
+            }
+        }
+        out.push(index);
+    }
+    Some(out)
 }
 
 /// The order in which hot (or a named wiki document) gives units up: dated entries oldest

@@ -35,11 +35,27 @@ pub(crate) fn read_source(
     doc: &DocRef,
     skipped: &mut Vec<Problem>,
 ) -> Result<Option<Source>> {
+    read_ranked(store, doc, false, skipped)
+}
+
+/// [`read_source`], with the document's search index when `ranked` (its sections are scored)
+/// and the store has one; an index that cannot be read is no index.
+fn read_ranked(
+    store: &dyn MemoryStore,
+    doc: &DocRef,
+    ranked: bool,
+    skipped: &mut Vec<Problem>,
+) -> Result<Option<Source>> {
     let Some(text) = or_skip(store.read(doc), skipped)?.flatten() else {
         return Ok(None);
     };
+    let index = if ranked {
+        store.read_index(doc).ok().flatten()
+    } else {
+        None
+    };
     // A parse error always lists its problems (the lines holding a NUL byte).
-    or_skip(Source::parse(doc.path(), &text), skipped)
+    or_skip(Source::with_index(doc.path(), &text, index), skipped)
 }
 
 /// Reads a document for a writer: the text it has (`None` when it is missing) and the text
@@ -98,10 +114,11 @@ pub fn spawn(
     let tiers = plan.tiers();
     let mut skipped = Vec::new();
     let hot = read_source(store, &DocRef::Hot(agent.clone()), &mut skipped)?;
+    let ranked = plan.task.is_some();
     let (cold, archive) = if tiers.cold {
         (
-            read_source(store, &DocRef::Cold(agent.clone()), &mut skipped)?,
-            read_source(store, &DocRef::Archive(agent.clone()), &mut skipped)?,
+            read_ranked(store, &DocRef::Cold(agent.clone()), ranked, &mut skipped)?,
+            read_ranked(store, &DocRef::Archive(agent.clone()), ranked, &mut skipped)?,
         )
     } else {
         (None, None)
@@ -112,7 +129,8 @@ pub fn spawn(
             if plan.task.is_some() {
                 let names = or_skip(store.list(Tier::Wiki), &mut skipped)?.unwrap_or_default();
                 for t in names.into_iter().filter_map(|n| TopicName::new(n).ok()) {
-                    if let Some(src) = read_source(store, &DocRef::Wiki(t.clone()), &mut skipped)? {
+                    let doc = DocRef::Wiki(t.clone());
+                    if let Some(src) = read_ranked(store, &doc, true, &mut skipped)? {
                         wiki.push((t, src));
                     }
                 }

@@ -203,6 +203,21 @@ pub trait MemoryStore: Send + Sync + fmt::Debug {
     fn audit(&self) -> Result<Vec<Problem>> {
         Ok(Vec::new())
     }
+
+    /// The search index the store keeps for `doc`, as bytes (see [`crate::build_index`]), or
+    /// `None` when it keeps none (the default). An index is derived data, never authoritative:
+    /// a reader checks it against the document's text and ignores one that does not match, so
+    /// a store may return a stale or missing index, never a wrong result. A spawn only reads
+    /// it; stores that keep indexes write them with the documents (in [`MemoryStore::write`]).
+    ///
+    /// # Errors
+    ///
+    /// None from the default; a store should return `Ok(None)` rather than fail a spawn over an
+    /// index it cannot read.
+    fn read_index(&self, doc: &DocRef) -> Result<Option<Vec<u8>>> {
+        let _ = doc;
+        Ok(None)
+    }
 }
 
 macro_rules! forward {
@@ -222,6 +237,9 @@ macro_rules! forward {
             }
             fn audit(&self) -> Result<Vec<Problem>> {
                 (**self).audit()
+            }
+            fn read_index(&self, doc: &DocRef) -> Result<Option<Vec<u8>>> {
+                (**self).read_index(doc)
             }
         }
     )*};
@@ -348,6 +366,8 @@ pub struct FsStore {
 }
 
 const MEMORY: &str = "memory";
+/// The directory of the search indexes, under the memory root.
+const INDEX_DIR: &str = ".index";
 
 impl FsStore {
     /// A store in the state directory `state_root` (created on the first write); the memory
@@ -417,6 +437,93 @@ impl FsStore {
     fn rel(doc: &DocRef) -> String {
         format!("{MEMORY}/{}", doc.path())
     }
+
+    /// Where the search index of `doc` lives: `memory/.index/<tier>/<name>.idx`.
+    fn index_rel(doc: &DocRef) -> String {
+        format!("{MEMORY}/{INDEX_DIR}/{}/{}.idx", doc.tier(), doc.name())
+    }
+
+    /// Writes the search index of `doc` for `text` (cold, archive and wiki documents), or
+    /// removes a stale one when none can be built. Best effort: the index is derived, and a
+    /// reader ignores one that does not match the text.
+    fn write_index(&self, doc: &DocRef, text: &str) {
+        if doc.tier() == Tier::Hot {
+            return;
+        }
+        let rel = Self::index_rel(doc);
+        let done = match crate::index::build(doc.tier(), &doc.path(), text) {
+            Some(bytes) => self.state.write_atomic(&rel, &bytes).map(|()| bytes.len()),
+            None => self.state.remove(&rel).map(|_| 0),
+        };
+        match done {
+            Ok(bytes) => tracing::debug!(file = %doc.path(), bytes, "memory search index written"),
+            Err(e) => {
+                tracing::warn!(file = %doc.path(), error = %e, "memory search index not written")
+            }
+        }
+    }
+
+    /// Rebuilds the search index of every cold, archive and wiki document (what a write does
+    /// for one), returning how many were written. Hold the lock ([`MemoryStore::lock`]) while
+    /// it runs. An index is never needed (a spawn without one reads the text), only faster.
+    ///
+    /// ```
+    /// use squad_memory::{DocRef, FsStore, MemoryStore};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = FsStore::new(dir.path().join(".squad"));
+    /// store.write(&DocRef::Cold("data".parse()?), "### 2026-03-14: Deploy\nStaging times out.\n")?;
+    /// let _lock = store.lock()?;
+    /// assert_eq!(store.reindex()?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`MemoryStore::list`] and [`MemoryStore::read`].
+    pub fn reindex(&self) -> Result<usize> {
+        let mut n = 0;
+        for tier in [Tier::Cold, Tier::Archive, Tier::Wiki] {
+            for name in self.list(tier)? {
+                let Ok(doc) = DocRef::new(tier, &name) else {
+                    continue;
+                };
+                let Some(text) = self.read(&doc)? else {
+                    continue;
+                };
+                self.write_index(&doc, &text);
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// The cold, archive and wiki documents whose search index is missing or does not match
+    /// their text (for `squad memory validate`: a spawn still works, on the slower path).
+    ///
+    /// # Errors
+    ///
+    /// As [`MemoryStore::list`] and [`MemoryStore::read`].
+    pub fn stale_indexes(&self) -> Result<Vec<DocRef>> {
+        let mut out = Vec::new();
+        for tier in [Tier::Cold, Tier::Archive, Tier::Wiki] {
+            for name in self.list(tier)? {
+                let Ok(doc) = DocRef::new(tier, &name) else {
+                    continue;
+                };
+                let Some(text) = self.read(&doc)? else {
+                    continue;
+                };
+                let fresh = self
+                    .read_index(&doc)?
+                    .is_some_and(|b| crate::index::index_matches(&b, &text));
+                if !fresh {
+                    out.push(doc);
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Turns a state-directory error into ours: what is in the directory (a symlink, a file too
@@ -481,6 +588,7 @@ impl MemoryStore for FsStore {
             .write_atomic(Self::rel(doc), text.as_bytes())
             .map_err(|e| fs_error(&self.state, "memory.write", &doc.path(), e))?;
         tracing::debug!(file = %doc.path(), bytes = text.len(), "memory document written");
+        self.write_index(doc, text);
         Ok(())
     }
 
@@ -503,6 +611,23 @@ impl MemoryStore for FsStore {
         // next (best effort; `squad doctor --fix` removes what stays).
         let _ = self.state.remove_dead_temp_files(MEMORY);
         Ok(StoreLock::new(lock))
+    }
+
+    fn read_index(&self, doc: &DocRef) -> Result<Option<Vec<u8>>> {
+        if doc.tier() == Tier::Hot {
+            return Ok(None);
+        }
+        // An index that cannot be read (a symlink, too large, an I/O error) is no index.
+        match self
+            .state
+            .read_capped(Self::index_rel(doc), crate::index::MAX_INDEX_BYTES)
+        {
+            Ok(bytes) => Ok(bytes),
+            Err(e) => {
+                tracing::debug!(file = %doc.path(), error = %e, "memory search index not read");
+                Ok(None)
+            }
+        }
     }
 
     fn audit(&self) -> Result<Vec<Problem>> {

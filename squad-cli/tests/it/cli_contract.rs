@@ -337,6 +337,7 @@ fn every_json_document_uses_snake_case_keys() {
     s.run(&a, &["memory", "show", &hit], None);
     s.run(&a, &["memory", "supersede", &hit, "--by", &new_id], None);
     s.run(&a, &["memory", "validate"], None);
+    s.run(&a, &["memory", "index"], None);
     s.run(
         &a,
         &[

@@ -21,6 +21,7 @@ const COMMANDS: &[&[&str]] = &[
     &["memory", "spawn"],
     &["memory", "scribe"],
     &["memory", "validate"],
+    &["memory", "index"],
     &["route"],
     &["route", "replay"],
     &["route", "briefing"],

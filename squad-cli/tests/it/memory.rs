@@ -651,3 +651,45 @@ fn import_shows_progress_on_a_terminal_only() {
     assert!(!stderr(&o).contains("memory import: "), "{}", stderr(&o));
     assert!(stdout(&o).contains("nothing to change"), "{}", stdout(&o));
 }
+
+#[test]
+fn index_rebuilds_the_search_indexes_and_spawn_is_the_same_with_them() {
+    let dir = repo();
+    let args = [
+        "memory",
+        "spawn",
+        "--agent",
+        "data",
+        "--situation",
+        "debugging",
+        "--task",
+        "why does the staging deploy time out",
+        "--json",
+    ];
+    // Files written by hand: no index yet, and a read-only spawn writes none.
+    let without = squad(dir.path(), &args);
+    assert_eq!(without.status.code(), Some(0), "{}", stderr(&without));
+    assert!(!dir.path().join(".squad/memory/.index").exists());
+    let o = squad(dir.path(), &["memory", "index"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "indexed 2 memory files\n");
+    assert!(
+        dir.path()
+            .join(".squad/memory/.index/cold/data.idx")
+            .is_file()
+    );
+    assert!(
+        dir.path()
+            .join(".squad/memory/.index/wiki/auth.idx")
+            .is_file()
+    );
+    let with = squad(dir.path(), &args);
+    assert_eq!(stdout(&with), stdout(&without));
+    let o = squad(dir.path(), &["memory", "index", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v, serde_json::json!({ "ok": true, "indexed": 2 }));
+    // The index directory is not memory: validate finds nothing to say.
+    let o = squad(dir.path(), &["memory", "validate"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+}

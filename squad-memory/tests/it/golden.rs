@@ -7,9 +7,11 @@
 //! to `diff -r` two versions of the code. After a change meant to alter the output, run with
 //! `SQUAD_MEMORY_GOLDEN_BLESS=1` to print the new digest, and update `golden.sha256`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sha2::{Digest, Sha256};
 use squad_memory::conformance::fixture::{Fixture, cold_with_entries};
@@ -17,8 +19,8 @@ use squad_memory::conformance::realistic::{Corpus, cold_with_sections};
 use squad_memory::squad_model::{AgentName, Timestamp};
 use squad_memory::{
     Budget, DocRef, ExtractiveSummarizer, ImportOptions, ImportSource, ImportTarget, InMemoryStore,
-    LoadPlan, MemoryDoc, MemoryStore, ParseOptions, Scribe, ScribeConfig, Situation, Tier,
-    TopicName, Touch, import_with_progress, spawn,
+    LoadPlan, MemoryDoc, MemoryStore, ParseOptions, Rendered, Scribe, ScribeConfig, Situation,
+    StoreLock, Tier, TopicName, Touch, build_index, import_with_progress, spawn,
 };
 
 /// The outputs, by name (a relative path in the dump directory).
@@ -64,6 +66,79 @@ impl Dump {
             std::fs::write(p, v).unwrap();
         }
     }
+}
+
+/// A document's text and the index built from it.
+type Built = (String, Option<Vec<u8>>);
+
+/// A store over `store` that has the search index of every ranked document (built when first
+/// asked for, as `FsStore` keeps it on disk), so a spawn scores from the indexes.
+#[derive(Debug)]
+pub(crate) struct Indexed<'s> {
+    store: &'s InMemoryStore,
+    built: Mutex<HashMap<DocRef, Built>>,
+    /// How many indexes were handed out.
+    given: AtomicUsize,
+}
+
+impl<'s> Indexed<'s> {
+    pub(crate) fn new(store: &'s InMemoryStore) -> Self {
+        Self {
+            store,
+            built: Mutex::default(),
+            given: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl MemoryStore for Indexed<'_> {
+    fn read(&self, doc: &DocRef) -> squad_memory::Result<Option<String>> {
+        self.store.read(doc)
+    }
+    fn write(&self, _: &DocRef, _: &str) -> squad_memory::Result<()> {
+        unreachable!("a read-only spawn writes nothing")
+    }
+    fn list(&self, tier: Tier) -> squad_memory::Result<Vec<String>> {
+        self.store.list(tier)
+    }
+    fn lock(&self) -> squad_memory::Result<StoreLock> {
+        self.store.lock()
+    }
+    fn read_index(&self, doc: &DocRef) -> squad_memory::Result<Option<Vec<u8>>> {
+        let Some(text) = self.store.read(doc)? else {
+            return Ok(None);
+        };
+        let mut built = self.built.lock().unwrap();
+        let fresh = built.get(doc).is_some_and(|(t, _)| *t == text);
+        if !fresh {
+            let index = build_index(doc.tier(), &doc.path(), &text);
+            built.insert(doc.clone(), (text, index));
+        }
+        let index = built.get(doc).and_then(|(_, i)| i.clone());
+        if index.is_some() {
+            self.given.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(index)
+    }
+}
+
+/// `spawn`, run on `store` and on it with search indexes: the two outputs must be the same,
+/// byte for byte.
+fn spawn_both(
+    store: &InMemoryStore,
+    indexed: &Indexed<'_>,
+    agent: &AgentName,
+    plan: &LoadPlan,
+    budget: &Budget,
+) -> squad_memory::Result<Rendered> {
+    let plain = spawn(store, agent, plan, budget, Touch::No);
+    let with_index = spawn(indexed, agent, plan, budget, Touch::No);
+    assert_eq!(
+        format!("{plain:?}"),
+        format!("{with_index:?}"),
+        "{agent} {plan:?}: the search index changed the output"
+    );
+    plain
 }
 
 fn at(s: &str) -> Timestamp {
@@ -237,6 +312,7 @@ fn scribe_all(dump: &mut Dump, squad: &Squad, store: &InMemoryStore, prefix: &st
 }
 
 fn spawn_all(dump: &mut Dump, squad: &Squad, store: &InMemoryStore, prefix: &str) {
+    let indexed = Indexed::new(store);
     for (bname, budget) in budgets() {
         for (a, _) in &squad.agents {
             let mut out = String::new();
@@ -247,18 +323,22 @@ fn spawn_all(dump: &mut Dump, squad: &Squad, store: &InMemoryStore, prefix: &str
                     if let Some(t) = task {
                         plan = plan.task(t.clone());
                     }
-                    let r = spawn(store, a, &plan, &budget, Touch::No);
+                    let r = spawn_both(store, &indexed, a, &plan, &budget);
                     writeln!(out, "== {situation:?} {task:?}\n{r:#?}\n").unwrap();
                 }
             }
             let topic = LoadPlan::new(Situation::Onboarding)
                 .include_cold()
                 .include_wiki(TopicName::new("decisions").unwrap());
-            let r = spawn(store, a, &topic, &budget, Touch::No);
+            let r = spawn_both(store, &indexed, a, &topic, &budget);
             writeln!(out, "== topic decisions\n{r:#?}\n").unwrap();
             dump.put(format!("{prefix}/spawn/{bname}/{a}.txt"), out);
         }
     }
+    assert!(
+        indexed.given.load(Ordering::Relaxed) > 0,
+        "{prefix}: no spawn read an index"
+    );
 }
 
 fn run_squad(dump: &mut Dump, squad: &Squad) {
@@ -305,8 +385,9 @@ fn run_fixture(dump: &mut Dump) {
             );
         }
         let mut out = String::new();
+        let indexed = Indexed::new(&store);
         for case in &f.cases {
-            let r = spawn(&store, &f.agent, &case.plan, &budget, Touch::No);
+            let r = spawn_both(&store, &indexed, &f.agent, &case.plan, &budget);
             writeln!(out, "== {:?}\n{r:#?}\n", case.plan).unwrap();
         }
         dump.put(format!("{prefix}/cases.txt"), out);
@@ -323,8 +404,9 @@ fn run_fixture(dump: &mut Dump) {
         dump.put(format!("{prefix}/scribe.txt"), out);
         dump.store(&prefix, &store);
         let mut out = String::new();
+        let indexed = Indexed::new(&store);
         for case in &f.cases {
-            let r = spawn(&store, &f.agent, &case.plan, &budget, Touch::No);
+            let r = spawn_both(&store, &indexed, &f.agent, &case.plan, &budget);
             writeln!(out, "== {:?}\n{r:#?}\n", case.plan).unwrap();
         }
         dump.put(format!("{prefix}/cases-after.txt"), out);

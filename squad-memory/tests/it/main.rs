@@ -10,6 +10,7 @@ mod fs_boundary;
 mod fuzz;
 mod golden;
 mod import;
+mod index;
 mod lock;
 mod logs;
 mod names;
