@@ -1,8 +1,9 @@
 //! The tracing events of the Scribe, import and the file store: counts and file names, never the
 //! memory text.
 
+use std::cell::RefCell;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Once;
 
 use squad_memory::{
     DocRef, ExtractiveSummarizer, FsStore, ImportOptions, ImportSource, ImportTarget, MemoryStore,
@@ -11,12 +12,21 @@ use squad_memory::{
 
 use crate::{agent, at};
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+thread_local! {
+    /// What the current test thread's events wrote, while [`logged`] captures them.
+    static CAPTURE: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
+}
 
-impl Write for Captured {
+/// The writer of the tests' one subscriber: into the calling thread's capture, if any.
+struct ThreadCapture;
+
+impl Write for ThreadCapture {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        CAPTURE.with(|c| {
+            if let Some(out) = c.borrow_mut().as_mut() {
+                out.extend_from_slice(buf);
+            }
+        });
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -24,22 +34,24 @@ impl Write for Captured {
     }
 }
 
-/// Runs `f` with a subscriber at the most verbose level and returns what it logged.
+/// Runs `f` and returns what it logged on this thread, at the most verbose level.
+///
+/// One global subscriber, set once, serves every test of the binary: a subscriber scoped to a
+/// thread (`with_default`) lost events when another test's thread cached a callsite's interest
+/// while no subscriber was interested.
 fn logged(f: impl FnOnce()) -> String {
-    let out = Captured::default();
-    let writer = out.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
-        // Another test's thread may have met a callsite first, with no subscriber, and cached
-        // that nobody is interested: ask again now that this one is in place.
-        tracing::callsite::rebuild_interest_cache();
-        f();
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(|| ThreadCapture)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
     });
-    let bytes = out.0.lock().unwrap().clone();
+    CAPTURE.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    f();
+    let bytes = CAPTURE.with(|c| c.borrow_mut().take()).unwrap_or_default();
     String::from_utf8(bytes).unwrap()
 }
 
