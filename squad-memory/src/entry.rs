@@ -679,8 +679,10 @@ fn plain_start(line: &[u8]) -> bool {
     }
 }
 
-/// Splits text into lines: `\n` ends a line, a `\r` right before it is dropped (a bare `\r`
-/// inside a line stays).
+/// Splits text into lines: `\n` ends a line, and the `\r`s right before it are dropped (a
+/// bare `\r` inside a line stays). Dropping the whole run, not one `\r`, keeps a rewrite
+/// stable: a line that kept a trailing `\r` would be written as `\r\n` and lose it on the
+/// next read.
 pub(crate) fn lines(text: &str) -> impl Iterator<Item = &str> {
     let mut start = 0;
     let mut ends = memchr::memchr_iter(b'\n', text.as_bytes());
@@ -693,7 +695,7 @@ pub(crate) fn lines(text: &str) -> impl Iterator<Item = &str> {
         // `start` and `end` sit next to a line end or at the ends: character boundaries.
         let l = &text[start..end];
         start = end + 1;
-        Some(l.strip_suffix('\r').unwrap_or(l))
+        Some(l.trim_end_matches('\r'))
     })
 }
 
@@ -927,7 +929,8 @@ impl<'t> Lines<'t> {
         let raw = &self.text[start..end];
         self.n += 1;
         self.pos = end + 1;
-        Some((start, raw.strip_suffix('\r').unwrap_or(raw)))
+        // Like [`lines`], the whole run of `\r` before the line end is part of it.
+        Some((start, raw.trim_end_matches('\r')))
     }
 
     /// The line read last (from `start`) and the lines after it that start as plain body
@@ -1361,6 +1364,24 @@ mod tests {
         let e = doc.entries().next().unwrap();
         assert_eq!(e.heading, "A");
         assert_eq!(e.body, "line one\nx\ry");
+    }
+
+    #[test]
+    fn a_run_of_cr_before_a_line_end_is_part_of_it_and_a_rewrite_settles_at_once() {
+        // Free text, a heading-like line, a group heading, a fence and a body line, each
+        // ending in `\r\r\r\n`: the first write is already the stable one.
+        for t in [
+            "### \r\r\r\n",
+            "x\r\r\r\n",
+            "## g\r\r\r\n",
+            "```\r\r\r\n",
+            "### a\nb\r\r\r\nc\n",
+        ] {
+            let once = parse(t).to_text();
+            assert!(!once.contains('\r'), "{t:?} wrote {once:?}");
+            assert_eq!(parse(&once).to_text(), once, "{t:?}");
+        }
+        assert_eq!(parse("### A\nx\r\r\ny\rz\n").entries().next().unwrap().body, "x\ny\rz");
     }
 
     #[test]
