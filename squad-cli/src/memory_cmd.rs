@@ -451,17 +451,37 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
 }
 
 fn index(ctx: &Ctx, store: &FsStore) -> CmdResult {
-    let written = {
+    let done = {
         let _lock =
             squad_memory::MemoryStore::lock(store).map_err(|e| lib_error(ctx, store, &e))?;
         store.reindex().map_err(|e| lib_error(ctx, store, &e))?
     };
     if ctx.json {
-        ctx.print_json(&serde_json::json!({ "ok": true, "indexed": written }))?;
+        ctx.print_json(&serde_json::json!({
+            "ok": done.failed.is_empty(),
+            "indexed": done.indexed,
+            "failed": problems_json(ctx, store, &done.failed),
+        }))?;
     } else {
-        outln!(ctx, "indexed {}", count(written, "memory file"))?;
+        outln!(ctx, "indexed {}", count(done.indexed, "memory file"))?;
     }
-    Ok(0)
+    if done.failed.is_empty() {
+        return Ok(0);
+    }
+    let lines: Vec<String> = done
+        .failed
+        .iter()
+        .map(|p| problem_line(ctx, store, p))
+        .collect();
+    Err(CliError::failure(format!(
+        "{} not written: {}",
+        count(done.failed.len(), "search index"),
+        lines.join("; ")
+    ))
+    .with_hint(
+        "squad never writes through a link inside the state directory: remove the link (an \
+         index is derived data), then run `squad memory index` again",
+    ))
 }
 
 /// The store of a command that writes: it waits up to `secs` (0 to 3600) for the memory lock,
@@ -497,6 +517,21 @@ fn problem_line(ctx: &Ctx, store: &FsStore, p: &Problem) -> String {
     let mut p = p.clone();
     p.file = display_path(ctx, store, &p.file);
     p.to_string()
+}
+
+/// Problems as `--json` prints them: `[{"file", "line", "message", "level"}]`.
+fn problems_json(ctx: &Ctx, store: &FsStore, problems: &[Problem]) -> Vec<serde_json::Value> {
+    problems
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "file": display_path(ctx, store, &p.file),
+                "line": p.line,
+                "message": p.message,
+                "level": p.level,
+            })
+        })
+        .collect()
 }
 
 fn warn_all(ctx: &Ctx, store: &FsStore, problems: &[Problem]) {
@@ -686,18 +721,10 @@ fn validate(ctx: &Ctx, store: &FsStore) -> CmdResult {
         squad_memory::validate(store, &Budget::default()).map_err(|e| lib_error(ctx, store, &e))?;
     let errors = problems.iter().filter(|p| p.is_error()).count();
     if ctx.json {
-        let list: Vec<serde_json::Value> = problems
-            .iter()
-            .map(|p| {
-                serde_json::json!({
-                    "file": display_path(ctx, store, &p.file),
-                    "line": p.line,
-                    "message": p.message,
-                    "level": p.level,
-                })
-            })
-            .collect();
-        ctx.print_json(&serde_json::json!({ "ok": errors == 0, "problems": list }))?;
+        ctx.print_json(&serde_json::json!({
+            "ok": errors == 0,
+            "problems": problems_json(ctx, store, &problems),
+        }))?;
     } else {
         for p in &problems {
             outln!(ctx, "{}", problem_line(ctx, store, p))?;

@@ -687,9 +687,55 @@ fn index_rebuilds_the_search_indexes_and_spawn_is_the_same_with_them() {
     assert_eq!(stdout(&with), stdout(&without));
     let o = squad(dir.path(), &["memory", "index", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(v, serde_json::json!({ "ok": true, "indexed": 2 }));
+    assert_eq!(
+        v,
+        serde_json::json!({ "ok": true, "indexed": 2, "failed": [] })
+    );
     // The index directory is not memory: validate finds nothing to say.
     let o = squad(dir.path(), &["memory", "validate"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "");
+}
+
+/// A symlink in place of an index, pointing outside the state directory, is neither written
+/// through nor replaced: `memory index` counts only what it wrote, names the link and exits 1.
+#[cfg(unix)]
+#[test]
+fn index_names_a_symlinked_index_exits_1_and_leaves_its_target_alone() {
+    let dir = repo();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("elsewhere.idx");
+    std::fs::write(&target, "not squad's\n").unwrap();
+    let idx = dir.path().join(".squad/memory/.index/cold/data.idx");
+    std::fs::create_dir_all(idx.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&target, &idx).unwrap();
+    let o = squad(dir.path(), &["memory", "index"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "indexed 1 memory file\n");
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(
+            "error: 1 search index not written: .squad/memory/.index/cold/data.idx:1: is a symbolic link"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(err.lines().nth(1).unwrap().starts_with("hint: "), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "not squad's\n");
+    assert_eq!(std::fs::read_link(&idx).unwrap(), target);
+    assert!(
+        dir.path()
+            .join(".squad/memory/.index/wiki/auth.idx")
+            .is_file()
+    );
+    let o = squad(dir.path(), &["memory", "index", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["indexed"], 1, "{v}");
+    assert_eq!(
+        v["failed"][0]["file"], ".squad/memory/.index/cold/data.idx",
+        "{v}"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "not squad's\n");
 }
