@@ -60,8 +60,9 @@ enum Cmd {
         after_help = "Example:\n  squad memory scribe --agent data --now 2026-11-30T18:00:00Z --json"
     )]
     Scribe(ScribeArgs),
-    /// Check every memory file: names, symlinks, encoding, field lines, sizes. Exit 2 with one
-    /// `file:line: problem` line per problem; warnings are printed too.
+    /// Check every memory file: names, symlinks, encoding, field lines, sizes; warn about
+    /// missing or stale search indexes. Exit 2 with one `file:line: problem` line per problem;
+    /// warnings are printed too.
     #[command(after_help = "Example:\n  squad memory validate")]
     Validate,
     /// Bring existing Markdown memory (an agent's history.md, the team's decisions.md, any
@@ -717,8 +718,9 @@ fn scribe(a: &ScribeArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
 }
 
 fn validate(ctx: &Ctx, store: &FsStore) -> CmdResult {
-    let problems =
+    let mut problems =
         squad_memory::validate(store, &Budget::default()).map_err(|e| lib_error(ctx, store, &e))?;
+    problems.extend(stale_index_warnings(store, &problems).map_err(|e| lib_error(ctx, store, &e))?);
     let errors = problems.iter().filter(|p| p.is_error()).count();
     if ctx.json {
         ctx.print_json(&serde_json::json!({
@@ -738,6 +740,34 @@ fn validate(ctx: &Ctx, store: &FsStore) -> CmdResult {
                 .with_hint("fix the files named above; `squad memory --help` describes the format"),
         )
     }
+}
+
+/// One warning per cold, archive or wiki file whose search index is missing or out of date,
+/// naming the index: a spawn still works, reading the text instead (slower). A file `problems`
+/// has an error for gets none: no index can be built for it until it is fixed.
+fn stale_index_warnings(
+    store: &FsStore,
+    problems: &[Problem],
+) -> Result<Vec<Problem>, squad_memory::Error> {
+    Ok(store
+        .stale_indexes()?
+        .into_iter()
+        .filter(|doc| {
+            let file = doc.path();
+            !problems.iter().any(|p| p.is_error() && p.file == file)
+        })
+        .map(|doc| {
+            Problem::warning(
+                FsStore::index_path(&doc),
+                1,
+                format!(
+                    "the search index of {} is missing or out of date (a spawn reads the text \
+                     instead, which is slower); run `squad memory index`",
+                    doc.path()
+                ),
+            )
+        })
+        .collect())
 }
 
 fn import(a: &ImportArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {

@@ -564,19 +564,27 @@ impl FsStore {
     }
 
     /// The cold, archive and wiki documents whose search index is missing or does not match
-    /// their text (for `squad memory validate`: a spawn still works, on the slower path).
+    /// their text (for `squad memory validate` and `squad doctor`: a spawn still works, on the
+    /// slower path, and `squad memory index` rebuilds them). A tier or document that cannot be
+    /// read as memory (a symlink, a file too large or not UTF-8) is left out: `validate` names
+    /// it already.
     ///
     /// # Errors
     ///
-    /// As [`MemoryStore::list`] and [`MemoryStore::read`].
+    /// [`ErrorKind::Backend`] when a tier cannot be listed or a document read for a reason
+    /// other than what is in the directory (an I/O failure).
     pub fn stale_indexes(&self) -> Result<Vec<DocRef>> {
         let mut out = Vec::new();
+        let mut unreadable = Vec::new();
         for tier in [Tier::Cold, Tier::Archive, Tier::Wiki] {
-            for name in self.list(tier)? {
+            let Some(names) = or_skip(self.list(tier), &mut unreadable)? else {
+                continue;
+            };
+            for name in names {
                 let Ok(doc) = DocRef::new(tier, &name) else {
                     continue;
                 };
-                let Some(text) = self.read(&doc)? else {
+                let Some(Some(text)) = or_skip(self.read(&doc), &mut unreadable)? else {
                     continue;
                 };
                 let fresh = self

@@ -241,17 +241,54 @@ fn a_malformed_file_is_reported_by_validate_and_skipped_by_spawn() {
 #[test]
 fn validate_passes_a_clean_tree_and_reports_oversize_files() {
     let dir = repo();
+    // Files written by hand have no search index yet: a warning each, exit 0.
+    let o = squad(dir.path(), &["memory", "validate"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        [
+            ".squad/memory/.index/cold/data.idx:1: warning: the search index of cold/data.md is \
+             missing or out of date (a spawn reads the text instead, which is slower); run \
+             `squad memory index`\n",
+            ".squad/memory/.index/wiki/auth.idx:1: warning: the search index of wiki/auth.md is \
+             missing or out of date (a spawn reads the text instead, which is slower); run \
+             `squad memory index`\n",
+        ]
+        .concat()
+    );
+    let o = squad(dir.path(), &["memory", "validate", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(
+        v["problems"][1]["file"],
+        ".squad/memory/.index/wiki/auth.idx"
+    );
+    assert_eq!(v["problems"][1]["level"], "warning");
+    assert_eq!(
+        squad(dir.path(), &["memory", "index"]).status.code(),
+        Some(0)
+    );
     let o = squad(dir.path(), &["memory", "validate", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v, serde_json::json!({"ok": true, "problems": []}));
+    // An edit by hand makes the index stale; a file with an error gets no index warning.
+    write(
+        dir.path(),
+        "cold/data.md",
+        "### 2026-11-21: note: edited by hand\n",
+    );
     write(dir.path(), "wiki/big.md", &"x".repeat(21 * 1024));
     let o = squad(dir.path(), &["memory", "validate"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stdout(&o),
         ".squad/memory/wiki/big.md:1: 21504 bytes, over the wiki cap of 20480 bytes; split it \
-         into several topics\n"
+         into several topics\n\
+         .squad/memory/.index/cold/data.idx:1: warning: the search index of cold/data.md is \
+         missing or out of date (a spawn reads the text instead, which is slower); run \
+         `squad memory index`\n"
     );
 }
 
