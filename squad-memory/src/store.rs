@@ -327,8 +327,8 @@ pub struct Reindexed {
     /// How many indexes were written.
     pub indexed: usize,
     /// One error-level problem per index that was not written (its file is the index's path
-    /// relative to the memory root, as [`FsStore::index_path`] gives it) and per document that
-    /// could not be read (its file is the document's path).
+    /// relative to the memory root, as [`FsStore::index_path`] gives it), then one per tier or
+    /// document that could not be read (its file is the tier's or the document's path).
     pub failed: Vec<Problem>,
 }
 
@@ -528,29 +528,21 @@ impl FsStore {
     /// [`ErrorKind::Backend`] when a tier cannot be listed or a document read for a reason
     /// other than what is in the directory (an I/O failure).
     pub fn reindex(&self) -> Result<Reindexed> {
-        let mut done = Reindexed::default();
-        for tier in [Tier::Cold, Tier::Archive, Tier::Wiki] {
-            let Some(names) = or_skip(self.list(tier), &mut done.failed)? else {
-                continue;
-            };
-            for name in names {
-                let Ok(doc) = DocRef::new(tier, &name) else {
-                    continue;
-                };
-                let Some(Some(text)) = or_skip(self.read(&doc), &mut done.failed)? else {
-                    continue;
-                };
-                match self.write_index(&doc, &text) {
-                    Ok(None) => {}
-                    Ok(Some(_)) => done.indexed += 1,
-                    Err(e) => {
-                        tracing::warn!(file = %doc.path(), error = %e, "memory search index not written");
-                        done.failed.push(self.index_problem(&doc, e));
-                    }
+        let mut indexed = 0;
+        let mut failed = Vec::new();
+        let unreadable = self.for_each_indexed(|doc, text| {
+            match self.write_index(&doc, &text) {
+                Ok(None) => {}
+                Ok(Some(_)) => indexed += 1,
+                Err(e) => {
+                    tracing::warn!(file = %doc.path(), error = %e, "memory search index not written");
+                    failed.push(self.index_problem(&doc, e));
                 }
             }
-        }
-        Ok(done)
+            Ok(())
+        })?;
+        failed.extend(unreadable);
+        Ok(Reindexed { indexed, failed })
     }
 
     /// The problem an index that could not be written is, naming the index file.
@@ -575,6 +567,31 @@ impl FsStore {
     /// other than what is in the directory (an I/O failure).
     pub fn stale_indexes(&self) -> Result<Vec<DocRef>> {
         let mut out = Vec::new();
+        self.for_each_indexed(|doc, text| {
+            let fresh = self
+                .read_index(&doc)?
+                .is_some_and(|b| crate::index::index_matches(&b, &text));
+            if !fresh {
+                out.push(doc);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `each` with every cold, archive and wiki document (the ones that have a search
+    /// index) and its text, tier by tier, in name order; names not valid for their tier are
+    /// passed over. Returns the problems of the tiers and documents that could not be read as
+    /// memory (a symlink, a file too large or not UTF-8), which it also passes over.
+    ///
+    /// # Errors
+    ///
+    /// The first error of `each`, and [`ErrorKind::Backend`] when a tier cannot be listed or a
+    /// document read for a reason other than what is in the directory.
+    fn for_each_indexed(
+        &self,
+        mut each: impl FnMut(DocRef, String) -> Result<()>,
+    ) -> Result<Vec<Problem>> {
         let mut unreadable = Vec::new();
         for tier in [Tier::Cold, Tier::Archive, Tier::Wiki] {
             let Some(names) = or_skip(self.list(tier), &mut unreadable)? else {
@@ -584,18 +601,12 @@ impl FsStore {
                 let Ok(doc) = DocRef::new(tier, &name) else {
                     continue;
                 };
-                let Some(Some(text)) = or_skip(self.read(&doc), &mut unreadable)? else {
-                    continue;
-                };
-                let fresh = self
-                    .read_index(&doc)?
-                    .is_some_and(|b| crate::index::index_matches(&b, &text));
-                if !fresh {
-                    out.push(doc);
+                if let Some(Some(text)) = or_skip(self.read(&doc), &mut unreadable)? {
+                    each(doc, text)?;
                 }
             }
         }
-        Ok(out)
+        Ok(unreadable)
     }
 }
 
