@@ -184,6 +184,20 @@ fn spawn_text(store: &dyn MemoryStore) -> String {
     format!("{r:?}")
 }
 
+/// The documents of `squad` in a store that keeps no indexes: the reference a spawn's output
+/// is compared with.
+fn without_indexes(store: &FsStore) -> InMemoryStore {
+    let plain = InMemoryStore::new();
+    for d in [
+        DocRef::Hot(agent("data")),
+        DocRef::Cold(agent("data")),
+        DocRef::Wiki(TopicName::new("decisions").unwrap()),
+    ] {
+        plain.write(&d, &store.read(&d).unwrap().unwrap()).unwrap();
+    }
+    plain
+}
+
 /// What an index file is replaced with, by name.
 fn bad_indexes(good: &[u8], other: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
     let mut flipped = good.to_vec();
@@ -222,14 +236,7 @@ fn writes_keep_an_index_and_a_bad_one_is_ignored() {
     assert!(!dir.path().join(".squad/memory/.index/hot").exists());
     let with_index = spawn_text(&store);
     // The reference: the same documents in a store without indexes.
-    let plain = InMemoryStore::new();
-    for d in [
-        DocRef::Hot(agent("data")),
-        DocRef::Cold(agent("data")),
-        DocRef::Wiki(TopicName::new("decisions").unwrap()),
-    ] {
-        plain.write(&d, &store.read(&d).unwrap().unwrap()).unwrap();
-    }
+    let plain = without_indexes(&store);
     assert_eq!(with_index, spawn_text(&plain));
     let other = build_index(Tier::Cold, "cold/data.md", "### 2026-01-01: Other\nText.\n").unwrap();
     for (what, bytes) in bad_indexes(&good, &other) {
@@ -271,14 +278,7 @@ fn a_hand_edited_document_makes_its_index_stale_not_wrong() {
         store.stale_indexes().unwrap(),
         [DocRef::Cold(agent("data"))]
     );
-    let plain = InMemoryStore::new();
-    for d in [
-        DocRef::Hot(agent("data")),
-        DocRef::Cold(agent("data")),
-        DocRef::Wiki(TopicName::new("decisions").unwrap()),
-    ] {
-        plain.write(&d, &store.read(&d).unwrap().unwrap()).unwrap();
-    }
+    let plain = without_indexes(&store);
     assert_eq!(spawn_text(&store), spawn_text(&plain));
     // The index directory is not memory: nothing listed, nothing to validate.
     assert_eq!(store.list(Tier::Cold).unwrap(), ["data"]);
