@@ -32,6 +32,31 @@ fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).unwrap()
 }
 
+/// `squad memory add` of a decision by `data` titled `title`, then `more` (also the CLI
+/// contract's).
+pub(crate) fn add_decision<'a>(title: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let add = [
+        "memory", "add", "--agent", "data", "--kind", "decision", "--title", title,
+    ];
+    [&add[..], more].concat()
+}
+
+/// `squad memory spawn` for `data` while debugging `task`, then `more` (also the CLI
+/// contract's).
+pub(crate) fn spawn_debugging<'a>(task: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let spawn = [
+        "memory",
+        "spawn",
+        "--agent",
+        "data",
+        "--situation",
+        "debugging",
+        "--task",
+        task,
+    ];
+    [&spawn[..], more].concat()
+}
+
 const HOT: &str = "Current task: fix login\nActive decisions: RS256\nLast actions: tests\nBlockers: none\nTalking to: worf\n";
 
 fn repo() -> tempfile::TempDir {
@@ -483,19 +508,7 @@ fn add_search_show_supersede_round_trip_with_json() {
         Command::new(env!("CARGO_BIN_EXE_squad"))
             .arg("-C")
             .arg(dir.path())
-            .args([
-                "memory",
-                "add",
-                "--agent",
-                "data",
-                "--kind",
-                "decision",
-                "--title",
-                "keep RS256",
-                "--body-file",
-                "-",
-                "--json",
-            ]),
+            .args(add_decision("keep RS256", &["--body-file", "-", "--json"])),
         Some("Keys rotate monthly.\n"),
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -692,17 +705,7 @@ fn import_shows_progress_on_a_terminal_only() {
 #[test]
 fn index_rebuilds_the_search_indexes_and_spawn_is_the_same_with_them() {
     let dir = repo();
-    let args = [
-        "memory",
-        "spawn",
-        "--agent",
-        "data",
-        "--situation",
-        "debugging",
-        "--task",
-        "why does the staging deploy time out",
-        "--json",
-    ];
+    let args = spawn_debugging("why does the staging deploy time out", &["--json"]);
     // Files written by hand: no index yet, and a read-only spawn writes none.
     let without = squad(dir.path(), &args);
     assert_eq!(without.status.code(), Some(0), "{}", stderr(&without));
