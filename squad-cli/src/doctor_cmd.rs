@@ -6,7 +6,9 @@
 //! temporary files of writers that died, the memory lock's tickets of waiters that were killed,
 //! interrupted state batches (approval state and the work-tree state store's journal), a
 //! tampered `notifications.md`, and symbolic links or
-//! special files under the state directory (never followed; each one needs a human look).
+//! special files under the state directory (never followed; each one needs a human look). It
+//! also names the memory search indexes that are missing or out of date, which is not a
+//! problem (a spawn reads the text instead, more slowly) and leaves the exit code alone.
 //! `--fix` removes the stale locks and temporary files and completes interrupted batches; it
 //! never touches a lock a live process holds and never rewrites the log.
 
@@ -48,6 +50,9 @@ struct Report {
     /// Tickets of the memory lock's queue whose process is gone: (path, pid, command).
     dead_tickets: Vec<(String, u32, String)>,
     interrupted: Vec<String>,
+    /// Memory search indexes missing or out of date: (index, document), relative to the state
+    /// directory. Not a problem by itself: `squad memory index` rebuilds them.
+    stale_indexes: Vec<(String, String)>,
     tamper: Option<String>,
     problems: Vec<String>,
     fixed: Vec<String>,
@@ -253,6 +258,7 @@ fn check_state_dir(state: &Path, fix: bool, report: &mut Report) -> Result<(), C
     }
 
     check_memory_queue(state, fix, report)?;
+    check_memory_indexes(state, report);
 
     // Symbolic links and special files: never followed, never removed automatically.
     for finding in dir.audit().map_err(fs_err)? {
@@ -299,6 +305,22 @@ fn check_memory_queue(state: &Path, fix: bool, report: &mut Report) -> Result<()
     Ok(())
 }
 
+/// The memory search indexes that are missing or out of date (`--fix` leaves them: rebuilding
+/// them takes the memory lock, which is `squad memory index`'s job).
+fn check_memory_indexes(state: &Path, report: &mut Report) {
+    match squad_memory::FsStore::new(state).stale_indexes() {
+        Ok(docs) => report.stale_indexes.extend(docs.iter().map(|doc| {
+            (
+                format!("memory/{}", squad_memory::FsStore::index_path(doc)),
+                format!("memory/{}", doc.path()),
+            )
+        })),
+        Err(e) => report
+            .problems
+            .push(format!("cannot check the memory search indexes: {e}")),
+    }
+}
+
 fn print(ctx: &Ctx, r: &Report, fix: bool) -> Result<(), CliError> {
     if ctx.json {
         let value: Value = json!({
@@ -309,6 +331,7 @@ fn print(ctx: &Ctx, r: &Report, fix: bool) -> Result<(), CliError> {
             "temp_files": r.temp_files.iter().map(|(p, pid)| json!({"path": p, "pid": pid})).collect::<Vec<_>>(),
             "dead_tickets": r.dead_tickets.iter().map(|(p, pid, c)| json!({"path": p, "pid": pid, "command": c})).collect::<Vec<_>>(),
             "interrupted": r.interrupted,
+            "stale_indexes": r.stale_indexes.iter().map(|(p, f)| json!({"path": p, "file": f})).collect::<Vec<_>>(),
             "tamper": r.tamper,
             "problems": r.problems,
             "fixed": r.fixed,
@@ -357,6 +380,13 @@ fn print(ctx: &Ctx, r: &Report, fix: bool) -> Result<(), CliError> {
         outln!(
             ctx,
             "dead lock ticket: {path} (its waiter, process {pid}{what}, is gone; it blocks no one)"
+        )?;
+    }
+    for (path, file) in &r.stale_indexes {
+        outln!(
+            ctx,
+            "stale index: {path} (missing or out of date for {file}; a spawn reads the text \
+             instead, which is slower: run 'squad memory index')"
         )?;
     }
     for line in &r.interrupted {

@@ -60,8 +60,9 @@ enum Cmd {
         after_help = "Example:\n  squad memory scribe --agent data --now 2026-11-30T18:00:00Z --json"
     )]
     Scribe(ScribeArgs),
-    /// Check every memory file: names, symlinks, encoding, field lines, sizes. Exit 2 with one
-    /// `file:line: problem` line per problem; warnings are printed too.
+    /// Check every memory file: names, symlinks, encoding, field lines, sizes; warn about
+    /// missing or stale search indexes. Exit 2 with one `file:line: problem` line per problem;
+    /// warnings are printed too.
     #[command(after_help = "Example:\n  squad memory validate")]
     Validate,
     /// Bring existing Markdown memory (an agent's history.md, the team's decisions.md, any
@@ -451,17 +452,37 @@ pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
 }
 
 fn index(ctx: &Ctx, store: &FsStore) -> CmdResult {
-    let written = {
+    let done = {
         let _lock =
             squad_memory::MemoryStore::lock(store).map_err(|e| lib_error(ctx, store, &e))?;
         store.reindex().map_err(|e| lib_error(ctx, store, &e))?
     };
     if ctx.json {
-        ctx.print_json(&serde_json::json!({ "ok": true, "indexed": written }))?;
+        ctx.print_json(&serde_json::json!({
+            "ok": done.failed.is_empty(),
+            "indexed": done.indexed,
+            "failed": problems_json(ctx, store, &done.failed),
+        }))?;
     } else {
-        outln!(ctx, "indexed {}", count(written, "memory file"))?;
+        outln!(ctx, "indexed {}", count(done.indexed, "memory file"))?;
     }
-    Ok(0)
+    if done.failed.is_empty() {
+        return Ok(0);
+    }
+    let lines: Vec<String> = done
+        .failed
+        .iter()
+        .map(|p| problem_line(ctx, store, p))
+        .collect();
+    Err(CliError::failure(format!(
+        "{} not written: {}",
+        count(done.failed.len(), "search index"),
+        lines.join("; ")
+    ))
+    .with_hint(
+        "squad never writes through a link inside the state directory: remove the link (an \
+         index is derived data), then run `squad memory index` again",
+    ))
 }
 
 /// The store of a command that writes: it waits up to `secs` (0 to 3600) for the memory lock,
@@ -497,6 +518,21 @@ fn problem_line(ctx: &Ctx, store: &FsStore, p: &Problem) -> String {
     let mut p = p.clone();
     p.file = display_path(ctx, store, &p.file);
     p.to_string()
+}
+
+/// Problems as `--json` prints them: `[{"file", "line", "message", "level"}]`.
+fn problems_json(ctx: &Ctx, store: &FsStore, problems: &[Problem]) -> Vec<serde_json::Value> {
+    problems
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "file": display_path(ctx, store, &p.file),
+                "line": p.line,
+                "message": p.message,
+                "level": p.level,
+            })
+        })
+        .collect()
 }
 
 fn warn_all(ctx: &Ctx, store: &FsStore, problems: &[Problem]) {
@@ -682,22 +718,15 @@ fn scribe(a: &ScribeArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
 }
 
 fn validate(ctx: &Ctx, store: &FsStore) -> CmdResult {
-    let problems =
+    let mut problems =
         squad_memory::validate(store, &Budget::default()).map_err(|e| lib_error(ctx, store, &e))?;
+    problems.extend(stale_index_warnings(store, &problems).map_err(|e| lib_error(ctx, store, &e))?);
     let errors = problems.iter().filter(|p| p.is_error()).count();
     if ctx.json {
-        let list: Vec<serde_json::Value> = problems
-            .iter()
-            .map(|p| {
-                serde_json::json!({
-                    "file": display_path(ctx, store, &p.file),
-                    "line": p.line,
-                    "message": p.message,
-                    "level": p.level,
-                })
-            })
-            .collect();
-        ctx.print_json(&serde_json::json!({ "ok": errors == 0, "problems": list }))?;
+        ctx.print_json(&serde_json::json!({
+            "ok": errors == 0,
+            "problems": problems_json(ctx, store, &problems),
+        }))?;
     } else {
         for p in &problems {
             outln!(ctx, "{}", problem_line(ctx, store, p))?;
@@ -711,6 +740,34 @@ fn validate(ctx: &Ctx, store: &FsStore) -> CmdResult {
                 .with_hint("fix the files named above; `squad memory --help` describes the format"),
         )
     }
+}
+
+/// One warning per cold, archive or wiki file whose search index is missing or out of date,
+/// naming the index: a spawn still works, reading the text instead (slower). A file `problems`
+/// has an error for gets none: no index can be built for it until it is fixed.
+fn stale_index_warnings(
+    store: &FsStore,
+    problems: &[Problem],
+) -> Result<Vec<Problem>, squad_memory::Error> {
+    Ok(store
+        .stale_indexes()?
+        .into_iter()
+        .filter(|doc| {
+            let file = doc.path();
+            !problems.iter().any(|p| p.is_error() && p.file == file)
+        })
+        .map(|doc| {
+            Problem::warning(
+                FsStore::index_path(&doc),
+                1,
+                format!(
+                    "the search index of {} is missing or out of date (a spawn reads the text \
+                     instead, which is slower); run `squad memory index`",
+                    doc.path()
+                ),
+            )
+        })
+        .collect())
 }
 
 fn import(a: &ImportArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {

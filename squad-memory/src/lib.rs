@@ -44,4 +44,6 @@ pub use spawn::{Touch, spawn, validate};
 /// this crate alone names every type its API takes (`squad_memory::squad_model::...`), at the
 /// version this crate uses.
 pub use squad_model;
-pub use store::{DocRef, FsStore, InMemoryStore, MAX_FILE_BYTES, MemoryStore, StoreLock, Tier};
+pub use store::{
+    DocRef, FsStore, InMemoryStore, MAX_FILE_BYTES, MemoryStore, Reindexed, StoreLock, Tier,
+};

@@ -10,7 +10,7 @@ use std::time::Duration;
 use squad_fs::{EntryKind, StateDir};
 use squad_model::AgentName;
 
-use crate::error::{Error, ErrorKind, Problem, Result};
+use crate::error::{Error, ErrorKind, Problem, Result, or_skip};
 use crate::name::TopicName;
 
 /// A memory tier.
@@ -320,6 +320,18 @@ impl MemoryStore for InMemoryStore {
     }
 }
 
+/// What [`FsStore::reindex`] did: how many search indexes it wrote, and what it could not index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reindexed {
+    /// How many indexes were written.
+    pub indexed: usize,
+    /// One error-level problem per index that was not written (its file is the index's path
+    /// relative to the memory root, as [`FsStore::index_path`] gives it), then one per tier or
+    /// document that could not be read (its file is the tier's or the document's path).
+    pub failed: Vec<Problem>,
+}
+
 /// The largest memory file [`FsStore`] reads (8 MiB): a larger one is an error naming the file,
 /// not an allocation.
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
@@ -440,23 +452,47 @@ impl FsStore {
 
     /// Where the search index of `doc` lives: `memory/.index/<tier>/<name>.idx`.
     fn index_rel(doc: &DocRef) -> String {
-        format!("{MEMORY}/{INDEX_DIR}/{}/{}.idx", doc.tier(), doc.name())
+        format!("{MEMORY}/{}", Self::index_path(doc))
+    }
+
+    /// Where the store keeps the search index of `doc`, relative to the memory root, with `/`
+    /// separators: `.index/cold/data.idx` (for messages; never opened by path).
+    pub fn index_path(doc: &DocRef) -> String {
+        format!("{INDEX_DIR}/{}/{}.idx", doc.tier(), doc.name())
     }
 
     /// Writes the search index of `doc` for `text` (cold, archive and wiki documents), or
-    /// removes a stale one when none can be built. Best effort: the index is derived, and a
-    /// reader ignores one that does not match the text.
-    fn write_index(&self, doc: &DocRef, text: &str) {
+    /// removes a stale one when none can be built, returning how many bytes it wrote (`None`
+    /// when it built none: a hot document, or one that cannot be parsed). Like a document, an index is never written through a symlink:
+    /// a link in its place (or on its way) is an error, and the link and its target stay as
+    /// they are.
+    fn write_index(
+        &self,
+        doc: &DocRef,
+        text: &str,
+    ) -> std::result::Result<Option<usize>, squad_fs::Error> {
         if doc.tier() == Tier::Hot {
-            return;
+            return Ok(None);
         }
         let rel = Self::index_rel(doc);
-        let done = match crate::index::build(doc.tier(), &doc.path(), text) {
-            Some(bytes) => self.state.write_atomic(&rel, &bytes).map(|()| bytes.len()),
-            None => self.state.remove(&rel).map(|_| 0),
-        };
-        match done {
-            Ok(bytes) => tracing::debug!(file = %doc.path(), bytes, "memory search index written"),
+        match crate::index::build(doc.tier(), &doc.path(), text) {
+            Some(bytes) => self
+                .state
+                .write_atomic(&rel, &bytes)
+                .map(|()| Some(bytes.len())),
+            None => self.state.remove(&rel).map(|_| None),
+        }
+    }
+
+    /// [`FsStore::write_index`] for a document write: best effort, as the index is derived and
+    /// a reader ignores one that does not match the text; a failure is logged (and `validate`
+    /// reports the index as stale).
+    fn write_index_logged(&self, doc: &DocRef, text: &str) {
+        match self.write_index(doc, text) {
+            Ok(Some(bytes)) => {
+                tracing::debug!(file = %doc.path(), bytes, "memory search index written");
+            }
+            Ok(None) => {}
             Err(e) => {
                 tracing::warn!(file = %doc.path(), error = %e, "memory search index not written")
             }
@@ -464,8 +500,16 @@ impl FsStore {
     }
 
     /// Rebuilds the search index of every cold, archive and wiki document (what a write does
-    /// for one), returning how many were written. Hold the lock ([`MemoryStore::lock`]) while
-    /// it runs. An index is never needed (a spawn without one reads the text), only faster.
+    /// for one), returning how many it wrote and the ones it could not write. Hold the lock
+    /// ([`MemoryStore::lock`]) while it runs. An index is never needed (a spawn without one
+    /// reads the text), only faster.
+    ///
+    /// An index that cannot be written (a symlink in its place, which is never written
+    /// through nor replaced, or an I/O failure) is not counted: it is one of
+    /// [`Reindexed::failed`], naming the index file, and the other documents are indexed all
+    /// the same. So is a document that cannot be read as a memory file (a symlink, too large,
+    /// not UTF-8: `validate` names it too). A document that cannot be parsed gets no index
+    /// (any old one is removed) and is not counted either.
     ///
     /// ```
     /// use squad_memory::{DocRef, FsStore, MemoryStore};
@@ -474,55 +518,95 @@ impl FsStore {
     /// let store = FsStore::new(dir.path().join(".squad"));
     /// store.write(&DocRef::Cold("data".parse()?), "### 2026-03-14: Deploy\nStaging times out.\n")?;
     /// let _lock = store.lock()?;
-    /// assert_eq!(store.reindex()?, 1);
+    /// let done = store.reindex()?;
+    /// assert_eq!((done.indexed, done.failed.len()), (1, 0));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
     ///
-    /// As [`MemoryStore::list`] and [`MemoryStore::read`].
-    pub fn reindex(&self) -> Result<usize> {
-        let mut n = 0;
-        for tier in [Tier::Cold, Tier::Archive, Tier::Wiki] {
-            for name in self.list(tier)? {
-                let Ok(doc) = DocRef::new(tier, &name) else {
-                    continue;
-                };
-                let Some(text) = self.read(&doc)? else {
-                    continue;
-                };
-                self.write_index(&doc, &text);
-                n += 1;
+    /// [`ErrorKind::Backend`] when a tier cannot be listed or a document read for a reason
+    /// other than what is in the directory (an I/O failure).
+    pub fn reindex(&self) -> Result<Reindexed> {
+        let mut indexed = 0;
+        let mut failed = Vec::new();
+        let unreadable = self.for_each_indexed(|doc, text| {
+            match self.write_index(&doc, &text) {
+                Ok(None) => {}
+                Ok(Some(_)) => indexed += 1,
+                Err(e) => {
+                    tracing::warn!(file = %doc.path(), error = %e, "memory search index not written");
+                    failed.push(self.index_problem(&doc, e));
+                }
             }
+            Ok(())
+        })?;
+        failed.extend(unreadable);
+        Ok(Reindexed { indexed, failed })
+    }
+
+    /// The problem an index that could not be written is, naming the index file.
+    fn index_problem(&self, doc: &DocRef, e: squad_fs::Error) -> Problem {
+        let file = Self::index_path(doc);
+        let err = fs_error(&self.state, "memory.index", &file, e);
+        match err.problems() {
+            [p, ..] => p.clone(),
+            [] => Problem::error(file, 1, err.to_string()),
         }
-        Ok(n)
     }
 
     /// The cold, archive and wiki documents whose search index is missing or does not match
-    /// their text (for `squad memory validate`: a spawn still works, on the slower path).
+    /// their text (for `squad memory validate` and `squad doctor`: a spawn still works, on the
+    /// slower path, and `squad memory index` rebuilds them). A tier or document that cannot be
+    /// read as memory (a symlink, a file too large or not UTF-8) is left out: `validate` names
+    /// it already.
     ///
     /// # Errors
     ///
-    /// As [`MemoryStore::list`] and [`MemoryStore::read`].
+    /// [`ErrorKind::Backend`] when a tier cannot be listed or a document read for a reason
+    /// other than what is in the directory (an I/O failure).
     pub fn stale_indexes(&self) -> Result<Vec<DocRef>> {
         let mut out = Vec::new();
+        self.for_each_indexed(|doc, text| {
+            let fresh = self
+                .read_index(&doc)?
+                .is_some_and(|b| crate::index::index_matches(&b, &text));
+            if !fresh {
+                out.push(doc);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `each` with every cold, archive and wiki document (the ones that have a search
+    /// index) and its text, tier by tier, in name order; names not valid for their tier are
+    /// passed over. Returns the problems of the tiers and documents that could not be read as
+    /// memory (a symlink, a file too large or not UTF-8), which it also passes over.
+    ///
+    /// # Errors
+    ///
+    /// The first error of `each`, and [`ErrorKind::Backend`] when a tier cannot be listed or a
+    /// document read for a reason other than what is in the directory.
+    fn for_each_indexed(
+        &self,
+        mut each: impl FnMut(DocRef, String) -> Result<()>,
+    ) -> Result<Vec<Problem>> {
+        let mut unreadable = Vec::new();
         for tier in [Tier::Cold, Tier::Archive, Tier::Wiki] {
-            for name in self.list(tier)? {
+            let Some(names) = or_skip(self.list(tier), &mut unreadable)? else {
+                continue;
+            };
+            for name in names {
                 let Ok(doc) = DocRef::new(tier, &name) else {
                     continue;
                 };
-                let Some(text) = self.read(&doc)? else {
-                    continue;
-                };
-                let fresh = self
-                    .read_index(&doc)?
-                    .is_some_and(|b| crate::index::index_matches(&b, &text));
-                if !fresh {
-                    out.push(doc);
+                if let Some(Some(text)) = or_skip(self.read(&doc), &mut unreadable)? {
+                    each(doc, text)?;
                 }
             }
         }
-        Ok(out)
+        Ok(unreadable)
     }
 }
 
@@ -588,7 +672,7 @@ impl MemoryStore for FsStore {
             .write_atomic(Self::rel(doc), text.as_bytes())
             .map_err(|e| fs_error(&self.state, "memory.write", &doc.path(), e))?;
         tracing::debug!(file = %doc.path(), bytes = text.len(), "memory document written");
-        self.write_index(doc, text);
+        self.write_index_logged(doc, text);
         Ok(())
     }
 

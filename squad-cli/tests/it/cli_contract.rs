@@ -15,6 +15,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::git_repo::Clones;
+use crate::memory::{add_decision, spawn_debugging};
 
 fn squad_help(path: &[String]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_squad"))
@@ -310,18 +311,7 @@ fn every_json_document_uses_snake_case_keys() {
     );
     let added = s.run(
         &a,
-        &[
-            "memory",
-            "add",
-            "--agent",
-            "data",
-            "--kind",
-            "decision",
-            "--title",
-            "use RS384",
-            "--body",
-            "Rotate to RS384.",
-        ],
+        &add_decision("use RS384", &["--body", "Rotate to RS384."]),
         None,
     );
     let new_id = added[0]["id"].as_str().unwrap().to_owned();
@@ -350,20 +340,7 @@ fn every_json_document_uses_snake_case_keys() {
         ],
         None,
     );
-    s.run(
-        &a,
-        &[
-            "memory",
-            "spawn",
-            "--agent",
-            "data",
-            "--situation",
-            "debugging",
-            "--task",
-            "deploy timeout",
-        ],
-        None,
-    );
+    s.run(&a, &spawn_debugging("deploy timeout", &[]), None);
 
     // Approval: the in-chat channel, a gate, its status, a decision, the tamper acknowledgement.
     let notify = s.run(&a, &["approval", "configure", "--channel", "in-chat"], None);

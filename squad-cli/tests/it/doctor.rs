@@ -541,3 +541,33 @@ fn a_left_over_lock_in_a_local_remote_is_named_reported_and_cleared() {
     w.ok(&a, &["notes", "sync"], None);
     assert_eq!(w.squad(&a, &["doctor"], None).status.code(), Some(0));
 }
+
+#[test]
+fn a_missing_or_stale_memory_index_is_named_but_healthy() {
+    let repo = Repo::new();
+    let cold = repo.path().join(".squad/memory/cold");
+    std::fs::create_dir_all(&cold).unwrap();
+    // Written by hand: no search index.
+    std::fs::write(
+        cold.join("data.md"),
+        "### 2026-11-20: note: by hand\nText.\n",
+    )
+    .unwrap();
+    let o = repo.squad(&["doctor"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert_eq!(
+        stdout(&o),
+        "stale index: memory/.index/cold/data.idx (missing or out of date for \
+         memory/cold/data.md; a spawn reads the text instead, which is slower: run 'squad \
+         memory index')\nall is well\n"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&repo.squad(&["doctor", "--json"]).stdout).unwrap();
+    assert_eq!(v["healthy"], true, "{v}");
+    assert_eq!(
+        v["stale_indexes"],
+        serde_json::json!([{"path": "memory/.index/cold/data.idx", "file": "memory/cold/data.md"}])
+    );
+    assert_eq!(repo.squad(&["memory", "index"]).status.code(), Some(0));
+    assert_eq!(stdout(&repo.squad(&["doctor"])), "all is well\n");
+}

@@ -32,6 +32,31 @@ fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).unwrap()
 }
 
+/// `squad memory add` of a decision by `data` titled `title`, then `more` (also the CLI
+/// contract's).
+pub(crate) fn add_decision<'a>(title: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let add = [
+        "memory", "add", "--agent", "data", "--kind", "decision", "--title", title,
+    ];
+    [&add[..], more].concat()
+}
+
+/// `squad memory spawn` for `data` while debugging `task`, then `more` (also the CLI
+/// contract's).
+pub(crate) fn spawn_debugging<'a>(task: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let spawn = [
+        "memory",
+        "spawn",
+        "--agent",
+        "data",
+        "--situation",
+        "debugging",
+        "--task",
+        task,
+    ];
+    [&spawn[..], more].concat()
+}
+
 const HOT: &str = "Current task: fix login\nActive decisions: RS256\nLast actions: tests\nBlockers: none\nTalking to: worf\n";
 
 fn repo() -> tempfile::TempDir {
@@ -241,17 +266,54 @@ fn a_malformed_file_is_reported_by_validate_and_skipped_by_spawn() {
 #[test]
 fn validate_passes_a_clean_tree_and_reports_oversize_files() {
     let dir = repo();
+    // Files written by hand have no search index yet: a warning each, exit 0.
+    let o = squad(dir.path(), &["memory", "validate"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        [
+            ".squad/memory/.index/cold/data.idx:1: warning: the search index of cold/data.md is \
+             missing or out of date (a spawn reads the text instead, which is slower); run \
+             `squad memory index`\n",
+            ".squad/memory/.index/wiki/auth.idx:1: warning: the search index of wiki/auth.md is \
+             missing or out of date (a spawn reads the text instead, which is slower); run \
+             `squad memory index`\n",
+        ]
+        .concat()
+    );
+    let o = squad(dir.path(), &["memory", "validate", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(
+        v["problems"][1]["file"],
+        ".squad/memory/.index/wiki/auth.idx"
+    );
+    assert_eq!(v["problems"][1]["level"], "warning");
+    assert_eq!(
+        squad(dir.path(), &["memory", "index"]).status.code(),
+        Some(0)
+    );
     let o = squad(dir.path(), &["memory", "validate", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v, serde_json::json!({"ok": true, "problems": []}));
+    // An edit by hand makes the index stale; a file with an error gets no index warning.
+    write(
+        dir.path(),
+        "cold/data.md",
+        "### 2026-11-21: note: edited by hand\n",
+    );
     write(dir.path(), "wiki/big.md", &"x".repeat(21 * 1024));
     let o = squad(dir.path(), &["memory", "validate"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stdout(&o),
         ".squad/memory/wiki/big.md:1: 21504 bytes, over the wiki cap of 20480 bytes; split it \
-         into several topics\n"
+         into several topics\n\
+         .squad/memory/.index/cold/data.idx:1: warning: the search index of cold/data.md is \
+         missing or out of date (a spawn reads the text instead, which is slower); run \
+         `squad memory index`\n"
     );
 }
 
@@ -446,19 +508,7 @@ fn add_search_show_supersede_round_trip_with_json() {
         Command::new(env!("CARGO_BIN_EXE_squad"))
             .arg("-C")
             .arg(dir.path())
-            .args([
-                "memory",
-                "add",
-                "--agent",
-                "data",
-                "--kind",
-                "decision",
-                "--title",
-                "keep RS256",
-                "--body-file",
-                "-",
-                "--json",
-            ]),
+            .args(add_decision("keep RS256", &["--body-file", "-", "--json"])),
         Some("Keys rotate monthly.\n"),
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -655,17 +705,7 @@ fn import_shows_progress_on_a_terminal_only() {
 #[test]
 fn index_rebuilds_the_search_indexes_and_spawn_is_the_same_with_them() {
     let dir = repo();
-    let args = [
-        "memory",
-        "spawn",
-        "--agent",
-        "data",
-        "--situation",
-        "debugging",
-        "--task",
-        "why does the staging deploy time out",
-        "--json",
-    ];
+    let args = spawn_debugging("why does the staging deploy time out", &["--json"]);
     // Files written by hand: no index yet, and a read-only spawn writes none.
     let without = squad(dir.path(), &args);
     assert_eq!(without.status.code(), Some(0), "{}", stderr(&without));
@@ -687,9 +727,55 @@ fn index_rebuilds_the_search_indexes_and_spawn_is_the_same_with_them() {
     assert_eq!(stdout(&with), stdout(&without));
     let o = squad(dir.path(), &["memory", "index", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(v, serde_json::json!({ "ok": true, "indexed": 2 }));
+    assert_eq!(
+        v,
+        serde_json::json!({ "ok": true, "indexed": 2, "failed": [] })
+    );
     // The index directory is not memory: validate finds nothing to say.
     let o = squad(dir.path(), &["memory", "validate"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "");
+}
+
+/// A symlink in place of an index, pointing outside the state directory, is neither written
+/// through nor replaced: `memory index` counts only what it wrote, names the link and exits 1.
+#[cfg(unix)]
+#[test]
+fn index_names_a_symlinked_index_exits_1_and_leaves_its_target_alone() {
+    let dir = repo();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("elsewhere.idx");
+    std::fs::write(&target, "not squad's\n").unwrap();
+    let idx = dir.path().join(".squad/memory/.index/cold/data.idx");
+    std::fs::create_dir_all(idx.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&target, &idx).unwrap();
+    let o = squad(dir.path(), &["memory", "index"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "indexed 1 memory file\n");
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(
+            "error: 1 search index not written: .squad/memory/.index/cold/data.idx:1: is a symbolic link"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(err.lines().nth(1).unwrap().starts_with("hint: "), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "not squad's\n");
+    assert_eq!(std::fs::read_link(&idx).unwrap(), target);
+    assert!(
+        dir.path()
+            .join(".squad/memory/.index/wiki/auth.idx")
+            .is_file()
+    );
+    let o = squad(dir.path(), &["memory", "index", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["indexed"], 1, "{v}");
+    assert_eq!(
+        v["failed"][0]["file"], ".squad/memory/.index/cold/data.idx",
+        "{v}"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "not squad's\n");
 }

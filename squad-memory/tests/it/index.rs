@@ -184,6 +184,20 @@ fn spawn_text(store: &dyn MemoryStore) -> String {
     format!("{r:?}")
 }
 
+/// The documents of `squad` in a store that keeps no indexes: the reference a spawn's output
+/// is compared with.
+fn without_indexes(store: &FsStore) -> InMemoryStore {
+    let plain = InMemoryStore::new();
+    for d in [
+        DocRef::Hot(agent("data")),
+        DocRef::Cold(agent("data")),
+        DocRef::Wiki(TopicName::new("decisions").unwrap()),
+    ] {
+        plain.write(&d, &store.read(&d).unwrap().unwrap()).unwrap();
+    }
+    plain
+}
+
 /// What an index file is replaced with, by name.
 fn bad_indexes(good: &[u8], other: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
     let mut flipped = good.to_vec();
@@ -222,14 +236,7 @@ fn writes_keep_an_index_and_a_bad_one_is_ignored() {
     assert!(!dir.path().join(".squad/memory/.index/hot").exists());
     let with_index = spawn_text(&store);
     // The reference: the same documents in a store without indexes.
-    let plain = InMemoryStore::new();
-    for d in [
-        DocRef::Hot(agent("data")),
-        DocRef::Cold(agent("data")),
-        DocRef::Wiki(TopicName::new("decisions").unwrap()),
-    ] {
-        plain.write(&d, &store.read(&d).unwrap().unwrap()).unwrap();
-    }
+    let plain = without_indexes(&store);
     assert_eq!(with_index, spawn_text(&plain));
     let other = build_index(Tier::Cold, "cold/data.md", "### 2026-01-01: Other\nText.\n").unwrap();
     for (what, bytes) in bad_indexes(&good, &other) {
@@ -255,7 +262,7 @@ fn writes_keep_an_index_and_a_bad_one_is_ignored() {
     assert!(!idx.exists(), "a read-only spawn wrote an index");
     // `reindex` (`squad memory index`) writes it again.
     let lock = store.lock().unwrap();
-    assert_eq!(store.reindex().unwrap(), 2);
+    assert_eq!(store.reindex().unwrap().indexed, 2);
     drop(lock);
     assert_eq!(std::fs::read(&idx).unwrap(), good);
 }
@@ -271,16 +278,53 @@ fn a_hand_edited_document_makes_its_index_stale_not_wrong() {
         store.stale_indexes().unwrap(),
         [DocRef::Cold(agent("data"))]
     );
-    let plain = InMemoryStore::new();
-    for d in [
-        DocRef::Hot(agent("data")),
-        DocRef::Cold(agent("data")),
-        DocRef::Wiki(TopicName::new("decisions").unwrap()),
-    ] {
-        plain.write(&d, &store.read(&d).unwrap().unwrap()).unwrap();
-    }
+    let plain = without_indexes(&store);
     assert_eq!(spawn_text(&store), spawn_text(&plain));
     // The index directory is not memory: nothing listed, nothing to validate.
     assert_eq!(store.list(Tier::Cold).unwrap(), ["data"]);
     assert!(validate(&store, &Budget::default()).unwrap().is_empty());
+}
+
+/// A symlink in place of an index (here to a file outside the state directory) is never
+/// written through nor replaced: `reindex` names it as not written, counts only the indexes it
+/// wrote, and leaves the link and its target as they were.
+#[cfg(unix)]
+#[test]
+fn reindex_never_writes_through_a_symlinked_index_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = squad(dir.path());
+    let idx = dir.path().join(".squad/memory/.index/cold/data.idx");
+    let outside = dir.path().join("outside.txt");
+    std::fs::write(&outside, "not squad's\n").unwrap();
+    std::fs::remove_file(&idx).unwrap();
+    std::os::unix::fs::symlink(&outside, &idx).unwrap();
+    let lock = store.lock().unwrap();
+    let done = store.reindex().unwrap();
+    drop(lock);
+    assert_eq!(done.indexed, 1, "{done:?}");
+    assert_eq!(done.failed.len(), 1, "{done:?}");
+    assert_eq!(done.failed[0].file, ".index/cold/data.idx");
+    assert_eq!(
+        FsStore::index_path(&DocRef::Cold(agent("data"))),
+        done.failed[0].file
+    );
+    assert!(done.failed[0].is_error());
+    assert!(
+        done.failed[0].message.contains("symbolic link"),
+        "{}",
+        done.failed[0].message
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "not squad's\n");
+    assert!(idx.symlink_metadata().unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_link(&idx).unwrap(), outside);
+    // The wiki's index was written all the same; the cold one is reported stale.
+    assert!(
+        dir.path()
+            .join(".squad/memory/.index/wiki/decisions.idx")
+            .is_file()
+    );
+    assert_eq!(
+        store.stale_indexes().unwrap(),
+        [DocRef::Cold(agent("data"))]
+    );
 }

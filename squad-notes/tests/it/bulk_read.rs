@@ -137,15 +137,22 @@ pub(crate) fn check_stream(
         return;
     }
     // An error of the sink stops the walk and comes back as it is.
-    let err = backend
-        .stream_map(tip, 1 << 20, <[u8]>::len, |_| {
-            Err(squad_notes::Error::new(
-                squad_notes::ErrorKind::Backend,
-                "test",
-                "stop here",
-            ))
-        })
-        .unwrap_err();
+    assert_stopped(backend.stream_map(tip, 1 << 20, <[u8]>::len, stop_here));
+}
+
+/// A sink that stops a walk at its first batch, with an error [`assert_stopped`] recognises.
+fn stop_here<T>(_: T) -> squad_notes::Result<()> {
+    Err(squad_notes::Error::new(
+        squad_notes::ErrorKind::Backend,
+        "test",
+        "stop here",
+    ))
+}
+
+/// That a walk fed to [`stop_here`] stopped with its error, as it is.
+#[track_caller]
+fn assert_stopped(walk: squad_notes::Result<()>) {
+    let err = walk.unwrap_err();
     assert!(err.to_string().contains("stop here"), "{err}");
 }
 
@@ -189,16 +196,7 @@ fn check_windows(backend: &squad_notes::GixNotes, tip: &Oid, all: &[(Oid, Vec<u8
     if all.is_empty() {
         return;
     }
-    let err = backend
-        .stream_windows(tip, 1, <[u8]>::len, |_| {
-            Err(squad_notes::Error::new(
-                squad_notes::ErrorKind::Backend,
-                "test",
-                "stop here",
-            ))
-        })
-        .unwrap_err();
-    assert!(err.to_string().contains("stop here"), "{err}");
+    assert_stopped(backend.stream_windows(tip, 1, <[u8]>::len, stop_here));
 }
 
 fn count(repo: &Repo, key: &str) -> usize {
