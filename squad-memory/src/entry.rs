@@ -1381,7 +1381,10 @@ mod tests {
             assert!(!once.contains('\r'), "{t:?} wrote {once:?}");
             assert_eq!(parse(&once).to_text(), once, "{t:?}");
         }
-        assert_eq!(parse("### A\nx\r\r\ny\rz\n").entries().next().unwrap().body, "x\ny\rz");
+        assert_eq!(
+            parse("### A\nx\r\r\ny\rz\n").entries().next().unwrap().body,
+            "x\ny\rz"
+        );
     }
 
     #[test]
