@@ -93,13 +93,16 @@ impl std::hash::Hash for EntryId {
 }
 
 fn is_ulid(s: &str) -> bool {
-    const CROCKFORD: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
     let bytes = s.as_bytes();
-    bytes.len() == 26
-        && matches!(bytes[0], b'0'..=b'7')
-        && bytes
-            .iter()
-            .all(|b| CROCKFORD.contains(&b.to_ascii_uppercase()))
+    bytes.len() == 26 && matches!(bytes[0], b'0'..=b'7') && bytes.iter().all(is_crockford)
+}
+
+/// A digit of Crockford's base 32, in either case: 0-9 and A-Z without I, L, O and U.
+fn is_crockford(b: &u8) -> bool {
+    matches!(
+        b.to_ascii_uppercase(),
+        b'0'..=b'9' | b'A'..=b'H' | b'J' | b'K' | b'M' | b'N' | b'P'..=b'T' | b'V'..=b'Z'
+    )
 }
 
 fn is_uuid_v7(s: &str) -> bool {
@@ -288,3 +291,22 @@ opaque_id!(
     /// The id of an autopilot.
     AutopilotId, "autopilot id"
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The range check accepts exactly the 32 letters of Crockford's alphabet, in either case,
+    /// over all 256 byte values.
+    #[test]
+    fn crockford_digits_are_exactly_the_alphabet() {
+        const ALPHABET: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+        for b in 0..=u8::MAX {
+            assert_eq!(
+                is_crockford(&b),
+                ALPHABET.contains(&b.to_ascii_uppercase()),
+                "byte {b:#04x}"
+            );
+        }
+    }
+}

@@ -52,6 +52,18 @@ impl AgentName {
         }
     }
 
+    /// `true` when `name` follows the naming rule, so that [`AgentName::new`] would accept it;
+    /// checks without copying the text.
+    ///
+    /// ```
+    /// use squad_model::AgentName;
+    /// assert!(AgentName::is_valid("data"));
+    /// assert!(!AgentName::is_valid("Data"));
+    /// ```
+    pub fn is_valid(name: &str) -> bool {
+        check(name).is_ok()
+    }
+
     /// The name as a string slice.
     pub fn as_str(&self) -> &str {
         &self.0

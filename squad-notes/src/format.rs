@@ -111,6 +111,16 @@ struct EntryCheck<'a> {
     archive_on_close: Option<bool>,
 }
 
+/// The id of the one valid entry `line` holds, by the typed check; `None` when it holds
+/// anything else.
+pub(crate) fn typed_id(line: &str) -> Option<EntryId> {
+    let entry: EntryCheck<'_> = serde_json::from_str(line).ok()?;
+    if entry.effort_hours.is_some_and(|h| h.is_nan() || h < 0.0) {
+        return None;
+    }
+    Some(entry.id)
+}
+
 /// [`count_entries`] for notes of one valid entry per line; `None` at the first other line.
 fn count_fast(bytes: &[u8]) -> Option<usize> {
     let mut ids: Vec<EntryId> = Vec::new();
@@ -132,16 +142,18 @@ fn count_fast(bytes: &[u8]) -> Option<usize> {
             return None;
         }
         let line = std::str::from_utf8(line).ok()?;
-        let entry: EntryCheck<'_> = serde_json::from_str(line).ok()?;
-        if entry.effort_hours.is_some_and(|h| h.is_nan() || h < 0.0) {
-            return None;
-        }
-        if !ids.contains(&entry.id) {
+        // The lines squad writes are read by the strict scanner; anything it is not sure of
+        // by the typed check.
+        let id = match crate::scan::entry_id(line) {
+            Some(id) => id,
+            None => typed_id(line)?,
+        };
+        if !ids.contains(&id) {
             if ids.len() > 64 {
                 // Many entries in one note: the general path de-duplicates with a set.
                 return None;
             }
-            ids.push(entry.id);
+            ids.push(id);
         }
     }
     Some(ids.len())

@@ -25,6 +25,7 @@ mod parallel;
 #[cfg(feature = "gix")]
 #[cfg_attr(docsrs, doc(cfg(feature = "gix")))]
 pub mod promote;
+mod scan;
 #[cfg(feature = "sign")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sign")))]
 pub mod sign;
