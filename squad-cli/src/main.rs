@@ -130,8 +130,18 @@ fn command() -> clap::Command {
 }
 
 /// Parses the command line with [`command`].
+///
+/// Value names only show in help, usage and errors, never in what a command line parses to:
+/// a command line that parses is parsed with the derived command as it is, and only one that
+/// does not (or asks for help or the version) is parsed again with [`command`], for its
+/// message. Restyling every argument of every subcommand costs each run otherwise.
 fn parse() -> Result<Cli, clap::Error> {
     use clap::FromArgMatches;
+    if let Ok(matches) = Cli::command().try_get_matches()
+        && let Ok(cli) = Cli::from_arg_matches(&matches)
+    {
+        return Ok(cli);
+    }
     let matches = command().try_get_matches()?;
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command()))
 }

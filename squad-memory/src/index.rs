@@ -388,7 +388,8 @@ impl SearchIndex {
         for _ in 0..word_count {
             let n = r.len()?;
             let start = r.at;
-            std::str::from_utf8(r.take(n)?).ok()?;
+            // Checked as UTF-8 when it is read (`word`): a query reads a few of them.
+            r.take(n)?;
             let lists = r.byte()?;
             if lists == 0 || lists > 7 {
                 return None;

@@ -1810,15 +1810,24 @@ fn select_order(
                 }
             }
             let scores = scorer.scores();
-            // Sections that match nothing follow in file order (they are all left out).
-            order.sort_by_key(|&i| scores[i] <= 0.0);
-            let matched = order.iter().take_while(|&&i| scores[i] > 0.0).count();
-            order[..matched].sort_unstable_by(|&a, &b| {
-                scores[b]
-                    .total_cmp(&scores[a])
-                    .then(dates[b].cmp(&dates[a]))
-                    .then(a.cmp(&b))
+            // Best score first, then newest, then file order; sections that match nothing
+            // follow in file order (they are all left out). Sorted on the keys themselves (a
+            // pool holds thousands of sections).
+            let mut keyed: Vec<(f64, i64, usize)> = Vec::with_capacity(pool.len());
+            let mut unmatched = Vec::new();
+            for (i, (&s, &d)) in scores.iter().zip(&dates).enumerate() {
+                if s > 0.0 {
+                    keyed.push((s, d, i));
+                } else {
+                    unmatched.push(i);
+                }
+            }
+            keyed.sort_unstable_by(|a, b| {
+                b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2))
             });
+            order.clear();
+            order.extend(keyed.iter().map(|k| k.2));
+            order.extend(unmatched);
             (order, Some(scores))
         }
         None => {
