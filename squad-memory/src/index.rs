@@ -178,10 +178,12 @@ pub(crate) enum LaidText {
 /// An entry of a [`Layout`]: what its units report, and where its text is.
 #[derive(Debug, Clone)]
 pub(crate) struct LaidEntry {
-    pub(crate) id: MemoryId,
+    /// Its id (checked as one when the entry is parsed).
+    pub(crate) id: String,
     pub(crate) heading: String,
     pub(crate) line: usize,
-    pub(crate) date: Option<Timestamp>,
+    /// The Unix milliseconds of its date, `i64::MIN` when it has none: what selection sorts by.
+    pub(crate) date: i64,
     /// Its byte range in the text: its heading line to where the next item starts.
     range: (usize, usize),
     /// The entry, parsed from its range when first needed (boxed: most never are, and an
@@ -218,7 +220,8 @@ pub(crate) struct LaidChunk {
     pub(crate) line: usize,
     pub(crate) item: String,
     pub(crate) title: String,
-    pub(crate) date: Option<Timestamp>,
+    /// As [`LaidEntry::date`].
+    pub(crate) date: i64,
     pub(crate) piece: Option<(usize, usize)>,
     pub(crate) text: String,
 }
@@ -251,7 +254,9 @@ impl Layout {
             // The writer checked that the range parses to the entry; only a crafted index
             // gets here without one, and gets its heading.
             let mut x = parsed.unwrap_or_else(|| Entry::from_heading(e.heading.clone()));
-            x.id = e.id.clone();
+            if let Ok(id) = MemoryId::new(e.id.clone()) {
+                x.id = id;
+            }
             x.line = e.line;
             Box::new(x)
         })
@@ -431,7 +436,7 @@ fn decode_layout(r: &mut Reader<'_>, text_len: usize, units: usize) -> Option<La
     let entry_count = r.count()?;
     let mut entries = Vec::with_capacity(entry_count);
     for _ in 0..entry_count {
-        let id = MemoryId::new(r.str()?).ok()?;
+        let id = r.str()?.to_owned();
         let heading = r.str()?.to_owned();
         let line = r.usize()?;
         let start = r.usize()?;
@@ -574,14 +579,12 @@ impl<'b> Reader<'b> {
         std::str::from_utf8(self.take(n)?).ok()
     }
 
-    /// A date: 0, or 1 and its Unix milliseconds (8 bytes, little endian).
-    fn date(&mut self) -> Option<Option<Timestamp>> {
+    /// A date: 0, or 1 and its Unix milliseconds (8 bytes, little endian); `i64::MIN` for
+    /// none.
+    fn date(&mut self) -> Option<i64> {
         match self.byte()? {
-            0 => Some(None),
-            1 => {
-                let ms = i64::from_le_bytes(self.take(8)?.try_into().ok()?);
-                Timestamp::from_unix_millis(ms).ok().map(Some)
-            }
+            0 => Some(i64::MIN),
+            1 => Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?)),
             _ => None,
         }
     }
@@ -1032,7 +1035,7 @@ The deploy, at the end, with no line end",
         let layout = laid.layout().unwrap_or_else(|| panic!("no layout"));
         for e in &layout.entries {
             let parsed = layout.entry(e);
-            let whole = src.doc.find(&e.id).unwrap_or_else(|| panic!("{}", e.id));
+            let whole = src.doc.find(&parsed.id).unwrap_or_else(|| panic!("{}", e.id));
             assert_eq!(
                 (&parsed.heading, &parsed.body, parsed.date),
                 (&whole.heading, &whole.body, whole.date)

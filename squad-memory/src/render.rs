@@ -383,9 +383,9 @@ impl<'a> EntryRef<'a> {
     }
 
     /// Its id (without parsing it).
-    pub(crate) fn id(self) -> &'a MemoryId {
+    pub(crate) fn id(self) -> &'a str {
         match self {
-            EntryRef::Parsed(e) => &e.id,
+            EntryRef::Parsed(e) => e.id.as_str(),
             EntryRef::Laid(_, e) => &e.id,
         }
     }
@@ -487,8 +487,8 @@ impl Text<'_> {
 
 /// The item naming parts `first..=last` of the `n` of the entry `id`: its id when they are all of
 /// them, else `<id> (parts <first>-<last> of <n>)`.
-fn parts_item(id: &MemoryId, first: usize, last: usize, n: usize) -> String {
-    let mut s = id.as_str().to_owned();
+fn parts_item(id: &str, first: usize, last: usize, n: usize) -> String {
+    let mut s = id.to_owned();
     if first > 1 || last < n {
         s.push_str(" (parts ");
         push_number(&mut s, first);
@@ -577,6 +577,9 @@ pub(crate) struct Unit<'a> {
     /// `text.len()`.
     pub(crate) bytes: usize,
     pub(crate) date: Option<Timestamp>,
+    /// `date` in Unix milliseconds (`i64::MIN` for none) when it is known without `date`
+    /// (a laid-out unit has only this).
+    pub(crate) date_ms: Option<i64>,
     pub(crate) entry: Option<EntryRef<'a>>,
     pub(crate) pinned: bool,
     /// Which part of a long section this is (`(i, n)`, 1-based), if it is one.
@@ -602,6 +605,7 @@ impl<'a> Unit<'a> {
             bytes: text.len(),
             text,
             date: None,
+            date_ms: None,
             entry: None,
             pinned: false,
             piece: None,
@@ -662,7 +666,7 @@ impl<'a> Unit<'a> {
     pub(crate) fn item_name(&self) -> String {
         match (self.entry, self.piece) {
             (Some(e), Some((i, n))) => {
-                let id = e.id().as_str();
+                let id = e.id();
                 let mut s = String::with_capacity(id.len() + 16);
                 s.push_str(id);
                 push_part_label(&mut s, i, n);
@@ -1203,7 +1207,7 @@ fn laid_units<'a>(
                         bytes: *bytes,
                     },
                 );
-                u.date = e.date;
+                u.date_ms = Some(e.date);
                 u.entry = Some(entry);
                 u.piece = *piece;
                 u.search = Search::Laid;
@@ -1218,7 +1222,7 @@ fn laid_units<'a>(
                     Cow::Borrowed(&c.title),
                     Text::Str(&c.text),
                 );
-                u.date = c.date;
+                u.date_ms = Some(c.date);
                 u.piece = c.piece;
                 u.search = Search::Chunk;
                 u
@@ -1311,9 +1315,9 @@ fn pinned_or_hot(u: &Unit<'_>) -> LoadReason {
 /// Records a loaded unit's entry in its tier's report (once).
 fn note_entry(report: &mut TierReport, u: &Unit<'_>) {
     if let Some(e) = u.entry
-        && !report.entries.contains(e.id())
+        && !report.entries.iter().any(|x| x.as_str() == e.id())
     {
-        report.entries.push(e.id().clone());
+        report.entries.push(e.get().id.clone());
     }
 }
 
@@ -1794,7 +1798,10 @@ fn select_order(
     // Undated sorts before every date (as `None < Some(_)`).
     let dates: Vec<i64> = pool
         .iter()
-        .map(|u| u.date.map_or(i64::MIN, |d| d.unix_millis()))
+        .map(|u| {
+            u.date_ms
+                .unwrap_or_else(|| u.date.map_or(i64::MIN, |d| d.unix_millis()))
+        })
         .collect();
     let mut order: Vec<usize> = (0..pool.len()).collect();
     match task {
@@ -1959,7 +1966,7 @@ fn render_whole(
         if k {
             loaded.push(u.loaded(None, why(u)));
             if let Some(e) = u.entry {
-                report.entries.push(e.id().clone());
+                report.entries.push(e.get().id.clone());
             }
         }
     }
