@@ -1035,7 +1035,10 @@ The deploy, at the end, with no line end",
         let layout = laid.layout().unwrap_or_else(|| panic!("no layout"));
         for e in &layout.entries {
             let parsed = layout.entry(e);
-            let whole = src.doc.find(&parsed.id).unwrap_or_else(|| panic!("{}", e.id));
+            let whole = src
+                .doc
+                .find(&parsed.id)
+                .unwrap_or_else(|| panic!("{}", e.id));
             assert_eq!(
                 (&parsed.heading, &parsed.body, parsed.date),
                 (&whole.heading, &whole.body, whole.date)
