@@ -132,15 +132,20 @@ fn command() -> clap::Command {
 /// Parses the command line with [`command`].
 ///
 /// Value names only show in help, usage and errors, never in what a command line parses to:
-/// a command line that parses is parsed with the derived command as it is, and only one that
-/// does not (or asks for help or the version) is parsed again with [`command`], for its
-/// message. Restyling every argument of every subcommand costs each run otherwise.
+/// a command line that parses (or asks for the version) is parsed with the derived command as
+/// it is, and only one that does not (or asks for help) is parsed again with [`command`], for
+/// its message. Restyling every argument of every subcommand costs each run otherwise.
 fn parse() -> Result<Cli, clap::Error> {
     use clap::FromArgMatches;
-    if let Ok(matches) = Cli::command().try_get_matches()
-        && let Ok(cli) = Cli::from_arg_matches(&matches)
-    {
-        return Ok(cli);
+    match Cli::command().try_get_matches() {
+        Ok(matches) => {
+            if let Ok(cli) = Cli::from_arg_matches(&matches) {
+                return Ok(cli);
+            }
+        }
+        // The version names no argument.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => return Err(e),
+        Err(_) => {}
     }
     let matches = command().try_get_matches()?;
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command()))
@@ -149,6 +154,10 @@ fn parse() -> Result<Cli, clap::Error> {
 fn main() -> ExitCode {
     let cli = match parse() {
         Ok(cli) => cli,
+        // The version is printed as it is: no need for the restyled command.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {
+            return ctx::report_usage_error(&e, &Cli::command());
+        }
         Err(e) => return ctx::report_usage_error(&e, &command()),
     };
     // No transparent huge pages: mimalloc asks for them (`madvise`) on its arenas, so where
