@@ -129,6 +129,58 @@ impl StateDir {
     /// # Errors
     /// As [`StateDir::read`], plus [`ErrorKind::TooLarge`].
     pub fn read_capped(&self, rel: impl AsRef<Path>, max_bytes: u64) -> Result<Option<Vec<u8>>> {
+        let rel = rel.as_ref();
+        let Some((file, len)) = self.open_capped(rel, max_bytes)? else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        // Read through the standard library's file, which reads into the vector's spare room
+        // as it is (cap-std's would zero it first: a memset of the whole file).
+        let mut file = file;
+        (&mut file)
+            .take(max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io("read", self.display_path(rel), e))?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(
+                Error::new(ErrorKind::TooLarge, "read", self.display_path(rel))
+                    .with_detail(format!("grew past the limit of {max_bytes} bytes")),
+            );
+        }
+        Ok(Some(bytes))
+    }
+
+    /// Opens a file for reading, with the checks of [`StateDir::read_capped`] (no symlink
+    /// followed, a regular file, at most `max_bytes` long when opened), for a reader that
+    /// reads it in parts: the open file and its length. `Ok(None)` when it (or a directory on
+    /// its way) does not exist.
+    ///
+    /// The file may still change after it is opened (a writer that replaces it atomically
+    /// leaves the open file as it was; one that writes in place does not): a reader that
+    /// needs one version checks what it read.
+    ///
+    /// ```
+    /// # fn main() -> squad_fs::Result<()> {
+    /// use std::io::Read;
+    /// let dir = tempfile::tempdir().map_err(|e| squad_fs::Error::io("tempdir", "", e))?;
+    /// let state = squad_fs::StateDir::new(dir.path());
+    /// state.write_atomic("memory/cold/data.md", b"hello")?;
+    /// let (mut file, len) = state.open_capped("memory/cold/data.md", 1024)?.expect("present");
+    /// let mut text = String::new();
+    /// file.read_to_string(&mut text).map_err(|e| squad_fs::Error::io("read", "", e))?;
+    /// assert_eq!((text.as_str(), len), ("hello", 5));
+    /// assert!(state.open_capped("memory/cold/data.md", 4).is_err());
+    /// assert!(state.open_capped("memory/cold/none.md", 4)?.is_none());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`StateDir::read_capped`].
+    pub fn open_capped(
+        &self,
+        rel: impl AsRef<Path>,
+        max_bytes: u64,
+    ) -> Result<Option<(std::fs::File, u64)>> {
         let rel = RelPath::new(rel.as_ref())?;
         let Some(root) = self.open_root(false)? else {
             return Ok(None);
@@ -174,21 +226,7 @@ impl StateDir {
                     .with_detail(format!("{} bytes, the limit is {max_bytes}", meta.len())),
             );
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        // Read through the standard library's file, which reads into the vector's spare room
-        // as it is (cap-std's would zero it first: a memset of the whole file).
-        let mut file = file.into_std();
-        (&mut file)
-            .take(max_bytes.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::io("read", self.display_path(&rel), e))?;
-        if bytes.len() as u64 > max_bytes {
-            return Err(
-                Error::new(ErrorKind::TooLarge, "read", self.display_path(&rel))
-                    .with_detail(format!("grew past the limit of {max_bytes} bytes")),
-            );
-        }
-        Ok(Some(bytes))
+        Ok(Some((file.into_std(), meta.len())))
     }
 
     /// Reads a whole file as UTF-8 text.

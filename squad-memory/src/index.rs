@@ -16,25 +16,42 @@
 //! first characters match the query's (and the non-ASCII ones), and counts only their
 //! occurrences, without reading the text ([`crate::bm25`]).
 //!
+//! Format 3 also lays out the document's sections ([`Layout`]): for each entry a spawn may
+//! offer, its id, heading, line, date and byte range in the text; for each unit, its entry and
+//! part (or, for free text, its line, item, title, date, part and prompt text); and what is left
+//! out before scoring (superseded and repeated entries). A spawn then builds its sections from
+//! the index, reads the text through once in chunks only to check its length and hash, and
+//! parses only the entries it needs, each from its own range. The writer records a layout only
+//! when every entry's range, parsed alone, gives the entry the whole document's parse gives;
+//! otherwise a reader parses the whole text.
+//!
 //! The format (all integers LEB128 unless said): the magic `SQMIDX`, the format version (one
-//! byte, 2), the crate version (length, bytes), the text's length and hash (8 bytes each, little
-//! endian), the units (count; per unit its number of texts), the texts (count; per text its
-//! length and weight), the vocabulary (count; per word its length, its UTF-8 bytes and a byte of
-//! list bits), then per word its occurrences (their length in bytes; per occurrence the text as
-//! a delta from the previous one times 3 plus the list, the position, the count), and the hash
-//! of everything before it (8 bytes, little endian).
+//! byte, 3), the crate version (length, bytes), the text's length and [`text_hash`] (8 bytes
+//! each, little endian), the units (count; per unit its number of texts), the texts (count; per
+//! text its length and weight), the vocabulary (count; per word its length, its UTF-8 bytes and a
+//! byte of list bits), then per word its occurrences (their length in bytes; per occurrence the
+//! text as a delta from the previous one times 3 plus the list, the position, the count), the
+//! layout (a byte 0 for none, or 1 and the layout, see `put_layout`), and the hash of
+//! everything before it (8 bytes, little endian).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Arc, OnceLock};
+
+use squad_model::Timestamp;
 
 use crate::bm25::{each_ascii_word, each_compound, each_other_word};
-use crate::render::{Source, ranked_units};
-use crate::store::Tier;
+use crate::entry::{Entry, Item, MemoryDoc};
+use crate::name::MemoryId;
+use crate::render::{EntryRef, LeftOut, Reason, Source, Text, Unit, ranked_units};
+use crate::store::{DocReader, Tier};
 
 /// The magic bytes an index starts with.
 const MAGIC: &[u8; 6] = b"SQMIDX";
-/// The format version; any change to the layout or to what is indexed bumps it.
-const FORMAT: u8 = 2;
+/// The format version; any change to the layout or to what is indexed bumps it (an index of
+/// another version is stale: ignored, and rebuilt by `squad memory index`).
+const FORMAT: u8 = 3;
 /// The largest index a reader accepts, in bytes (a larger file is ignored, not read).
 pub(crate) const MAX_INDEX_BYTES: u64 = 4 * crate::store::MAX_FILE_BYTES;
 
@@ -42,6 +59,45 @@ pub(crate) const MAX_INDEX_BYTES: u64 = 4 * crate::store::MAX_FILE_BYTES;
 /// cryptographic; a text edited by hand that collides is a 2^-64 accident).
 pub(crate) fn hash(bytes: &[u8]) -> u64 {
     foldhash::fast::FixedState::with_seed(0x5351_4d49_4458_0001).hash_one(bytes)
+}
+
+/// The size of the chunks a text is hashed in ([`text_hash`]).
+const TEXT_CHUNK: usize = 64 * 1024;
+
+/// The hash an index names its text by: its chunks of [`TEXT_CHUNK`] bytes fed in turn to one
+/// hasher (foldhash, fixed seed), so a reader can hash a file chunk by chunk, holding one
+/// chunk at a time ([`scan`]).
+pub(crate) fn text_hash(bytes: &[u8]) -> u64 {
+    let mut h = text_hasher();
+    for c in bytes.chunks(TEXT_CHUNK) {
+        h.write(c);
+    }
+    h.finish()
+}
+
+fn text_hasher() -> impl Hasher {
+    foldhash::fast::FixedState::with_seed(0x5351_4d49_4458_0003).build_hasher()
+}
+
+/// Reads the document of `reader` through once, a chunk at a time: its length and
+/// [`text_hash`]; `None` when it cannot be read, or holds a NUL byte (it cannot be parsed:
+/// the reader that reads it whole reports it).
+pub(crate) fn scan(reader: &dyn DocReader) -> Option<(usize, u64)> {
+    let len = reader.len();
+    let mut buf = vec![0u8; usize::try_from(len).ok()?.min(TEXT_CHUNK)];
+    let mut h = text_hasher();
+    let mut at = 0u64;
+    while at < len {
+        let n = usize::try_from((len - at).min(TEXT_CHUNK as u64)).ok()?;
+        let chunk = buf.get_mut(..n)?;
+        reader.read_at(at, chunk).ok()?;
+        if memchr::memchr(0, chunk).is_some() {
+            return None;
+        }
+        h.write(chunk);
+        at += n as u64;
+    }
+    Some((usize::try_from(len).ok()?, h.finish()))
 }
 
 /// One text of a unit as the scorer reads it.
@@ -81,9 +137,138 @@ pub(crate) struct SearchIndex {
     /// Where each unit's texts start in `texts` (one more than the units).
     units: Vec<u32>,
     pub(crate) texts: Vec<TextRec>,
+    /// Where the document's sections are (format 3), when the writer recorded it.
+    pub(crate) layout: Option<Layout>,
+    /// The length and [`text_hash`] of the text it was built from.
+    text: (usize, u64),
+}
+
+/// Where a document's sections are and what a spawn reports of them, so that a spawn builds
+/// its sections from the index and parses only the entries it needs (each from its own byte
+/// range of the text) instead of the whole document. Recorded only when parsing each entry's
+/// range alone gives the entry the whole document's parse gives ([`build`] checks it).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Layout {
+    /// The entries the units come from, in file order.
+    pub(crate) entries: Vec<LaidEntry>,
+    /// What `ranked_units` leaves out (superseded and repeated entries), in order.
+    pub(crate) dropped: Vec<Dropped>,
+    /// The units, in `ranked_units` order.
+    pub(crate) units: Vec<LaidUnit>,
+    /// The document's text (set by the reader, once the index is known to match it).
+    pub(crate) text: LaidText,
+}
+
+/// Where a laid-out document's sections are read from.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum LaidText {
+    /// Nowhere yet (a layout just decoded).
+    #[default]
+    None,
+    /// The whole text, in memory.
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "the unit tests lay out texts in memory")
+    )]
+    Text(String),
+    /// The document, open (its sections read when they are needed).
+    Reader(Arc<dyn DocReader>),
+}
+
+/// An entry of a [`Layout`]: what its units report, and where its text is.
+#[derive(Debug, Clone)]
+pub(crate) struct LaidEntry {
+    /// Its id (checked as one when the entry is parsed).
+    pub(crate) id: String,
+    pub(crate) heading: String,
+    pub(crate) line: usize,
+    /// The Unix milliseconds of its date, `i64::MIN` when it has none: what selection sorts by.
+    pub(crate) date: i64,
+    /// Its byte range in the text: its heading line to where the next item starts.
+    range: (usize, usize),
+    /// The entry, parsed from its range when first needed (boxed: most never are, and an
+    /// entry is large).
+    parsed: OnceLock<Box<Entry>>,
+}
+
+/// A section `ranked_units` leaves out, as the manifest lists it.
+#[derive(Debug, Clone)]
+pub(crate) struct Dropped {
+    pub(crate) item: String,
+    pub(crate) title: String,
+    pub(crate) bytes: usize,
+    pub(crate) reason: Reason,
+}
+
+/// A unit of a [`Layout`].
+#[derive(Debug, Clone)]
+pub(crate) enum LaidUnit {
+    /// An entry whole, or part `i` of `n` of it.
+    Entry {
+        entry: usize,
+        piece: Option<(usize, usize)>,
+        bytes: usize,
+    },
+    /// A chunk of free text (or a part of one), with its prompt text (boxed: entries are the
+    /// common case, and small).
+    Chunk(Box<LaidChunk>),
+}
+
+/// A chunk of free text of a [`Layout`], as `ranked_units` cuts it.
+#[derive(Debug, Clone)]
+pub(crate) struct LaidChunk {
+    pub(crate) line: usize,
+    pub(crate) item: String,
+    pub(crate) title: String,
+    /// As [`LaidEntry::date`].
+    pub(crate) date: i64,
+    pub(crate) piece: Option<(usize, usize)>,
+    pub(crate) text: String,
+}
+
+impl Layout {
+    /// The text of `start..end`, if it can be read and is UTF-8.
+    fn range(&self, (start, end): (usize, usize)) -> Option<Cow<'_, str>> {
+        match &self.text {
+            LaidText::None => None,
+            LaidText::Text(t) => t.get(start..end).map(Cow::Borrowed),
+            LaidText::Reader(r) => {
+                let mut buf = vec![0u8; end.checked_sub(start)?];
+                r.read_at(start as u64, &mut buf).ok()?;
+                String::from_utf8(buf).ok().map(Cow::Owned)
+            }
+        }
+    }
+
+    /// The entry `e`, parsed from its range of the text the first time it is asked for.
+    pub(crate) fn entry<'a>(&'a self, e: &'a LaidEntry) -> &'a Entry {
+        e.parsed.get_or_init(|| {
+            let parsed = self
+                .range(e.range)
+                .and_then(|t| MemoryDoc::parse("", &t).ok())
+                .and_then(|d| d.items.into_iter().next())
+                .and_then(|i| match i {
+                    Item::Entry(x) => Some(x),
+                    Item::Line(_) => None,
+                });
+            // The writer checked that the range parses to the entry; only a crafted index
+            // gets here without one, and gets its heading.
+            let mut x = parsed.unwrap_or_else(|| Entry::from_heading(e.heading.clone()));
+            if let Ok(id) = MemoryId::new(e.id.clone()) {
+                x.id = id;
+            }
+            x.line = e.line;
+            Box::new(x)
+        })
+    }
 }
 
 impl SearchIndex {
+    /// Whether `text` is the text the index was built from (its length and hash).
+    pub(crate) fn names(&self, text: &str) -> bool {
+        self.text == (text.len(), text_hash(text.as_bytes()))
+    }
+
     /// The number of words in the vocabulary.
     pub(crate) fn words(&self) -> usize {
         self.words.len()
@@ -163,6 +348,12 @@ impl SearchIndex {
     /// Decodes `bytes` as the index of `text`: `None` when it is not one (another text,
     /// another crate or format version, truncated, corrupt). Never panics, whatever the bytes.
     pub(crate) fn decode(bytes: Vec<u8>, text: &str) -> Option<Self> {
+        Self::decode_for(bytes, text.len(), text_hash(text.as_bytes()))
+    }
+
+    /// [`SearchIndex::decode`] for the text of `text_len` bytes whose [`text_hash`] is
+    /// `text_hash`.
+    pub(crate) fn decode_for(bytes: Vec<u8>, text_len: usize, text_hash: u64) -> Option<Self> {
         let body_len = bytes.len().checked_sub(8)?;
         let (body, sum) = bytes.split_at(body_len);
         if u64::from_le_bytes(sum.try_into().ok()?) != hash(body) {
@@ -176,7 +367,7 @@ impl SearchIndex {
         if r.take(version_len)? != env!("CARGO_PKG_VERSION").as_bytes() {
             return None;
         }
-        if r.u64()? != text.len() as u64 || r.u64()? != hash(text.as_bytes()) {
+        if r.u64()? != text_len as u64 || r.u64()? != text_hash {
             return None;
         }
         let unit_count = r.count()?;
@@ -202,7 +393,8 @@ impl SearchIndex {
         for _ in 0..word_count {
             let n = r.len()?;
             let start = r.at;
-            std::str::from_utf8(r.take(n)?).ok()?;
+            // Checked as UTF-8 when it is read (`word`): a query reads a few of them.
+            r.take(n)?;
             let lists = r.byte()?;
             if lists == 0 || lists > 7 {
                 return None;
@@ -220,6 +412,11 @@ impl SearchIndex {
             r.take(n)?;
             w.occurrences = (u32::try_from(start).ok()?, u32::try_from(start + n).ok()?);
         }
+        let layout = match r.byte()? {
+            0 => None,
+            1 => Some(decode_layout(&mut r, text_len, unit_count)?),
+            _ => return None,
+        };
         if r.at != body.len() {
             return None;
         }
@@ -228,8 +425,97 @@ impl SearchIndex {
             words,
             units,
             texts,
+            layout,
+            text: (text_len, text_hash),
         })
     }
+}
+
+/// Reads a [`Layout`] of `units` units of a text of `text_len` bytes (see [`put_layout`]).
+fn decode_layout(r: &mut Reader<'_>, text_len: usize, units: usize) -> Option<Layout> {
+    let entry_count = r.count()?;
+    let mut entries = Vec::with_capacity(entry_count);
+    for _ in 0..entry_count {
+        let id = r.str()?.to_owned();
+        let heading = r.str()?.to_owned();
+        let line = r.usize()?;
+        let start = r.usize()?;
+        let end = r.usize()?;
+        if start > end || end > text_len {
+            return None;
+        }
+        let date = r.date()?;
+        entries.push(LaidEntry {
+            id,
+            heading,
+            line,
+            date,
+            range: (start, end),
+            parsed: OnceLock::new(),
+        });
+    }
+    let dropped_count = r.count()?;
+    let mut dropped = Vec::with_capacity(dropped_count);
+    for _ in 0..dropped_count {
+        let item = r.str()?.to_owned();
+        let title = r.str()?.to_owned();
+        let bytes = r.usize()?;
+        let reason = match r.byte()? {
+            0 => Reason::Superseded,
+            1 => Reason::Duplicate,
+            _ => return None,
+        };
+        dropped.push(Dropped {
+            item,
+            title,
+            bytes,
+            reason,
+        });
+    }
+    if r.count()? != units {
+        return None;
+    }
+    let mut laid = Vec::with_capacity(units);
+    for _ in 0..units {
+        laid.push(match r.byte()? {
+            0 => {
+                let entry = r.usize()?;
+                if entry >= entries.len() {
+                    return None;
+                }
+                let piece = r.piece()?;
+                let bytes = r.usize()?;
+                LaidUnit::Entry {
+                    entry,
+                    piece,
+                    bytes,
+                }
+            }
+            1 => {
+                let line = r.usize()?;
+                let item = r.str()?.to_owned();
+                let title = r.str()?.to_owned();
+                let date = r.date()?;
+                let piece = r.piece()?;
+                let text = r.str()?.to_owned();
+                LaidUnit::Chunk(Box::new(LaidChunk {
+                    line,
+                    item,
+                    title,
+                    date,
+                    piece,
+                    text,
+                }))
+            }
+            _ => return None,
+        });
+    }
+    Some(Layout {
+        entries,
+        dropped,
+        units: laid,
+        text: LaidText::None,
+    })
 }
 
 /// A bounds-checked reader of an index's bytes.
@@ -282,6 +568,36 @@ impl<'b> Reader<'b> {
     fn count(&mut self) -> Option<usize> {
         self.len()
     }
+
+    fn usize(&mut self) -> Option<usize> {
+        usize::try_from(self.u64_var()?).ok()
+    }
+
+    /// A string: its length, then its UTF-8 bytes.
+    fn str(&mut self) -> Option<&'b str> {
+        let n = self.len()?;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+
+    /// A date: 0, or 1 and its Unix milliseconds (8 bytes, little endian); `i64::MIN` for
+    /// none.
+    fn date(&mut self) -> Option<i64> {
+        match self.byte()? {
+            0 => Some(i64::MIN),
+            1 => Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?)),
+            _ => None,
+        }
+    }
+
+    /// A part: 0 for none, else `i` (1-based) and `n`, `i <= n`.
+    fn piece(&mut self) -> Option<Option<(usize, usize)>> {
+        let i = self.usize()?;
+        if i == 0 {
+            return Some(None);
+        }
+        let n = self.usize()?;
+        (i <= n).then_some(Some((i, n)))
+    }
 }
 
 /// Appends `v` as LEB128.
@@ -291,6 +607,148 @@ fn put_var(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_var(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_date(out: &mut Vec<u8>, d: Option<Timestamp>) {
+    match d {
+        None => out.push(0),
+        Some(d) => {
+            out.push(1);
+            out.extend_from_slice(&d.unix_millis().to_le_bytes());
+        }
+    }
+}
+
+fn put_piece(out: &mut Vec<u8>, piece: Option<(usize, usize)>) {
+    match piece {
+        None => put_var(out, 0),
+        Some((i, n)) => {
+            put_var(out, i as u64);
+            put_var(out, n as u64);
+        }
+    }
+}
+
+/// Appends the layout of `units` (cut from `doc`, the parse of `text`) and the `dropped`
+/// sections: a byte 1, the entries (count; per entry its id, heading, line, byte range and
+/// date), the dropped sections (count; per section its item, title, bytes and reason), the
+/// units (count; per unit 0, its entry, part and bytes, or 1, its line, item, title, date, part
+/// and text). Appends a byte 0 instead when an entry's range, parsed alone, does not give the
+/// entry (a reader then parses the whole text).
+fn put_layout(
+    out: &mut Vec<u8>,
+    text: &str,
+    doc: &MemoryDoc,
+    units: &[Unit<'_>],
+    dropped: &[LeftOut],
+) {
+    match layout_bytes(text, doc, units, dropped) {
+        Some(b) => {
+            out.push(1);
+            out.extend_from_slice(&b);
+        }
+        None => out.push(0),
+    }
+}
+
+/// The bytes of [`put_layout`] after its first, `None` when an entry cannot be laid out.
+fn layout_bytes(
+    text: &str,
+    doc: &MemoryDoc,
+    units: &[Unit<'_>],
+    dropped: &[LeftOut],
+) -> Option<Vec<u8>> {
+    // Where each line starts (line `n` at `starts[n - 1]`), as the parser numbers them.
+    let mut starts = vec![0usize];
+    starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+    let line_start = |n: usize| n.checked_sub(1).and_then(|k| starts.get(k)).copied();
+    // Each entry's range: from its heading line to the line of the next item.
+    let mut ranges: HashMap<*const Entry, (usize, usize)> = HashMap::new();
+    for (k, item) in doc.items.iter().enumerate() {
+        if let Item::Entry(e) = item {
+            let start = line_start(e.line)?;
+            let end = match doc.items.get(k + 1) {
+                Some(Item::Entry(x)) => line_start(x.line)?,
+                Some(Item::Line(l)) => line_start(l.line)?,
+                None => text.len(),
+            };
+            ranges.insert(std::ptr::from_ref(e), (start, end));
+        }
+    }
+    let mut entries: Vec<&Entry> = Vec::new();
+    let mut ordinal: HashMap<*const Entry, usize> = HashMap::new();
+    let mut unit_bytes = Vec::new();
+    put_var(&mut unit_bytes, units.len() as u64);
+    for u in units {
+        match (u.entry, &u.text) {
+            (Some(EntryRef::Parsed(e)), _) => {
+                let next = entries.len();
+                let k = *ordinal.entry(std::ptr::from_ref(e)).or_insert(next);
+                if k == next {
+                    entries.push(e);
+                }
+                unit_bytes.push(0);
+                put_var(&mut unit_bytes, k as u64);
+                put_piece(&mut unit_bytes, u.piece);
+                put_var(&mut unit_bytes, u.bytes as u64);
+            }
+            (None, Text::Owned(t)) => {
+                unit_bytes.push(1);
+                put_var(&mut unit_bytes, u.line as u64);
+                put_str(&mut unit_bytes, &u.item);
+                put_str(&mut unit_bytes, &u.title);
+                put_date(&mut unit_bytes, u.date);
+                put_piece(&mut unit_bytes, u.piece);
+                put_str(&mut unit_bytes, t);
+            }
+            _ => return None,
+        }
+    }
+    let mut out = Vec::new();
+    put_var(&mut out, entries.len() as u64);
+    for e in entries {
+        let &(start, end) = ranges.get(&std::ptr::from_ref(e))?;
+        // The entry parsed alone must be the entry (its id, line and group come from the
+        // whole document).
+        let mut alone = match MemoryDoc::parse("", text.get(start..end)?)
+            .ok()?
+            .items
+            .as_slice()
+        {
+            [Item::Entry(x)] => x.clone(),
+            _ => return None,
+        };
+        alone.id = e.id.clone();
+        alone.line = e.line;
+        alone.group.clone_from(&e.group);
+        if alone != *e {
+            return None;
+        }
+        put_str(&mut out, e.id.as_str());
+        put_str(&mut out, &e.heading);
+        put_var(&mut out, e.line as u64);
+        put_var(&mut out, start as u64);
+        put_var(&mut out, end as u64);
+        put_date(&mut out, e.date);
+    }
+    put_var(&mut out, dropped.len() as u64);
+    for d in dropped {
+        put_str(&mut out, &d.item);
+        put_str(&mut out, &d.title);
+        put_var(&mut out, d.bytes as u64);
+        out.push(match d.reason {
+            Reason::Superseded => 0,
+            Reason::Duplicate => 1,
+            _ => return None,
+        });
+    }
+    out.extend_from_slice(&unit_bytes);
+    Some(out)
 }
 
 /// The vocabulary being built: each word's id, text, lists and occurrences (encoded).
@@ -342,7 +800,8 @@ pub(crate) fn build(tier: Tier, path: &str, text: &str) -> Option<Vec<u8>> {
         return None;
     }
     let src = Source::parse(path, text).ok()?;
-    let units = ranked_units(tier, &src, &mut Vec::new());
+    let mut dropped = Vec::new();
+    let units = ranked_units(tier, &src, &mut dropped);
     let mut vocab = Vocab::default();
     let mut out = Vec::with_capacity(text.len() / 2 + 64);
     out.extend_from_slice(MAGIC);
@@ -351,7 +810,7 @@ pub(crate) fn build(tier: Tier, path: &str, text: &str) -> Option<Vec<u8>> {
     put_var(&mut out, version.len() as u64);
     out.extend_from_slice(version);
     out.extend_from_slice(&(text.len() as u64).to_le_bytes());
-    out.extend_from_slice(&hash(text.as_bytes()).to_le_bytes());
+    out.extend_from_slice(&text_hash(text.as_bytes()).to_le_bytes());
     put_var(&mut out, units.len() as u64);
     let mut texts = Vec::new();
     for u in &units {
@@ -393,6 +852,7 @@ pub(crate) fn build(tier: Tier, path: &str, text: &str) -> Option<Vec<u8>> {
         put_var(&mut out, occ.len() as u64);
         out.extend_from_slice(occ);
     }
+    put_layout(&mut out, text, &src.doc, &units, &dropped);
     let sum = hash(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     Some(out)
@@ -450,6 +910,23 @@ mod tests {
     fn prompt(index: Option<Vec<u8>>) -> String {
         let cold =
             Source::with_index("cold/data.md", TEXT, index).unwrap_or_else(|e| panic!("{e}"));
+        render_cold(cold, "why does the staging deploy time out")
+    }
+
+    /// The render of `text` as cold from the laid-out source `index` gives, if it gives one.
+    fn laid_prompt(text: &str, index: Vec<u8>, task: &str) -> Option<String> {
+        let idx = SearchIndex::decode(index, text)?;
+        let cold = Source::laid_out(
+            "cold/data.md".to_owned(),
+            text.len(),
+            LaidText::Text(text.to_owned()),
+            Box::new(idx),
+        )
+        .ok()?;
+        Some(render_cold(cold, task))
+    }
+
+    fn render_cold(cold: Source, task: &str) -> String {
         let inputs = SpawnInputs {
             agent: "data".parse().unwrap_or_else(|e| panic!("{e}")),
             hot: None,
@@ -458,8 +935,144 @@ mod tests {
             wiki: Vec::new(),
             skipped: Vec::new(),
         };
-        let plan = LoadPlan::new(Situation::Debugging).task("why does the staging deploy time out");
+        let plan = LoadPlan::new(Situation::Debugging).task(task);
         format!("{:?}", render(&plan, &inputs, &Budget::default()))
+    }
+
+    /// A document with every kind of section: entries, a long one in parts, free-text chunks
+    /// (one long), a superseded entry, a renamed repeated id, an exact duplicate, fences, a
+    /// `##` group, a dated `##` entry, carriage returns.
+    fn varied() -> String {
+        let long = "The staging deploy times out while BlobStorageClient retries. ".repeat(8);
+        let mut t = String::from(
+            "# Notes
+Some free text about the staging deploy.
+
+",
+        );
+        t.push_str(&format!(
+            "## Group
+### 2026-03-14: Staging deploy
+**id:** d-1
+{long}
+
+- {long}
+
+```sh
+### not a heading
+```
+#### Inside
+{long}
+---
+
+"
+        ));
+        t.push_str(
+            "### 2026-03-15: Old deploy note
+**superseded_by:** d-1
+The deploy timed out.
+
+",
+        );
+        t.push_str(
+            "### 2026-03-16: Again
+**id:** d-1
+Another entry with the same id: deploy.
+",
+        );
+        t.push_str(
+            "### Same
+Same text, deploy.
+### Same
+Same text, deploy.
+",
+        );
+        t.push_str(&format!(
+            "## 2026-04-01 Deploy timeout
+A dated group heading: timeout.
+
+## Free
+{long}
+
+{long}
+
+{long}
+"
+        ));
+        t.push_str(
+            "### 2026-05-01: Last
+The deploy, at the end, with no line end",
+        );
+        t
+    }
+
+    #[test]
+    fn a_layout_round_trips_and_renders_the_same() {
+        let text = varied();
+        let bytes = build(Tier::Cold, "cold/data.md", &text).unwrap_or_default();
+        let idx = SearchIndex::decode(bytes.clone(), &text).unwrap_or_default();
+        let layout = idx.layout.as_ref().unwrap_or_else(|| panic!("no layout"));
+        let src = Source::parse("cold/data.md", &text).unwrap_or_else(|e| panic!("{e}"));
+        let mut dropped = Vec::new();
+        let units = ranked_units(Tier::Cold, &src, &mut dropped);
+        assert_eq!(layout.units.len(), units.len());
+        assert_eq!(layout.dropped.len(), dropped.len());
+        assert!(layout.units.iter().any(|u| matches!(u, LaidUnit::Chunk(_))));
+        assert!(
+            layout
+                .units
+                .iter()
+                .any(|u| matches!(u, LaidUnit::Entry { piece: Some(_), .. }))
+        );
+        // Every entry parses alone to itself.
+        let laid = Source::laid_out(
+            "cold/data.md".to_owned(),
+            text.len(),
+            LaidText::Text(text.clone()),
+            Box::new(idx),
+        )
+        .unwrap_or_else(|_| panic!("not laid out"));
+        let layout = laid.layout().unwrap_or_else(|| panic!("no layout"));
+        for e in &layout.entries {
+            let parsed = layout.entry(e);
+            let whole = src
+                .doc
+                .find(&parsed.id)
+                .unwrap_or_else(|| panic!("{}", e.id));
+            assert_eq!(
+                (&parsed.heading, &parsed.body, parsed.date),
+                (&whole.heading, &whole.body, whole.date)
+            );
+        }
+        for task in [
+            "why does the staging deploy time out",
+            "BlobStorageClient",
+            "free text",
+            "naïve café",
+        ] {
+            let plain = render_cold(
+                Source::parse("cold/data.md", &text).unwrap_or_else(|e| panic!("{e}")),
+                task,
+            );
+            assert_eq!(
+                laid_prompt(&text, bytes.clone(), task),
+                Some(plain),
+                "{task}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_index_of_an_older_format_is_stale() {
+        let good = build(Tier::Cold, "cold/data.md", TEXT).unwrap_or_default();
+        for old in [1u8, 2, 4, 0xff] {
+            let mut b = good.clone();
+            b[MAGIC.len()] = old;
+            let b = sealed(b);
+            assert!(SearchIndex::decode(b.clone(), TEXT).is_none(), "{old}");
+            assert!(!index_matches(&b, TEXT));
+            assert_eq!(prompt(Some(b)), prompt(None));
+        }
     }
 
     #[test]
@@ -495,14 +1108,16 @@ mod tests {
         for (what, bytes) in crafted {
             if let Some(idx) = SearchIndex::decode(bytes.clone(), TEXT) {
                 used += 1;
-                // Whatever it decodes to, reading it never panics.
+                // Whatever it decodes to, reading it never panics, laid out or not.
                 for w in 0..idx.words() {
                     let _ = idx.word(w);
                     let _ = idx.occurrences(w, |_| {});
                 }
-                let _ = prompt(Some(bytes));
+                let _ = prompt(Some(bytes.clone()));
+                let _ = laid_prompt(TEXT, bytes, "why does the staging deploy time out");
             } else {
-                assert_eq!(prompt(Some(bytes)), expected, "{what}");
+                assert_eq!(prompt(Some(bytes.clone())), expected, "{what}");
+                assert_eq!(laid_prompt(TEXT, bytes, "x"), None, "{what}");
             }
         }
         // Some crafted indexes decode (a count changed is still a well-formed index); those
@@ -539,6 +1154,8 @@ mod tests {
             bytes,
             units: vec![0, 1],
             texts: vec![TextRec { len: 1, times: 1 }],
+            layout: None,
+            text: (0, 0),
         };
         assert!(!crafted.occurrences(0, |_| {}));
     }

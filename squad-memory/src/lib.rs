@@ -45,5 +45,6 @@ pub use spawn::{Touch, spawn, validate};
 /// version this crate uses.
 pub use squad_model;
 pub use store::{
-    DocRef, FsStore, InMemoryStore, MAX_FILE_BYTES, MemoryStore, Reindexed, StoreLock, Tier,
+    DocReader, DocRef, FsStore, InMemoryStore, MAX_FILE_BYTES, MemoryStore, Reindexed, StoreLock,
+    Tier,
 };

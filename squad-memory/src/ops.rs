@@ -330,7 +330,7 @@ pub fn search(
         }
         let hit = match units.get(i) {
             Some(u) => Hit {
-                id: u.entry.map(|e| e.id.to_string()),
+                id: u.entry.map(|e| e.id().to_string()),
                 tier: u.tier,
                 score,
                 title: u.title.clone().into_owned(),

@@ -11,7 +11,7 @@ use squad_model::{AgentName, Timestamp};
 use crate::bm25::Scorer;
 use crate::entry::{Entry, Fence, Item, MemoryDoc, unindent};
 use crate::error::{Error, ErrorKind, Problem, Result};
-use crate::index::SearchIndex;
+use crate::index::{LaidEntry, LaidText, LaidUnit, Layout, SearchIndex};
 use crate::matrix::{LoadPlan, Situation};
 use crate::name::{MemoryId, TopicName};
 use crate::store::Tier;
@@ -81,6 +81,10 @@ pub struct Source {
     pub doc: MemoryDoc,
     /// Its search index, when the store had one matching the text ([`Source::with_index`]).
     index: Option<Arc<SearchIndex>>,
+    /// `doc` was not parsed: the ranked sections come from the index's layout (which holds
+    /// the text), and an entry is parsed from its own range when it is needed
+    /// ([`Source::laid_out`]). Only a spawn makes such a source, for a ranked document.
+    laid_out: bool,
 }
 
 impl Source {
@@ -97,7 +101,51 @@ impl Source {
             path,
             doc,
             index: None,
+            laid_out: false,
         })
+    }
+
+    /// The source of a ranked document of `bytes` bytes, from its `index`, which was decoded
+    /// against the document's text and lays out its sections, and `text`, where they are read
+    /// from: nothing is parsed now and `doc` stays empty (only [`render`]'s ranked tiers read
+    /// such a source, through the layout); an entry is parsed from its own range of the text
+    /// when it is needed. `Err` gives the index back when it has no layout.
+    pub(crate) fn laid_out(
+        path: String,
+        bytes: usize,
+        text: LaidText,
+        mut index: Box<SearchIndex>,
+    ) -> std::result::Result<Self, Box<SearchIndex>> {
+        let Some(layout) = index.layout.as_mut() else {
+            return Err(index);
+        };
+        layout.text = text;
+        Ok(Self {
+            path,
+            bytes,
+            doc: MemoryDoc::default(),
+            index: Some(Arc::from(index)),
+            laid_out: true,
+        })
+    }
+
+    /// [`Source::parse`] with an index already decoded against `text`.
+    pub(crate) fn with_decoded(
+        path: impl Into<String>,
+        text: &str,
+        index: Option<SearchIndex>,
+    ) -> Result<Self> {
+        let mut src = Self::parse(path, text)?;
+        src.index = index.map(Arc::new);
+        Ok(src)
+    }
+
+    /// The layout of a source made by [`Source::laid_out`].
+    pub(crate) fn layout(&self) -> Option<&Layout> {
+        if !self.laid_out {
+            return None;
+        }
+        self.index.as_ref().and_then(|i| i.layout.as_ref())
     }
 
     /// Parses a file's text with its search index (what
@@ -315,11 +363,57 @@ pub(crate) fn cut(s: &str, max: usize) -> &str {
     }
 }
 
+/// The entry a unit comes from: parsed with its document, or laid out by the document's
+/// search index and parsed from its own range when first needed ([`Source::laid_out`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum EntryRef<'a> {
+    /// An entry of a parsed document.
+    Parsed(&'a Entry),
+    /// An entry of a laid-out document.
+    Laid(&'a Layout, &'a LaidEntry),
+}
+
+impl<'a> EntryRef<'a> {
+    /// The entry (parsed now if it was not yet).
+    pub(crate) fn get(self) -> &'a Entry {
+        match self {
+            EntryRef::Parsed(e) => e,
+            EntryRef::Laid(l, e) => l.entry(e),
+        }
+    }
+
+    /// Its id (without parsing it).
+    pub(crate) fn id(self) -> &'a str {
+        match self {
+            EntryRef::Parsed(e) => e.id.as_str(),
+            EntryRef::Laid(_, e) => &e.id,
+        }
+    }
+
+    /// Whether `self` and `other` are the same entry of the same document.
+    fn same(self, other: Self) -> bool {
+        match (self, other) {
+            (EntryRef::Parsed(a), EntryRef::Parsed(b)) => std::ptr::eq(a, b),
+            (EntryRef::Laid(_, a), EntryRef::Laid(_, b)) => std::ptr::eq(a, b),
+            _ => false,
+        }
+    }
+}
+
 /// The text a unit puts into a prompt; an entry's is written only if it loads.
 #[derive(Debug)]
 pub(crate) enum Text<'a> {
     /// Already built.
     Owned(String),
+    /// Already built, kept elsewhere (a laid-out chunk's text).
+    Str(&'a str),
+    /// A laid-out entry, whole or part `i` of `n` (its parts cut when it is written), and the
+    /// bytes it takes.
+    Laid {
+        entry: EntryRef<'a>,
+        piece: Option<(usize, usize)>,
+        bytes: usize,
+    },
     /// An entry whole: `#### <heading>` and its body.
     Entry(&'a Entry),
     /// A part of a long entry: `#### <heading> (part i of n)` and the part's lines.
@@ -336,6 +430,8 @@ impl Text<'_> {
     fn len(&self) -> usize {
         match self {
             Text::Owned(s) => s.len(),
+            Text::Str(s) => s.len(),
+            Text::Laid { bytes, .. } => *bytes,
             Text::Entry(e) => e.prompt_len(),
             Text::Part { entry, i, n, piece } => {
                 5 + entry.heading.len() + part_label_len(*i, *n) + 1 + piece.bytes
@@ -347,6 +443,28 @@ impl Text<'_> {
     fn write(&self, out: &mut String) {
         match self {
             Text::Owned(s) => out.push_str(s),
+            Text::Str(s) => out.push_str(s),
+            Text::Laid { entry, piece, .. } => {
+                let e = entry.get();
+                match piece {
+                    None => e.write_prompt(out),
+                    Some((i, n)) => {
+                        // A crafted index may name a part that is not there: nothing is written.
+                        if let Some(p) = i
+                            .checked_sub(1)
+                            .and_then(|k| pieces(&e.body).get(k).copied())
+                        {
+                            Text::Part {
+                                entry: e,
+                                i: *i,
+                                n: *n,
+                                piece: p,
+                            }
+                            .write(out);
+                        }
+                    }
+                }
+            }
             Text::Entry(e) => e.write_prompt(out),
             Text::Part { entry, i, n, piece } => {
                 out.push_str("#### ");
@@ -367,10 +485,10 @@ impl Text<'_> {
     }
 }
 
-/// The item naming parts `first..=last` of the `n` of entry `e`: its id when they are all of
+/// The item naming parts `first..=last` of the `n` of the entry `id`: its id when they are all of
 /// them, else `<id> (parts <first>-<last> of <n>)`.
-fn parts_item(e: &Entry, first: usize, last: usize, n: usize) -> String {
-    let mut s = e.id.as_str().to_owned();
+fn parts_item(id: &str, first: usize, last: usize, n: usize) -> String {
+    let mut s = id.to_owned();
     if first > 1 || last < n {
         s.push_str(" (parts ");
         push_number(&mut s, first);
@@ -436,6 +554,9 @@ pub(crate) enum Search<'a> {
     Entry { heading: &'a str, body: &'a str },
     /// Title and text.
     Chunk,
+    /// A laid-out entry's heading and body (or part), read when the unit is scored from its
+    /// text rather than from the index.
+    Laid,
     /// Not ranked.
     None,
 }
@@ -456,7 +577,10 @@ pub(crate) struct Unit<'a> {
     /// `text.len()`.
     pub(crate) bytes: usize,
     pub(crate) date: Option<Timestamp>,
-    pub(crate) entry: Option<&'a Entry>,
+    /// `date` in Unix milliseconds (`i64::MIN` for none) when it is known without `date`
+    /// (a laid-out unit has only this).
+    pub(crate) date_ms: Option<i64>,
+    pub(crate) entry: Option<EntryRef<'a>>,
     pub(crate) pinned: bool,
     /// Which part of a long section this is (`(i, n)`, 1-based), if it is one.
     pub(crate) piece: Option<(usize, usize)>,
@@ -481,6 +605,7 @@ impl<'a> Unit<'a> {
             bytes: text.len(),
             text,
             date: None,
+            date_ms: None,
             entry: None,
             pinned: false,
             piece: None,
@@ -495,7 +620,23 @@ impl<'a> Unit<'a> {
             Search::Entry { heading, body } => ([(heading, 2), (body, 1)], 2),
             Search::Chunk => match &self.text {
                 Text::Owned(t) => ([(&self.title, 1), (t, 1)], 2),
+                Text::Str(t) => ([(&self.title, 1), (t, 1)], 2),
                 _ => ([(&self.title, 1), ("", 0)], 1),
+            },
+            Search::Laid => match (self.entry, self.piece) {
+                (Some(e), None) => {
+                    let e = e.get();
+                    ([(&e.heading, 2), (&e.body, 1)], 2)
+                }
+                (Some(e), Some((i, _))) => {
+                    let e = e.get();
+                    let body = i
+                        .checked_sub(1)
+                        .and_then(|k| pieces(&e.body).get(k).map(|p| p.body))
+                        .unwrap_or_default();
+                    ([(&e.heading, 2), (body, 1)], 2)
+                }
+                (None, _) => ([("", 0), ("", 0)], 0),
             },
             Search::None => ([("", 0), ("", 0)], 0),
         }
@@ -525,8 +666,9 @@ impl<'a> Unit<'a> {
     pub(crate) fn item_name(&self) -> String {
         match (self.entry, self.piece) {
             (Some(e), Some((i, n))) => {
-                let mut s = String::with_capacity(e.id.as_str().len() + 16);
-                s.push_str(e.id.as_str());
+                let id = e.id();
+                let mut s = String::with_capacity(id.len() + 16);
+                s.push_str(id);
                 push_part_label(&mut s, i, n);
                 s
             }
@@ -562,7 +704,7 @@ fn entry_unit<'a>(tier: Tier, src: &'a Source, e: &'a Entry) -> Unit<'a> {
         Text::Entry(e),
     );
     u.date = e.date;
-    u.entry = Some(e);
+    u.entry = Some(EntryRef::Parsed(e));
     u.search = Search::Entry {
         heading: &e.heading,
         body: &e.body,
@@ -846,7 +988,7 @@ fn entry_units<'a>(tier: Tier, src: &'a Source, e: &'a Entry, out: &mut Vec<Unit
             },
         );
         u.date = e.date;
-        u.entry = Some(e);
+        u.entry = Some(EntryRef::Parsed(e));
         u.piece = Some((i + 1, n));
         u.search = Search::Entry {
             heading: &e.heading,
@@ -966,8 +1108,34 @@ pub(crate) fn ranked_units<'a>(
     src: &'a Source,
     left: &mut Vec<LeftOut>,
 ) -> Vec<Unit<'a>> {
+    let mut out = Vec::new();
+    push_ranked_units(tier, src, left, &mut out);
+    out
+}
+
+/// About how many units [`ranked_units`] makes of `src` (exactly, for a laid-out source), and
+/// how many sections it leaves out at most: what to reserve room for.
+fn ranked_room(src: &Source) -> (usize, usize) {
+    match src.layout() {
+        Some(l) => (l.units.len(), l.dropped.len() + l.units.len()),
+        None => (src.doc.items.len(), src.doc.items.len()),
+    }
+}
+
+/// [`ranked_units`], appended to `out` (a unit is large: a pool built in place is not copied
+/// as it grows).
+fn push_ranked_units<'a>(
+    tier: Tier,
+    src: &'a Source,
+    left: &mut Vec<LeftOut>,
+    out: &mut Vec<Unit<'a>>,
+) {
+    if let Some(layout) = src.layout() {
+        laid_units(tier, src, layout, left, out);
+        return;
+    }
     // At least one unit per entry (a unit is large to move when the list grows).
-    let mut out = Vec::with_capacity(src.doc.items.len());
+    out.reserve(src.doc.items.len());
     let mut chunk: Vec<(usize, &'a str)> = Vec::new();
     let flush = |chunk: &mut Vec<(usize, &'a str)>, out: &mut Vec<Unit<'a>>| {
         chunk_units(tier, src, chunk, out);
@@ -978,24 +1146,90 @@ pub(crate) fn ranked_units<'a>(
         match item {
             Item::Line(l) => {
                 if unindent(&l.text).starts_with('#') && !chunk.is_empty() {
-                    flush(&mut chunk, &mut out);
+                    flush(&mut chunk, out);
                 }
                 chunk.push((l.line, l.text.as_str()));
             }
             Item::Entry(e) => {
-                flush(&mut chunk, &mut out);
+                flush(&mut chunk, out);
                 if e.is_superseded() {
                     left.push(entry_unit(tier, src, e).left(None, Reason::Superseded));
                 } else if !ids.insert(&e.id) {
                     left.push(entry_unit(tier, src, e).left(None, Reason::Duplicate));
                 } else {
-                    entry_units(tier, src, e, &mut out);
+                    entry_units(tier, src, e, out);
                 }
             }
         }
     }
-    flush(&mut chunk, &mut out);
-    out
+    flush(&mut chunk, out);
+}
+
+/// [`ranked_units`] of a laid-out source: the units its index records, nothing parsed.
+fn laid_units<'a>(
+    tier: Tier,
+    src: &'a Source,
+    layout: &'a Layout,
+    left: &mut Vec<LeftOut>,
+    out: &mut Vec<Unit<'a>>,
+) {
+    left.extend(layout.dropped.iter().map(|d| LeftOut {
+        tier,
+        file: src.path.clone(),
+        item: d.item.clone(),
+        title: d.title.clone(),
+        bytes: d.bytes,
+        score: None,
+        reason: d.reason,
+    }));
+    out.reserve(layout.units.len());
+    for lu in &layout.units {
+        let u = match lu {
+            LaidUnit::Entry {
+                entry,
+                piece,
+                bytes,
+            } => {
+                // The decoder checked that the entry is there.
+                let Some(e) = layout.entries.get(*entry) else {
+                    continue;
+                };
+                let entry = EntryRef::Laid(layout, e);
+                let mut u = Unit::new(
+                    tier,
+                    &src.path,
+                    e.line,
+                    Cow::Borrowed(e.id.as_str()),
+                    Cow::Borrowed(&e.heading),
+                    Text::Laid {
+                        entry,
+                        piece: *piece,
+                        bytes: *bytes,
+                    },
+                );
+                u.date_ms = Some(e.date);
+                u.entry = Some(entry);
+                u.piece = *piece;
+                u.search = Search::Laid;
+                u
+            }
+            LaidUnit::Chunk(c) => {
+                let mut u = Unit::new(
+                    tier,
+                    &src.path,
+                    c.line,
+                    Cow::Borrowed(&c.item),
+                    Cow::Borrowed(&c.title),
+                    Text::Str(&c.text),
+                );
+                u.date_ms = Some(c.date);
+                u.piece = c.piece;
+                u.search = Search::Chunk;
+                u
+            }
+        };
+        out.push(u);
+    }
 }
 
 /// Renders the memory block for `plan` from `inputs` within `budget`.
@@ -1081,9 +1315,9 @@ fn pinned_or_hot(u: &Unit<'_>) -> LoadReason {
 /// Records a loaded unit's entry in its tier's report (once).
 fn note_entry(report: &mut TierReport, u: &Unit<'_>) {
     if let Some(e) = u.entry
-        && !report.entries.contains(&e.id)
+        && !report.entries.iter().any(|x| x.as_str() == e.id())
     {
-        report.entries.push(e.id.clone());
+        report.entries.push(e.get().id.clone());
     }
 }
 
@@ -1300,13 +1534,25 @@ impl<'a> Offered<'a> {
     /// Stage: cut the ranked tiers into sections; resolve the named topics.
     fn collect(plan: &LoadPlan, inputs: &'a SpawnInputs, draft: &mut Draft) -> Result<Self> {
         let tiers = plan.tiers();
-        let mut pool: Vec<Unit<'a>> = Vec::new();
+        // Room for every unit and every section left out, reserved once: the lists are large
+        // (a unit is some 250 bytes) and growing them copies them into fresh memory.
+        let rank_wiki = tiers.wiki && plan.wiki_topics.is_empty() && plan.task.is_some();
+        let ranked = [&inputs.cold, &inputs.archive]
+            .into_iter()
+            .filter(|_| tiers.cold)
+            .flatten()
+            .chain(inputs.wiki.iter().map(|(_, s)| s).filter(|_| rank_wiki));
+        let (units, left) = ranked
+            .map(ranked_room)
+            .fold((0, 0), |(u, l), (a, b)| (u + a, l + b));
+        let mut pool: Vec<Unit<'a>> = Vec::with_capacity(units);
+        draft.left.reserve(left);
         let mut indexes = Vec::new();
         if tiers.cold {
             for (tier, src) in [(Tier::Cold, &inputs.cold), (Tier::Archive, &inputs.archive)] {
                 if let Some(src) = src {
                     let start = pool.len();
-                    pool.extend(ranked_units(tier, src, &mut draft.left));
+                    push_ranked_units(tier, src, &mut draft.left, &mut pool);
                     indexes.push((src.index.as_deref(), start..pool.len()));
                     draft.reports.entry(tier).or_default();
                 }
@@ -1331,7 +1577,7 @@ impl<'a> Offered<'a> {
             if plan.task.is_some() {
                 for (_, src) in &inputs.wiki {
                     let start = pool.len();
-                    pool.extend(ranked_units(Tier::Wiki, src, &mut draft.left));
+                    push_ranked_units(Tier::Wiki, src, &mut draft.left, &mut pool);
                     indexes.push((src.index.as_deref(), start..pool.len()));
                 }
             } else {
@@ -1434,7 +1680,7 @@ impl Selection {
             return Some(Reason::Rank);
         }
         if let Some(e) = u.entry
-            && !seen.insert((e.content_key(), u.piece.map_or(0, |p| p.0)))
+            && !seen.insert((e.get().content_key(), u.piece.map_or(0, |p| p.0)))
         {
             return Some(Reason::Duplicate);
         }
@@ -1459,23 +1705,21 @@ impl Selection {
 /// and its index in the left-out list.
 #[derive(Debug, Default)]
 struct PartRun<'a> {
-    cur: Option<(&'a Entry, (usize, usize, usize), usize)>,
+    cur: Option<(EntryRef<'a>, (usize, usize, usize), usize)>,
 }
 
 impl<'a> PartRun<'a> {
     /// Part `k` of `n` of `e` (the unit `u`) matches nothing.
     fn add(
         &mut self,
-        e: &'a Entry,
+        e: EntryRef<'a>,
         (k, n): (usize, usize),
         u: &Unit<'_>,
         score: Option<f64>,
         left: &mut Vec<LeftOut>,
     ) {
         match &mut self.cur {
-            Some((r, (_, last, _), at))
-                if std::ptr::eq(*r, e) && *last + 1 == k && *at + 1 == left.len() =>
-            {
+            Some((r, (_, last, _), at)) if r.same(e) && *last + 1 == k && *at + 1 == left.len() => {
                 *last = k;
                 left[*at].bytes += u.bytes;
             }
@@ -1493,7 +1737,7 @@ impl<'a> PartRun<'a> {
             && last > first
             && let Some(l) = left.get_mut(at)
         {
-            l.item = parts_item(e, first, last, n);
+            l.item = parts_item(e.id(), first, last, n);
         }
     }
 }
@@ -1554,7 +1798,10 @@ fn select_order(
     // Undated sorts before every date (as `None < Some(_)`).
     let dates: Vec<i64> = pool
         .iter()
-        .map(|u| u.date.map_or(i64::MIN, |d| d.unix_millis()))
+        .map(|u| {
+            u.date_ms
+                .unwrap_or_else(|| u.date.map_or(i64::MIN, |d| d.unix_millis()))
+        })
         .collect();
     let mut order: Vec<usize> = (0..pool.len()).collect();
     match task {
@@ -1570,15 +1817,24 @@ fn select_order(
                 }
             }
             let scores = scorer.scores();
-            // Sections that match nothing follow in file order (they are all left out).
-            order.sort_by_key(|&i| scores[i] <= 0.0);
-            let matched = order.iter().take_while(|&&i| scores[i] > 0.0).count();
-            order[..matched].sort_unstable_by(|&a, &b| {
-                scores[b]
-                    .total_cmp(&scores[a])
-                    .then(dates[b].cmp(&dates[a]))
-                    .then(a.cmp(&b))
+            // Best score first, then newest, then file order; sections that match nothing
+            // follow in file order (they are all left out). Sorted on the keys themselves (a
+            // pool holds thousands of sections).
+            let mut keyed: Vec<(f64, i64, usize)> = Vec::with_capacity(pool.len());
+            let mut unmatched = Vec::new();
+            for (i, (&s, &d)) in scores.iter().zip(&dates).enumerate() {
+                if s > 0.0 {
+                    keyed.push((s, d, i));
+                } else {
+                    unmatched.push(i);
+                }
+            }
+            keyed.sort_unstable_by(|a, b| {
+                b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2))
             });
+            order.clear();
+            order.extend(keyed.iter().map(|k| k.2));
+            order.extend(unmatched);
             (order, Some(scores))
         }
         None => {
@@ -1603,6 +1859,10 @@ fn indexed<'i>(
             return None;
         }
         for (k, u) in units.iter().enumerate() {
+            if matches!(u.search, Search::Laid) {
+                // Laid out by this very index: its texts are the ones it records.
+                continue;
+            }
             let (texts, n) = u.search_texts();
             let (recs, _) = index.unit_texts(k);
             if recs.len() != n
@@ -1706,7 +1966,7 @@ fn render_whole(
         if k {
             loaded.push(u.loaded(None, why(u)));
             if let Some(e) = u.entry {
-                report.entries.push(e.id.clone());
+                report.entries.push(e.get().id.clone());
             }
         }
     }

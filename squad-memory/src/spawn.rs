@@ -9,6 +9,7 @@ use crate::entry::MemoryDoc;
 #[cfg(doc)]
 use crate::error::ErrorKind;
 use crate::error::{Error, Problem, Result, or_skip};
+use crate::index::{LaidText, SearchIndex};
 use crate::matrix::LoadPlan;
 use crate::name::{MemoryId, TopicName};
 use crate::render::{Budget, Rendered, Source, SpawnInputs, render};
@@ -39,23 +40,71 @@ pub(crate) fn read_source(
 }
 
 /// [`read_source`], with the document's search index when `ranked` (its sections are scored)
-/// and the store has one; an index that cannot be read is no index.
+/// and the store has one; an index that cannot be read is no index. When the index lays out
+/// the document's sections, the document is not read whole nor parsed ([`laid_out`]).
 fn read_ranked(
     store: &dyn MemoryStore,
     doc: &DocRef,
     ranked: bool,
     skipped: &mut Vec<Problem>,
 ) -> Result<Option<Source>> {
+    let (mut decoded, mut raw) = (None, None);
+    if ranked && let Some(bytes) = store.read_index(doc).ok().flatten() {
+        match laid_out(store, doc, bytes) {
+            Laid::Source(src) => return Ok(Some(src)),
+            Laid::Matched(idx) => decoded = Some(idx),
+            Laid::Stale => {}
+            Laid::Unread(bytes) => raw = Some(bytes),
+        }
+    }
     let Some(text) = or_skip(store.read(doc), skipped)?.flatten() else {
         return Ok(None);
     };
-    let index = if ranked {
-        store.read_index(doc).ok().flatten()
-    } else {
-        None
+    let index = match decoded {
+        // The text read now is the one the index was checked against (unless it was just
+        // replaced).
+        Some(idx) => Some(*idx).filter(|i| i.names(&text)),
+        None => raw.and_then(|b| SearchIndex::decode(b, &text)),
     };
     // A parse error always lists its problems (the lines holding a NUL byte).
-    or_skip(Source::with_index(doc.path(), &text, index), skipped)
+    or_skip(Source::with_decoded(doc.path(), &text, index), skipped)
+}
+
+/// What [`laid_out`] made of a document and its index.
+enum Laid {
+    /// The index lays out the document: its source.
+    Source(Source),
+    /// The index matches the document but does not lay it out.
+    Matched(Box<SearchIndex>),
+    /// The index does not match the document (or cannot be decoded).
+    Stale,
+    /// The document could not be read in parts (missing, refused, not readable, NUL bytes):
+    /// the index as read, for the reader that reads the document whole.
+    Unread(Vec<u8>),
+}
+
+/// The source of `doc` from its index `bytes` when they lay out its sections: the document is
+/// opened ([`MemoryStore::open`]) and read through once in chunks to check that the index
+/// matches it (length and hash), and only the sections a spawn needs are read again later.
+fn laid_out(store: &dyn MemoryStore, doc: &DocRef, bytes: Vec<u8>) -> Laid {
+    let Some(reader) = store.open(doc).ok().flatten() else {
+        return Laid::Unread(bytes);
+    };
+    let Some((len, hash)) = crate::index::scan(reader.as_ref()) else {
+        return Laid::Unread(bytes);
+    };
+    let Some(index) = SearchIndex::decode_for(bytes, len, hash) else {
+        return Laid::Stale;
+    };
+    match Source::laid_out(
+        doc.path(),
+        len,
+        LaidText::Reader(reader.into()),
+        Box::new(index),
+    ) {
+        Ok(src) => Laid::Source(src),
+        Err(index) => Laid::Matched(index),
+    }
 }
 
 /// Reads a document for a writer: the text it has (`None` when it is missing) and the text

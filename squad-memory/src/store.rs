@@ -218,6 +218,120 @@ pub trait MemoryStore: Send + Sync + fmt::Debug {
         let _ = doc;
         Ok(None)
     }
+
+    /// Opens the document to be read in parts ([`DocReader`]), or `None` when it does not
+    /// exist. A spawn whose search index lays out the document's sections reads it this way:
+    /// once through in chunks, to check that the index matches it (its length and hash), then
+    /// only the sections it loads. The default reads the whole text ([`MemoryStore::read`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`MemoryStore::read`]; a reader that gets an error reads the document with
+    /// [`MemoryStore::read`] instead.
+    fn open(&self, doc: &DocRef) -> Result<Option<Box<dyn DocReader>>> {
+        Ok(self
+            .read(doc)?
+            .map(|t| Box::new(WholeText(t)) as Box<dyn DocReader>))
+    }
+}
+
+/// A document opened to be read in parts ([`MemoryStore::open`]).
+///
+/// # Contract
+///
+/// - [`len`](DocReader::len) is the document's length when it was opened.
+/// - [`read_at`](DocReader::read_at) reads bytes of that version of the document, or fails;
+///   never fewer bytes than asked for. A store whose documents may be changed in place while
+///   open (a file edited by hand) may return bytes of the new version: readers check what they
+///   read (a spawn checks the whole text against its index's hash, and each section it
+///   parses), and read the document whole when anything does not match.
+pub trait DocReader: Send + Sync + fmt::Debug {
+    /// The document's length in bytes.
+    fn len(&self) -> u64;
+
+    /// Whether the document is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Fills `buf` with the document's bytes from `offset`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Backend`] on I/O failure, or when the document ends before `buf` is full.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+}
+
+/// The default [`DocReader`]: the whole text, in memory.
+#[derive(Debug)]
+struct WholeText(String);
+
+impl DocReader for WholeText {
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let bytes = usize::try_from(offset)
+            .ok()
+            .and_then(|at| self.0.as_bytes().get(at..at.checked_add(buf.len())?));
+        match bytes {
+            Some(b) => {
+                buf.copy_from_slice(b);
+                Ok(())
+            }
+            None => Err(short_read()),
+        }
+    }
+}
+
+fn short_read() -> Error {
+    Error::new(
+        ErrorKind::Backend,
+        "memory.read",
+        "the document ended before the bytes asked for",
+    )
+}
+
+/// [`FsStore`]'s [`DocReader`]: the open file (opened as [`FsStore`] reads: no symlink
+/// followed, no file over [`MAX_FILE_BYTES`]).
+#[derive(Debug)]
+struct FileReader {
+    file: std::fs::File,
+    len: u64,
+    #[cfg(not(unix))]
+    at: Mutex<()>,
+}
+
+impl DocReader for FileReader {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let io = |e: std::io::Error| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                short_read()
+            } else {
+                Error::new(ErrorKind::Backend, "memory.read", e.to_string()).with_source(e)
+            }
+        };
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::FileExt::read_exact_at(&self.file, buf, offset).map_err(io)
+        }
+        #[cfg(not(unix))]
+        {
+            use std::io::{Read, Seek};
+            let _turn = self
+                .at
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut f = &self.file;
+            f.seek(std::io::SeekFrom::Start(offset)).map_err(io)?;
+            f.read_exact(buf).map_err(io)
+        }
+    }
 }
 
 macro_rules! forward {
@@ -240,6 +354,9 @@ macro_rules! forward {
             }
             fn read_index(&self, doc: &DocRef) -> Result<Option<Vec<u8>>> {
                 (**self).read_index(doc)
+            }
+            fn open(&self, doc: &DocRef) -> Result<Option<Box<dyn DocReader>>> {
+                (**self).open(doc)
             }
         }
     )*};
@@ -663,6 +780,19 @@ impl MemoryStore for FsStore {
         match self.state.read_capped(Self::rel(doc), MAX_FILE_BYTES) {
             Ok(None) => Ok(None),
             Ok(Some(bytes)) => utf8(&doc.path(), bytes).map(Some),
+            Err(e) => Err(fs_error(&self.state, "memory.read", &doc.path(), e)),
+        }
+    }
+
+    fn open(&self, doc: &DocRef) -> Result<Option<Box<dyn DocReader>>> {
+        match self.state.open_capped(Self::rel(doc), MAX_FILE_BYTES) {
+            Ok(None) => Ok(None),
+            Ok(Some((file, len))) => Ok(Some(Box::new(FileReader {
+                file,
+                len,
+                #[cfg(not(unix))]
+                at: Mutex::new(()),
+            }))),
             Err(e) => Err(fs_error(&self.state, "memory.read", &doc.path(), e)),
         }
     }

@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use squad_memory::{
-    Budget, DocRef, FsStore, InMemoryStore, LoadPlan, MemoryStore, Situation, Source, Tier,
-    TopicName, Touch, build_index, index_matches, spawn, validate,
+    Budget, DocReader, DocRef, FsStore, InMemoryStore, LoadPlan, MemoryStore, Situation, Source,
+    Tier, TopicName, Touch, build_index, index_matches, spawn, validate,
 };
 
 use crate::agent;
@@ -75,6 +75,11 @@ fn glue() -> impl Strategy<Value = String> {
         1 => Just(", ".to_owned()),
         1 => Just(". ".to_owned()),
         1 => Just("\r\n".to_owned()),
+        1 => Just("\n---\n\n".to_owned()),
+        1 => Just("\n### 2026-03-15: Old\n**superseded_by:** d-9\n".to_owned()),
+        1 => Just("\n### 2026-03-16: Named\n**id:** d-9\n".to_owned()),
+        1 => Just("\n### Same\nSame text.\n### Same\nSame text.\n".to_owned()),
+        1 => Just("\n## 2026-04-01 Dated group\n".to_owned()),
     ]
 }
 
@@ -84,9 +89,16 @@ fn doc() -> impl Strategy<Value = String> {
     (
         prop::collection::vec((word(), glue()), 0..120),
         prop_oneof![4 => Just(1usize), 1 => 40usize..90],
+        prop_oneof![5 => Just(1usize), 1 => 2usize..5],
     )
-        .prop_map(|(parts, times)| {
-            let one: String = parts.into_iter().map(|(w, g)| w + &g).collect();
+        .prop_map(|(parts, times, long)| {
+            let long = if times > 1 { 1 } else { long };
+            // Sometimes long enough for its entries to be offered in parts.
+            let one: String = parts
+                .into_iter()
+                .map(|(w, g)| w + &g)
+                .collect::<String>()
+                .repeat(long);
             let mut out = String::new();
             for i in 0..times {
                 out.push_str(&format!("### 2026-01-{:02}: Part {i}\n", 1 + i % 28));
@@ -326,5 +338,95 @@ fn reindex_never_writes_through_a_symlinked_index_and_says_so() {
     assert_eq!(
         store.stale_indexes().unwrap(),
         [DocRef::Cold(agent("data"))]
+    );
+}
+
+/// A store that counts how its documents are read: whole ([`MemoryStore::read`]) or in parts
+/// ([`MemoryStore::open`]).
+#[derive(Debug)]
+struct Counting<'s> {
+    store: &'s FsStore,
+    whole: std::sync::atomic::AtomicUsize,
+    parts: std::sync::atomic::AtomicUsize,
+}
+
+impl MemoryStore for Counting<'_> {
+    fn read(&self, doc: &DocRef) -> squad_memory::Result<Option<String>> {
+        self.whole
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.store.read(doc)
+    }
+    fn write(&self, doc: &DocRef, text: &str) -> squad_memory::Result<()> {
+        self.store.write(doc, text)
+    }
+    fn list(&self, tier: Tier) -> squad_memory::Result<Vec<String>> {
+        self.store.list(tier)
+    }
+    fn lock(&self) -> squad_memory::Result<squad_memory::StoreLock> {
+        self.store.lock()
+    }
+    fn read_index(&self, doc: &DocRef) -> squad_memory::Result<Option<Vec<u8>>> {
+        self.store.read_index(doc)
+    }
+    fn open(&self, doc: &DocRef) -> squad_memory::Result<Option<Box<dyn DocReader>>> {
+        self.parts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.store.open(doc)
+    }
+}
+
+/// With indexes that lay out the documents, a spawn reads cold and the wiki in parts (hot
+/// whole), with the same output; with a stale index it reads the document whole.
+#[test]
+fn a_laid_out_document_is_read_in_parts_with_the_same_output() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let dir = tempfile::tempdir().unwrap();
+    let (store, cold) = squad(dir.path());
+    let plain = without_indexes(&store);
+    let counting = Counting {
+        store: &store,
+        whole: 0.into(),
+        parts: 0.into(),
+    };
+    assert_eq!(spawn_text(&counting), spawn_text(&plain));
+    // Hot, and the archive (missing: it has no index), are read whole.
+    assert_eq!(
+        (counting.whole.load(Relaxed), counting.parts.load(Relaxed)),
+        (2, 2)
+    );
+    // Edited by hand without changing its length: the index is stale, the document is read
+    // whole, the output is the new text's.
+    let edited = cold.replacen("BlobStorageClient", "QueueStoreClient!", 1);
+    assert_eq!(edited.len(), cold.len());
+    std::fs::write(dir.path().join(".squad/memory/cold/data.md"), &edited).unwrap();
+    counting.whole.store(0, Relaxed);
+    let plain = without_indexes(&store);
+    assert_eq!(spawn_text(&counting), spawn_text(&plain));
+    assert_eq!(counting.whole.load(Relaxed), 3);
+    assert_eq!(
+        store.stale_indexes().unwrap(),
+        [DocRef::Cold(agent("data"))]
+    );
+}
+
+/// A symlinked document is refused, never read through, with a layout index or without: the
+/// spawn skips it and names it, as it does without indexes.
+#[cfg(unix)]
+#[test]
+fn a_symlinked_document_with_an_index_is_still_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, cold) = squad(dir.path());
+    let path = dir.path().join(".squad/memory/cold/data.md");
+    let outside = dir.path().join("outside.md");
+    std::fs::write(&outside, &cold).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(&outside, &path).unwrap();
+    let plan = LoadPlan::new(Situation::PostIncident).task("why does the staging deploy time out");
+    let r = spawn(&store, &agent("data"), &plan, &Budget::default(), Touch::No).unwrap();
+    assert!(!r.prompt.contains("Deploy note"), "{}", r.prompt);
+    assert!(
+        r.manifest.skipped.iter().any(|p| p.file == "cold/data.md"),
+        "{:?}",
+        r.manifest.skipped
     );
 }
