@@ -38,70 +38,19 @@ pub(crate) fn entry_id(line: &str) -> Option<EntryId> {
         bytes: line.as_bytes(),
         at: 0,
     };
-    s.expect(b'{')?;
     let mut seen: u16 = 0;
     let mut id = None;
-    s.ws();
-    if s.peek()? != b'}' {
-        loop {
-            s.ws();
-            let key = s.plain_string()?;
-            s.ws();
-            s.expect(b':')?;
-            s.ws();
-            let bit = match key {
-                "id" => {
-                    id = Some(s.plain_string()?.parse::<EntryId>().ok()?);
-                    ID
-                }
-                "agent" => {
-                    AgentName::is_valid(s.plain_string()?).then_some(())?;
-                    AGENT
-                }
-                "timestamp" => {
-                    Timestamp::parse(s.plain_string()?).ok()?;
-                    TIMESTAMP
-                }
-                "type" => {
-                    matches!(
-                        s.plain_string()?,
-                        "decision" | "research" | "review" | "progress" | "security"
-                    )
-                    .then_some(())?;
-                    TYPE
-                }
-                "content" => s.nullable(Scanner::text, 1 << 4)?,
-                "decision" => s.nullable(Scanner::text, 1 << 5)?,
-                "reasoning" => s.nullable(Scanner::text, 1 << 6)?,
-                "topic" => s.nullable(Scanner::text, 1 << 7)?,
-                "alternatives_considered" => s.nullable(Scanner::texts, 1 << 8)?,
-                "confidence" => s.nullable(
-                    |s| matches!(s.plain_string()?, "low" | "medium" | "high").then_some(()),
-                    1 << 9,
-                )?,
-                "promote_to_permanent" => s.nullable(Scanner::boolean, 1 << 10)?,
-                "archive_on_close" => s.nullable(Scanner::boolean, 1 << 11)?,
-                "effort_hours" => s.nullable(Scanner::number, 1 << 12)?,
-                "findings" => {
-                    s.value(0)?;
-                    1 << 13
-                }
-                _ => return None,
-            };
-            if seen & bit != 0 {
-                return None;
-            }
-            seen |= bit;
-            s.ws();
-            match s.next()? {
-                b',' => continue,
-                b'}' => break,
-                _ => return None,
-            }
-        }
-    } else {
-        s.at += 1;
-    }
+    s.list(b'{', b'}', |s| {
+        let key = s.plain_string()?;
+        s.ws();
+        s.expect(b':')?;
+        s.ws();
+        let bit = s.field(key, &mut id)?;
+        // A key given twice is serde's to judge.
+        (seen & bit == 0).then_some(())?;
+        seen |= bit;
+        Some(())
+    })?;
     (s.at == s.bytes.len() && seen & REQUIRED == REQUIRED).then_some(())?;
     id
 }
@@ -163,6 +112,50 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The value of the entry's field `key`, checked as the typed check checks it (the id kept
+    /// in `id`); the key's bit. `None` for a key the scanner does not know.
+    fn field(&mut self, key: &str, id: &mut Option<EntryId>) -> Option<u16> {
+        Some(match key {
+            "id" => {
+                *id = Some(self.plain_string()?.parse::<EntryId>().ok()?);
+                ID
+            }
+            "agent" => {
+                AgentName::is_valid(self.plain_string()?).then_some(())?;
+                AGENT
+            }
+            "timestamp" => {
+                Timestamp::parse(self.plain_string()?).ok()?;
+                TIMESTAMP
+            }
+            "type" => {
+                matches!(
+                    self.plain_string()?,
+                    "decision" | "research" | "review" | "progress" | "security"
+                )
+                .then_some(())?;
+                TYPE
+            }
+            "content" => self.nullable(Self::text, 1 << 4)?,
+            "decision" => self.nullable(Self::text, 1 << 5)?,
+            "reasoning" => self.nullable(Self::text, 1 << 6)?,
+            "topic" => self.nullable(Self::text, 1 << 7)?,
+            "alternatives_considered" => self.nullable(Self::texts, 1 << 8)?,
+            "confidence" => self.nullable(
+                |s| matches!(s.plain_string()?, "low" | "medium" | "high").then_some(()),
+                1 << 9,
+            )?,
+            "promote_to_permanent" => self.nullable(Self::boolean, 1 << 10)?,
+            "archive_on_close" => self.nullable(Self::boolean, 1 << 11)?,
+            "effort_hours" => self.nullable(Self::number, 1 << 12)?,
+            "findings" => {
+                self.value(0)?;
+                1 << 13
+            }
+            _ => return None,
+        })
+    }
+
     /// `null` (the field is absent to the typed check), or what `read` accepts; the key's bit.
     fn nullable(&mut self, read: impl FnOnce(&mut Self) -> Option<()>, bit: u16) -> Option<u16> {
         if self.bytes[self.at..].starts_with(b"null") {
@@ -206,19 +199,30 @@ impl<'a> Scanner<'a> {
 
     /// An array of strings.
     fn texts(&mut self) -> Option<()> {
-        self.expect(b'[')?;
+        self.list(b'[', b']', Self::text)
+    }
+
+    /// `open`, items read by `item` and separated by commas, then `close`, with whitespace
+    /// allowed between any two of them.
+    fn list(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.expect(open)?;
         self.ws();
-        if self.peek()? == b']' {
+        if self.peek()? == close {
             self.at += 1;
             return Some(());
         }
         loop {
             self.ws();
-            self.text()?;
+            item(self)?;
             self.ws();
             match self.next()? {
                 b',' => {}
-                b']' => return Some(()),
+                b if b == close => return Some(()),
                 _ => return None,
             }
         }
@@ -275,46 +279,14 @@ impl<'a> Scanner<'a> {
         match self.peek()? {
             b'"' => self.text(),
             b'0'..=b'9' => self.number(),
-            b'[' => {
-                self.at += 1;
-                self.ws();
-                if self.peek()? == b']' {
-                    self.at += 1;
-                    return Some(());
-                }
-                loop {
-                    self.ws();
-                    self.value(depth + 1)?;
-                    self.ws();
-                    match self.next()? {
-                        b',' => {}
-                        b']' => return Some(()),
-                        _ => return None,
-                    }
-                }
-            }
-            b'{' => {
-                self.at += 1;
-                self.ws();
-                if self.peek()? == b'}' {
-                    self.at += 1;
-                    return Some(());
-                }
-                loop {
-                    self.ws();
-                    self.text()?;
-                    self.ws();
-                    self.expect(b':')?;
-                    self.ws();
-                    self.value(depth + 1)?;
-                    self.ws();
-                    match self.next()? {
-                        b',' => {}
-                        b'}' => return Some(()),
-                        _ => return None,
-                    }
-                }
-            }
+            b'[' => self.list(b'[', b']', |s| s.value(depth + 1)),
+            b'{' => self.list(b'{', b'}', |s| {
+                s.text()?;
+                s.ws();
+                s.expect(b':')?;
+                s.ws();
+                s.value(depth + 1)
+            }),
             _ => self.literal().map(drop),
         }
     }
