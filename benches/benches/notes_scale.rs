@@ -43,8 +43,11 @@
 //! note, and the typed serde check of each line had been a fifth of `list --json`), measured
 //! 2026-12-06 in two runs of 11 samples, load average 2 to 4 (another session's build and
 //! benches): `list --json` 259.8 ms vs 1136.9 ms for git's pipeline, 0.23x, max RSS 92.9 vs
-//! 64.2 MiB (1.45x); and 309.2 vs 1383.5 ms, 0.22x, 93.6 vs 64.4 MiB. The rest of the table
-//! is from the run before the scanner.
+//! 64.2 MiB (1.45x); and 309.2 vs 1383.5 ms, 0.22x, 93.6 vs 64.4 MiB. On the quieter machine
+//! after (load average 1.5 to 1.8) git's pipeline is faster and the ratio moves more: three
+//! runs gave 232.6 vs 817.2 ms (0.28x), 181.4 vs 810.0 ms (0.22x) and 229.3 vs 865.1 ms
+//! (0.27x), so 0.25x is not yet held reliably. The rest of the table is from the run before
+//! the scanner.
 //!
 //! Measured 2026-12-06 on a 2-core machine shared with other sessions' builds and tests (load
 //! average 3 to 5, so times vary by a third from run to run), medians; ratio = ours / git;
