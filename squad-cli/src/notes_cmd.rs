@@ -518,27 +518,23 @@ fn list(args: &ListInput, ctx: &Ctx) -> CmdResult {
         // A read that fails after the first batch leaves the output cut short (exit 1), as a
         // failing `git notes list` does.
         let mut failed = None;
-        let walked = backend.stream_windows(
-            &tip,
-            LIST_WINDOW,
-            squad_notes::format::count_entries,
-            |batch| {
-                let types = if ctx.json {
-                    let objects: Vec<Oid> = batch.iter().map(|(o, _)| o.clone()).collect();
-                    backend.object_types(&objects)?
-                } else {
-                    Vec::new()
-                };
-                out.batch(&batch, &types).map_err(|e| {
-                    failed = Some(e);
-                    squad_notes::Error::new(
-                        squad_notes::ErrorKind::Backend,
-                        "notes.list",
-                        "cannot write the list",
-                    )
-                })
-            },
-        );
+        let mut written = |result: Result<(), CliError>| {
+            result.map_err(|e| {
+                failed = Some(e);
+                squad_notes::Error::new(
+                    squad_notes::ErrorKind::Backend,
+                    "notes.list",
+                    "cannot write the list",
+                )
+            })
+        };
+        let count = squad_notes::format::count_entries;
+        let walked = if ctx.json {
+            backend
+                .stream_windows_typed(&tip, LIST_WINDOW, count, |batch| written(out.typed(&batch)))
+        } else {
+            backend.stream_windows(&tip, LIST_WINDOW, count, |batch| written(out.plain(&batch)))
+        };
         if let Some(e) = failed {
             return Err(e);
         }
@@ -569,39 +565,37 @@ impl<'c> ListWriter<'c> {
         }
     }
 
-    /// Writes the notes of `batch`; with `--json`, `types` holds the type of each object.
-    fn batch(
-        &mut self,
-        batch: &[(Oid, usize)],
-        types: &[squad_notes::ObjectType],
-    ) -> Result<(), CliError> {
-        if self.ctx.json {
-            for ((commit, entries), kind) in batch.iter().zip(types) {
-                // Each element's closing brace waits for the next element's comma (or the end).
-                // Pieces pushed one by one: `write!` costs several times more per note.
-                self.text.push_str(if self.written == 0 {
-                    "[\n  {\n    \"commit\": \""
-                } else {
-                    ",\n  {\n    \"commit\": \""
-                });
-                self.text.push_str(commit.as_str());
-                self.text.push_str("\",\n    \"entries\": ");
-                self.text.push_str(self.digits.format(*entries));
-                self.text.push_str(",\n    \"type\": \"");
-                self.text.push_str(kind.as_str());
-                self.text.push_str("\"\n  }");
-                self.written += 1;
-                self.flush(false)?;
-            }
-        } else {
-            for (commit, entries) in batch {
-                self.text.push_str(commit.as_str());
-                self.text.push(' ');
-                self.text.push_str(self.digits.format(*entries));
-                self.text.push('\n');
-                self.written += 1;
-                self.flush(false)?;
-            }
+    /// Writes the notes of `batch` as elements of the JSON array.
+    fn typed(&mut self, batch: &[(Oid, usize, squad_notes::ObjectType)]) -> Result<(), CliError> {
+        for (commit, entries, kind) in batch {
+            // Each element's closing brace waits for the next element's comma (or the end).
+            // Pieces pushed one by one: `write!` costs several times more per note.
+            self.text.push_str(if self.written == 0 {
+                "[\n  {\n    \"commit\": \""
+            } else {
+                ",\n  {\n    \"commit\": \""
+            });
+            self.text.push_str(commit.as_str());
+            self.text.push_str("\",\n    \"entries\": ");
+            self.text.push_str(self.digits.format(*entries));
+            self.text.push_str(",\n    \"type\": \"");
+            self.text.push_str(kind.as_str());
+            self.text.push_str("\"\n  }");
+            self.written += 1;
+            self.flush(false)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the notes of `batch` as lines of `<object> <entries>`.
+    fn plain(&mut self, batch: &[(Oid, usize)]) -> Result<(), CliError> {
+        for (commit, entries) in batch {
+            self.text.push_str(commit.as_str());
+            self.text.push(' ');
+            self.text.push_str(self.digits.format(*entries));
+            self.text.push('\n');
+            self.written += 1;
+            self.flush(false)?;
         }
         Ok(())
     }

@@ -227,7 +227,6 @@ impl GixNotes {
     ///
     /// [`ErrorKind::Corrupt`] for an unreadable pack entry; backend failures.
     pub fn object_types(&self, objects: &[Oid]) -> Result<Vec<crate::ObjectType>> {
-        use crate::ObjectType;
         let repo = self.local();
         let ids = objects
             .iter()
@@ -237,31 +236,12 @@ impl GixNotes {
         let located = packs.locate_all(&ids, |id| id)?;
         let pairs: Vec<(gix::ObjectId, Option<gix_bulk::Location>)> =
             ids.into_iter().zip(located).collect();
-        let of = |kind: gix::object::Kind| match kind {
-            gix::object::Kind::Commit => ObjectType::Commit,
-            gix::object::Kind::Tag => ObjectType::Tag,
-            gix::object::Kind::Tree => ObjectType::Tree,
-            gix::object::Kind::Blob => ObjectType::Blob,
-        };
         parallel::map_chunks(&pairs, PARALLEL_MIN, "notes.list", |part| {
             let repo = self.repo.to_thread_local();
             part.iter()
                 .map(|(id, at)| {
-                    if let Some(at) = at
-                        && let Some(kind) = packs.kind_at(*at)?
-                    {
-                        return Ok(of(kind));
-                    }
-                    match repo.try_find_header(*id) {
-                        Ok(Some(header)) => Ok(of(header.kind())),
-                        Ok(None) => Ok(ObjectType::Missing),
-                        Err(e) => Err(Error::new(
-                            ErrorKind::Backend,
-                            "notes.list",
-                            format!("cannot read object {id}"),
-                        )
-                        .with_source(e)),
-                    }
+                    let packed = at.and_then(|at| packs.kind_at(at).transpose());
+                    object_type(&repo, id, packed)
                 })
                 .collect()
         })
@@ -298,27 +278,37 @@ impl GixNotes {
         let packs = gix_bulk::Packs::open(&repo);
         let walked = walk_notes(Some(self), Some(&packs), &repo, root, false)?;
         let mut all = Vec::new();
-        self.read_walked(&repo, &packs, &walked, false, map, usize::MAX, |part| {
+        let how = ReadHow {
+            sweep: false,
+            types: false,
+            batch: usize::MAX,
+        };
+        let make = |id, value, _| (id, value);
+        self.read_walked(&repo, &packs, &walked, how, map, make, |part| {
             all = part;
             Ok(())
         })?;
         Ok(all)
     }
 
-    /// The notes of `walked` (sorted by object), mapped by `map` and handed to `emit` in order,
-    /// at most `batch` at a time: the read half of [`GixNotes::bulk_read`]. The packed blobs are
-    /// decoded from a plan of their delta trees ([`gix_bulk::decode_all`]), or with `sweep` in
-    /// pack order keeping one delta chain per thread ([`gix_bulk::decode_sweep`]).
-    #[expect(clippy::too_many_arguments, reason = "the two reads share every part")]
-    fn read_walked<T: Send>(
+    /// The notes of `walked` (sorted by object), mapped by `map`, each made into an element by
+    /// `make` (with its object's type when `how.types` asks for it) and handed to `emit` in
+    /// order, at most `how.batch` at a time: the read half of [`GixNotes::bulk_read`]. The
+    /// packed blobs are decoded from a plan of their delta trees ([`gix_bulk::decode_all`]), or
+    /// with `how.sweep` in pack order keeping one delta chain per thread
+    /// ([`gix_bulk::decode_sweep`]). The objects are located in the same pass over the pack
+    /// indexes as the blobs, and typed from their entry headers (as
+    /// [`GixNotes::object_types`] types them).
+    #[expect(clippy::too_many_arguments, reason = "the reads share every part")]
+    fn read_walked<T: Send, E>(
         &self,
         repo: &gix::Repository,
         packs: &gix_bulk::Packs,
         walked: &[Walked],
-        sweep: bool,
+        how: ReadHow,
         map: impl Fn(&[u8]) -> T + Sync,
-        batch: usize,
-        mut emit: impl FnMut(Vec<(Oid, T)>) -> Result<()>,
+        make: impl Fn(Oid, T, Option<crate::ObjectType>) -> E,
+        mut emit: impl FnMut(Vec<E>) -> Result<()>,
     ) -> Result<()> {
         /// A walked entry once read: mapped already, or kept to be joined with the other
         /// entries of its object.
@@ -343,6 +333,13 @@ impl GixNotes {
             }
         };
         let located = packs.locate_all(walked, |w| &w.1)?;
+        // To type them, the objects' locations: `walked` is in object order, so each index is
+        // merged with it.
+        let objects_at = if how.types {
+            packs.locate_sorted(walked, |w| &w.0)?
+        } else {
+            Vec::new()
+        };
         // (blob id, location) of the packed blobs, with their index in `walked`; the others
         // are read through the object database.
         let mut in_packs = Vec::with_capacity(walked.len());
@@ -363,7 +360,7 @@ impl GixNotes {
             what: "note entry",
         };
         let each = |w: usize, bytes: &[u8]| slot(at_walked[w], bytes);
-        let loaded = if sweep {
+        let loaded = if how.sweep {
             gix_bulk::decode_sweep(packs, &self.repo, &wanted, each)?
         } else {
             gix_bulk::decode_all(packs, &self.repo, &wanted, each)?
@@ -378,9 +375,17 @@ impl GixNotes {
         for i in loose {
             slots[i] = Some(slot(i, &load_blob(repo, walked[i].1)?));
         }
+        // The objects' types from their pack entries' headers (empty when not asked).
+        let packed = parallel::map_chunks(&objects_at, PARALLEL_MIN, "notes.list", |part| {
+            Ok(part
+                .iter()
+                .map(|at| at.map(|at| packs.kind_at(at).ok()))
+                .collect())
+        })?;
         let mut slots = slots.into_iter();
-        let batch = batch.clamp(1, walked.len().max(1));
+        let batch = how.batch.clamp(1, walked.len().max(1));
         let mut out = Vec::with_capacity(batch);
+        let mut i = 0;
         for entries in walked.chunk_by(|a, b| a.0 == b.0) {
             let value = if entries.len() == 1 {
                 match slots.next().flatten() {
@@ -395,7 +400,23 @@ impl GixNotes {
                 });
                 map(&join_git(parts))
             };
-            out.push((from_gix(&entries[0].0), value));
+            let id = &entries[0].0;
+            let kind = if how.types {
+                let from_pack = match packed.get(i).copied().flatten() {
+                    // Not in a pack: the object database tells.
+                    None => None,
+                    Some(Some(Some(kind))) => Some(Ok(kind)),
+                    // Its chain leaves the pack: the object database tells.
+                    Some(Some(None)) => None,
+                    // Its entry cannot be read: read again for the error.
+                    Some(None) => objects_at[i].and_then(|at| packs.kind_at(at).transpose()),
+                };
+                Some(object_type(repo, id, from_pack)?)
+            } else {
+                None
+            };
+            i += entries.len();
+            out.push(make(from_gix(id), value, kind));
             if out.len() >= batch {
                 emit(std::mem::replace(&mut out, Vec::with_capacity(batch)))?;
             }
@@ -532,19 +553,21 @@ impl GixNotes {
     }
 
     /// Every note at `tip` in object order, mapped as [`GixNotes::read_all_map`] maps them (on
-    /// several threads), handed to `sink` a window at a time. A window is the notes of
-    /// consecutive first bytes (whole top-level fanout directories). Each window is walked,
-    /// read, mapped and handed over, then dropped, so memory is bounded by the window whatever
-    /// the number of notes or the size of the pack:
+    /// several threads), handed to `sink` in batches of at most 4096 notes, a window at a
+    /// time. A window is the notes of consecutive first bytes (whole top-level fanout
+    /// directories). Each window is walked, read, mapped and handed over, then dropped, so
+    /// memory is bounded by the window whatever the number of notes or the size of the pack:
     /// - with no more than `window` notes this is one window, read as
     ///   [`GixNotes::read_all_map`] reads (a plan of the blobs' delta trees, each entry decoded
-    ///   once), as fast, and handed over whole;
+    ///   once), as fast;
     /// - a larger namespace is read in windows of about `window / 2` notes, each reading its
     ///   blobs in pack order with one delta chain per thread (a plan would hold every base its
-    ///   notes need: for a window of a large pack, most of the pack), and handed over in
-    ///   batches of at most 4096 notes. It pays in time: a delta chain is decoded again by
-    ///   every window that needs part of it. The smaller windows keep its peak heap at about
-    ///   that of one window of `window` notes.
+    ///   notes need: for a window of a large pack, most of the pack). It pays in time: a delta
+    ///   chain is decoded again by every window that needs part of it. The smaller windows
+    ///   keep its peak heap at about that of one window of `window` notes.
+    ///
+    /// Each batch is built as it is handed over, so the caller's copy of the notes is never
+    /// more than a batch.
     ///
     /// ([`GixNotes::stream_map`] bounds memory by a delta cache instead, reading blob by blob.)
     ///
@@ -580,7 +603,79 @@ impl GixNotes {
         tip: &Oid,
         window: usize,
         map: impl Fn(&[u8]) -> T + Sync,
-        mut sink: impl FnMut(Vec<(Oid, T)>) -> Result<()>,
+        sink: impl FnMut(Vec<(Oid, T)>) -> Result<()>,
+    ) -> Result<()> {
+        self.stream(tip, window, false, map, |id, value, _| (id, value), sink)
+    }
+
+    /// [`GixNotes::stream_windows`], each note with the type of the object it annotates (as
+    /// [`GixNotes::object_types`] gives it), found in the same pass over the pack indexes as
+    /// the notes' blobs and read on the decoding threads: `notes list --json`'s read.
+    ///
+    /// # Errors
+    ///
+    /// As [`GixNotes::stream_windows`]; [`ErrorKind::Corrupt`] for an object whose pack entry
+    /// cannot be read.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use squad_notes::{GixNotes, NoteEdit, NotesBackend, NotesRef, ObjectType};
+    /// let dir = tempfile::tempdir()?;
+    /// let git = |args: &[&str]| std::process::Command::new("git").arg("-C").arg(dir.path())
+    ///     .args(args).env("GIT_AUTHOR_NAME", "A").env("GIT_AUTHOR_EMAIL", "a@test.invalid")
+    ///     .env("GIT_COMMITTER_NAME", "A").env("GIT_COMMITTER_EMAIL", "a@test.invalid").output();
+    /// git(&["init", "-q"])?;
+    /// git(&["commit", "-q", "--allow-empty", "-m", "one"])?;
+    /// let head: squad_notes::Oid =
+    ///     String::from_utf8(git(&["rev-parse", "HEAD"])?.stdout)?.trim().parse()?;
+    /// let tree: squad_notes::Oid =
+    ///     String::from_utf8(git(&["rev-parse", "HEAD^{tree}"])?.stdout)?.trim().parse()?;
+    /// let missing: squad_notes::Oid = "1234567890123456789012345678901234567890".parse()?;
+    /// let notes = GixNotes::open(dir.path())?;
+    /// let r = NotesRef::new("refs/notes/squad/data")?;
+    /// let edits = [
+    ///     NoteEdit::set(head.clone(), "x\n"),
+    ///     NoteEdit::set(tree.clone(), "y\n"),
+    ///     NoteEdit::set(missing.clone(), "z\n"),
+    /// ];
+    /// let tip = notes.update(&r, None, &edits, "add")?;
+    /// let mut seen = Vec::new();
+    /// notes.stream_windows_typed(&tip, 1 << 17, <[u8]>::len, |window| {
+    ///     seen.extend(window);
+    ///     Ok(())
+    /// })?;
+    /// seen.sort_by(|a, b| a.0.cmp(&b.0));
+    /// let mut want = vec![
+    ///     (head, 2, ObjectType::Commit),
+    ///     (tree, 2, ObjectType::Tree),
+    ///     (missing, 2, ObjectType::Missing),
+    /// ];
+    /// want.sort_by(|a, b| a.0.cmp(&b.0));
+    /// assert_eq!(seen, want);
+    /// # Ok(()) }
+    /// ```
+    pub fn stream_windows_typed<T: Send>(
+        &self,
+        tip: &Oid,
+        window: usize,
+        map: impl Fn(&[u8]) -> T + Sync,
+        sink: impl FnMut(Vec<(Oid, T, crate::ObjectType)>) -> Result<()>,
+    ) -> Result<()> {
+        let make = |id, value, kind: Option<crate::ObjectType>| {
+            (id, value, kind.unwrap_or(crate::ObjectType::Missing))
+        };
+        self.stream(tip, window, true, map, make, sink)
+    }
+
+    /// The read behind [`GixNotes::stream_windows`] and [`GixNotes::stream_windows_typed`].
+    fn stream<T: Send, E>(
+        &self,
+        tip: &Oid,
+        window: usize,
+        types: bool,
+        map: impl Fn(&[u8]) -> T + Sync,
+        make: impl Fn(Oid, T, Option<crate::ObjectType>) -> E,
+        mut sink: impl FnMut(Vec<E>) -> Result<()>,
     ) -> Result<()> {
         let repo = self.local();
         let root = root_tree(&repo, &to_gix(&repo, tip)?)?;
@@ -601,30 +696,51 @@ impl GixNotes {
             // A run of whole first-byte groups, walked at once (on several threads when it has
             // two subtrees or more), then added to the window.
             let room = target.saturating_sub(walked.len());
-            let take = match notes_walked.checked_div(entries_walked) {
-                Some(per_entry) => room / per_entry.max(1),
+            let left = entries.len().saturating_sub(entries_walked);
+            let per_entry = notes_walked.checked_div(entries_walked);
+            let take = match per_entry {
+                // All the rest when it fits in the window as the entries walked so far
+                // suggest: one walk over every thread rather than several runs of a few
+                // entries, each waiting for its slowest thread.
+                Some(per_entry) if per_entry.saturating_mul(left) <= room => left,
+                Some(per_entry) => (room / per_entry.max(1)).clamp(1, WINDOW_WALK_RUN),
                 None => WINDOW_WALK_FIRST,
-            }
-            .clamp(1, WINDOW_WALK_RUN);
+            };
             let mut run = Vec::with_capacity(take);
             while run.len() < take
                 && let Some(group) = groups.next()
             {
                 run.extend(group.iter().map(|e| e.1));
             }
-            let part = walk_top(Some(self), Some(&packs), &repo, &run, false, 2)?;
-            (entries_walked, notes_walked) =
-                (entries_walked + run.len(), notes_walked + part.len());
+            let expected = per_entry.unwrap_or(0).saturating_mul(run.len());
+            let before = walked.len();
             // Runs come in first-byte order, each sorted: the window stays sorted.
-            walked.extend(part);
+            walk_top(
+                Some(self),
+                Some(&packs),
+                &repo,
+                &run,
+                false,
+                2,
+                expected,
+                &mut walked,
+            )?;
+            (entries_walked, notes_walked) = (
+                entries_walked + run.len(),
+                notes_walked + (walked.len() - before),
+            );
             let last = groups.peek().is_none();
             if walked.len() < target && !last {
                 continue;
             }
             if last && notes_walked == walked.len() {
-                // The only window, read as a whole read is, from a plan of its delta trees, and
-                // handed over whole (the caller's work per batch is then done once).
-                self.read_walked(&repo, &packs, &walked, false, &map, usize::MAX, &mut sink)?;
+                // The only window, read as a whole read is, from a plan of its delta trees.
+                let how = ReadHow {
+                    sweep: false,
+                    types,
+                    batch: STREAM_BATCH,
+                };
+                self.read_walked(&repo, &packs, &walked, how, &map, &make, &mut sink)?;
             } else {
                 // The windows of a larger namespace sweep the pack, each in about half a
                 // window's notes (the first one, walked whole, in pieces).
@@ -637,7 +753,12 @@ impl GixNotes {
                         end += 1;
                     }
                     let (piece, after) = rest.split_at(end);
-                    self.read_walked(&repo, &packs, piece, true, &map, STREAM_BATCH, &mut sink)?;
+                    let how = ReadHow {
+                        sweep: true,
+                        types,
+                        batch: STREAM_BATCH,
+                    };
+                    self.read_walked(&repo, &packs, piece, how, &map, &make, &mut sink)?;
                     rest = after;
                 }
             }
@@ -695,6 +816,38 @@ pub(crate) fn to_gix(repo: &gix::Repository, oid: &Oid) -> Result<gix::ObjectId>
         ));
     }
     Ok(id)
+}
+
+/// The type of object `id`: `packed` when its pack entry's headers gave it (an error there is
+/// reported), otherwise from the object database ([`crate::ObjectType::Missing`] when it does
+/// not have it).
+fn object_type(
+    repo: &gix::Repository,
+    id: &gix::oid,
+    packed: Option<Result<gix::object::Kind>>,
+) -> Result<crate::ObjectType> {
+    if let Some(kind) = packed {
+        return kind.map(type_of);
+    }
+    match repo.try_find_header(id) {
+        Ok(Some(header)) => Ok(type_of(header.kind())),
+        Ok(None) => Ok(crate::ObjectType::Missing),
+        Err(e) => Err(Error::new(
+            ErrorKind::Backend,
+            "notes.list",
+            format!("cannot read object {id}"),
+        )
+        .with_source(e)),
+    }
+}
+
+fn type_of(kind: gix::object::Kind) -> crate::ObjectType {
+    match kind {
+        gix::object::Kind::Commit => crate::ObjectType::Commit,
+        gix::object::Kind::Tag => crate::ObjectType::Tag,
+        gix::object::Kind::Tree => crate::ObjectType::Tree,
+        gix::object::Kind::Blob => crate::ObjectType::Blob,
+    }
 }
 
 /// The commit `rev` names (any revision syntax, peeled to a commit); a
@@ -806,6 +959,18 @@ fn find_note(
 /// A note found by a full walk: (annotated object, blob, path in the tree). The path is empty
 /// unless the walk was asked for paths.
 type Walked = (gix::ObjectId, gix::ObjectId, Vec<u8>);
+
+/// How [`GixNotes::read_walked`] reads and hands over its notes.
+#[derive(Clone, Copy)]
+struct ReadHow {
+    /// Sweep the pack in pack order with one delta chain per thread, rather than plan the
+    /// blobs' delta trees (see `gix_bulk`).
+    sweep: bool,
+    /// Also give each note's object type.
+    types: bool,
+    /// Hand over at most this many notes at a time.
+    batch: usize,
+}
 
 /// Where a walk is: the hex prefix and the path of the tree being walked.
 struct WalkState {
@@ -930,6 +1095,7 @@ fn walk_notes(
 ) -> Result<Vec<Walked>> {
     let tree = read_tree(repo, root)?;
     let top = decode_tree(&tree)?;
+    let mut walked = Vec::new();
     walk_top(
         parallel,
         packs,
@@ -937,12 +1103,17 @@ fn walk_notes(
         &top.entries,
         paths,
         PARALLEL_WALK_MIN,
-    )
+        0,
+        &mut walked,
+    )?;
+    Ok(walked)
 }
 
-/// [`walk_notes`] for some entries of the root tree: the notes under `entries`, sorted by
-/// object (the entries of one object in walk order), on several threads when they hold at
-/// least `parallel_min` subtrees.
+/// [`walk_notes`] for some entries of the root tree: appends the notes under `entries` to
+/// `out`, sorted by object (the entries of one object in walk order), walked on several threads
+/// when they hold at least `parallel_min` subtrees. `expected` is about how many notes they
+/// hold (0 when unknown): each thread makes room for its share at once.
+#[expect(clippy::too_many_arguments, reason = "the walks share every part")]
 fn walk_top(
     parallel: Option<&GixNotes>,
     packs: Option<&gix_bulk::Packs>,
@@ -950,7 +1121,9 @@ fn walk_top(
     entries: &[gix::objs::tree::EntryRef<'_>],
     paths: bool,
     parallel_min: usize,
-) -> Result<Vec<Walked>> {
+    expected: usize,
+    out: &mut Vec<Walked>,
+) -> Result<()> {
     let hex_len = repo.object_hash().len_in_hex();
     let state = || WalkState {
         prefix: Vec::with_capacity(hex_len),
@@ -963,7 +1136,8 @@ fn walk_top(
     let subtrees = entries.iter().filter(|e| e.mode.is_tree()).count();
     // Walks `run`, entries of the root, reading trees with `repo`.
     let walk_run = |repo: &gix::Repository, run: &[gix::objs::tree::EntryRef<'_>]| {
-        let mut part = Vec::new();
+        let share = expected.saturating_mul(run.len()) / entries.len().max(1);
+        let mut part = Vec::with_capacity(share + share / 8);
         let mut reader = TreeReader {
             repo,
             packs,
@@ -972,17 +1146,27 @@ fn walk_top(
         let entries = run.iter().map(|e| Ok(*e));
         walk_entries(&mut reader, entries, &mut state(), &mut part, &mut bufs()).map(|()| part)
     };
-    let mut walked = match parallel.filter(|_| subtrees >= parallel_min.max(2)) {
+    let parts = match parallel.filter(|_| subtrees >= parallel_min.max(2)) {
         // A fresh handle per thread without an object cache: a full walk reads each tree once,
         // so a cache would only cost copies (and make repeated walks look faster than a cold one).
-        Some(notes) => parallel::map_chunks(entries, 2, "notes.list", |run| {
+        Some(notes) => parallel::map_parts(entries, 2, "notes.list", |run| {
             walk_run(&notes.repo.to_thread_local(), run)
         })?,
-        None => walk_run(repo, entries)?,
+        None => vec![walk_run(repo, entries)?],
     };
-    // Stable: entries of one object keep their tree order.
-    walked.sort_by_key(|n| n.0);
-    Ok(walked)
+    // Moved once, into `out`: each part is in walk order, which is object order but where
+    // fanouts mix.
+    let start = out.len();
+    out.reserve(parts.iter().map(Vec::len).sum());
+    for part in parts {
+        out.extend(part);
+    }
+    let added = &mut out[start..];
+    if !added.is_sorted_by_key(|n| n.0) {
+        // Stable: entries of one object keep their tree order.
+        added.sort_by_key(|n| n.0);
+    }
+    Ok(())
 }
 
 /// The root entries whose names start with a hex byte (the others are not notes), with that
@@ -1005,7 +1189,8 @@ fn by_first_byte<'t>(
 }
 
 /// The most root entries [`GixNotes::stream_windows`] walks at a time (whole first-byte groups,
-/// so possibly a few more): fewer when the window has room for fewer notes.
+/// so possibly a few more) while the window may not hold them all: fewer when the window has
+/// room for fewer notes, all the rest when it has room for them.
 const WINDOW_WALK_RUN: usize = 32;
 
 /// The root entries [`GixNotes::stream_windows`] walks first, before it knows how many notes a

@@ -160,6 +160,60 @@ impl Packs {
         Ok(out)
     }
 
+    /// [`Packs::locate_all`] for items whose ids ascend (equal ids allowed), as a walk of a
+    /// notes tree gives its objects: each index is merged with them, in order, on several
+    /// threads, without a hash table of the ids. Ids out of order are located by
+    /// [`Packs::locate_all`].
+    pub(crate) fn locate_sorted<T: Sync>(
+        &self,
+        items: &[T],
+        id: impl Fn(&T) -> &gix::ObjectId + Sync,
+    ) -> Result<Vec<Option<Location>>> {
+        if !items.is_sorted_by(|a, b| id(a) <= id(b)) {
+            return self.locate_all(items, id);
+        }
+        let mut out = vec![None; items.len()];
+        for (n, bundle) in self.bundles.iter().enumerate() {
+            let index = &bundle.index;
+            let count = index.num_objects();
+            let found =
+                parallel::map_chunks(items, parallel::PARALLEL_MIN, "notes.read", |part| {
+                    let Some(first) = part.first() else {
+                        return Ok(Vec::new());
+                    };
+                    // The first index position not below the part's first id, then a merge.
+                    let (mut lo, mut hi) = (0, count);
+                    while lo < hi {
+                        let mid = lo + (hi - lo) / 2;
+                        if index.oid_at_index(mid) < id(first).as_ref() {
+                            lo = mid + 1;
+                        } else {
+                            hi = mid;
+                        }
+                    }
+                    let mut at = lo;
+                    let mut found = Vec::with_capacity(part.len());
+                    for item in part {
+                        let want = id(item).as_ref();
+                        while at < count && index.oid_at_index(at) < want {
+                            at += 1;
+                        }
+                        found.push(
+                            (at < count && index.oid_at_index(at) == want)
+                                .then(|| (n, index.pack_offset_at_index(at))),
+                        );
+                    }
+                    Ok(found)
+                })?;
+            for (slot, at) in out.iter_mut().zip(found) {
+                if slot.is_none() {
+                    *slot = at;
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The kind of the object at `at`, from the entry headers alone (a delta's is its base's):
     /// `Ok(None)` when the chain leaves the pack (the caller then asks the object database).
     pub(crate) fn kind_at(&self, at: Location) -> Result<Option<gix::object::Kind>> {
@@ -983,6 +1037,80 @@ impl pack::cache::DecodeEntry for Parent<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `locate_sorted` finds what `locate_all` finds, in the first pack that holds an id: over
+    /// two packs sharing objects, with ids no pack holds (before, between and after the packs'
+    /// ids), duplicates, parts small and large enough for threads, and ids out of order (which
+    /// it hands to `locate_all`).
+    #[test]
+    fn locate_sorted_agrees_with_locate_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str], input: &[u8]| {
+            use std::io::Write;
+            let mut child = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(args)
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child.stdin.take().unwrap().write_all(input).unwrap();
+            assert!(child.wait().unwrap().success(), "git {args:?}");
+        };
+        git(&["init", "-q"], b"");
+        let blobs = |range: std::ops::Range<usize>| {
+            let mut stream = String::new();
+            for i in range {
+                let body = format!("blob number {i}\n");
+                stream.push_str(&format!("blob\ndata {}\n{body}\n", body.len()));
+            }
+            stream
+        };
+        // Two packs, the second holding some of the first's blobs again.
+        git(&["fast-import", "--quiet"], blobs(0..900).as_bytes());
+        git(&["fast-import", "--quiet"], blobs(600..1500).as_bytes());
+        let repo = gix::open(dir.path()).unwrap();
+        let packs = Packs::open(&repo);
+        assert_eq!(packs.bundles.len(), 2, "two packs");
+        let mut ids: Vec<gix::ObjectId> = packs
+            .bundles
+            .iter()
+            .flat_map(|b| (0..b.index.num_objects()).map(|i| b.index.oid_at_index(i).to_owned()))
+            .collect();
+        let absent: Vec<gix::ObjectId> = [
+            "0000000000000000000000000000000000000000",
+            "7fffffffffffffffffffffffffffffffffffffff",
+            "8000000000000000000000000000000000000001",
+            "ffffffffffffffffffffffffffffffffffffffff",
+        ]
+        .iter()
+        .map(|hex| gix::ObjectId::from_hex(hex.as_bytes()).unwrap())
+        .collect();
+        ids.extend(&absent);
+        // Duplicates: every seventh id twice.
+        let again: Vec<_> = ids.iter().step_by(7).copied().collect();
+        ids.extend(again);
+        ids.sort();
+        for part in [&ids[..3], &ids[..100], &ids[..]] {
+            let sorted = packs.locate_sorted(part, |id| id).unwrap();
+            assert_eq!(
+                sorted,
+                packs.locate_all(part, |id| id).unwrap(),
+                "{} ids",
+                part.len()
+            );
+            let missing = part.iter().filter(|id| absent.contains(id)).count();
+            assert_eq!(sorted.iter().filter(|l| l.is_none()).count(), missing);
+        }
+        let mut shuffled = ids.clone();
+        shuffled.reverse();
+        shuffled.swap(0, 5);
+        assert_eq!(
+            packs.locate_sorted(&shuffled, |id| id).unwrap(),
+            packs.locate_all(&shuffled, |id| id).unwrap(),
+            "ids out of order"
+        );
+    }
 
     /// Blobs that git packs as one deep delta tree: the plan cuts it into pieces (a node read
     /// again by several pieces, handed over by one), and every blob still comes out exactly as

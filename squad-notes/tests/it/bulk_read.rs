@@ -156,23 +156,27 @@ fn assert_stopped(walk: squad_notes::Result<()>) {
     assert!(err.to_string().contains("stop here"), "{err}");
 }
 
-/// `stream_windows` gives what `read_all` gives, in order: one batch when one window holds
-/// every note (read from a plan of the delta trees), several of at most 4096 notes when the
-/// window is small (windows of half as many notes sweeping the pack, down to a window of one
-/// note, whose every blob is decoded from its chain's root).
+/// `stream_windows` gives what `read_all` gives, in order, in batches of at most 4096 notes:
+/// as few as that allows when one window holds every note (read from a plan of the delta
+/// trees), more when the window is small (windows of half as many notes sweeping the pack, down
+/// to a window of one note, whose every blob is decoded from its chain's root).
+/// `stream_windows_typed` gives the same with each object's type as `object_types` gives it.
 #[track_caller]
 fn check_windows(backend: &squad_notes::GixNotes, tip: &Oid, all: &[(Oid, Vec<u8>)], layout: &str) {
+    let objects: Vec<Oid> = all.iter().map(|(o, _)| o.clone()).collect();
+    let types = backend.object_types(&objects).unwrap();
+    let typed_all: Vec<_> = all
+        .iter()
+        .zip(&types)
+        .map(|((o, v), t)| (o.clone(), v.clone(), *t))
+        .collect();
     for window in [1, 100, all.len().max(1), 1 << 17] {
         let mut streamed: Vec<(Oid, Vec<u8>)> = Vec::new();
         let mut windows = 0;
         backend
             .stream_windows(tip, window, <[u8]>::to_vec, |part| {
                 assert!(!part.is_empty(), "{layout}: an empty batch");
-                assert!(
-                    part.len() <= 4096 || window >= all.len(),
-                    "{layout}: a batch of {}",
-                    part.len()
-                );
+                assert!(part.len() <= 4096, "{layout}: a batch of {}", part.len());
                 windows += 1;
                 streamed.extend(part);
                 Ok(())
@@ -184,19 +188,31 @@ fn check_windows(backend: &squad_notes::GixNotes, tip: &Oid, all: &[(Oid, Vec<u8
         );
         // A window counts tree entries, which mixed fanouts make more than the notes.
         if window > 2 * all.len() {
-            assert_eq!(
-                windows,
-                usize::from(!all.is_empty()),
-                "{layout}: one window"
-            );
+            assert_eq!(windows, all.len().div_ceil(4096), "{layout}: one window");
         } else if window == 1 && all.len() > 1_000 {
             assert!(windows > 1, "{layout}: {windows} windows of 1");
         }
+        let mut typed = Vec::new();
+        backend
+            .stream_windows_typed(tip, window, <[u8]>::to_vec, |part| {
+                assert!(
+                    !part.is_empty() && part.len() <= 4096,
+                    "{layout}: typed batch"
+                );
+                typed.extend(part);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(
+            typed, typed_all,
+            "{layout}, window {window}: typed stream differs from read_all and object_types"
+        );
     }
     if all.is_empty() {
         return;
     }
     assert_stopped(backend.stream_windows(tip, 1, <[u8]>::len, stop_here));
+    assert_stopped(backend.stream_windows_typed(tip, 1, <[u8]>::len, stop_here));
 }
 
 fn count(repo: &Repo, key: &str) -> usize {
