@@ -39,44 +39,43 @@
 //! - `show`: `squad notes show --agent data <commit>` vs `git notes --ref=squad/data show
 //!   <commit>`, for the middle commit of the history.
 //!
-//! With the strict entry scanner (`squad-notes/src/scan.rs`: `list` counts the entries of every
-//! note, and the typed serde check of each line had been a fifth of `list --json`), measured
-//! 2026-12-06 in two runs of 11 samples, load average 2 to 4 (another session's build and
-//! benches): `list --json` 259.8 ms vs 1136.9 ms for git's pipeline, 0.23x, max RSS 92.9 vs
-//! 64.2 MiB (1.45x); and 309.2 vs 1383.5 ms, 0.22x, 93.6 vs 64.4 MiB. On the quieter machine
-//! after (load average 1.5 to 1.8) git's pipeline is faster and the ratio moves more: three
-//! runs gave 232.6 vs 817.2 ms (0.28x), 181.4 vs 810.0 ms (0.22x) and 229.3 vs 865.1 ms
-//! (0.27x), so 0.25x is not yet held reliably. The rest of the table is from the run before
-//! the scanner.
-//!
-//! Measured 2026-12-06 on a 2-core machine shared with other sessions' builds and tests (load
-//! average 3 to 5, so times vary by a third from run to run), medians; ratio = ours / git;
-//! git's pipeline as its largest process / all three; RSS in MiB:
+//! Measured 2026-12-06 on a 2-core machine, after `list --json` types its objects inside the
+//! read (`GixNotes::stream_windows_typed`: the objects located by merging each pack index with
+//! the walk's sorted objects, typed from their entry headers with the same packs; before, each
+//! batch opened and scanned the packs again), medians; ratio = ours / git; git's pipeline as
+//! its largest process / all three; RSS in MiB. Four more 100k runs of `list --json` in the
+//! same hour gave 0.19x, 0.20x, 0.20x (148.2 to 168.9 ms vs 773.0 to 829.1 ms, load average
+//! about 1.6) and, on a busier machine, 0.22x and 0.22x (213.6 / 952.6 and 221.3 / 991.3 ms).
+//! Before this change: 0.22x to 0.28x, max RSS 93 to 96 MiB (1.45x to 1.49x).
 //!
 //! | 100k, 11 samples | time | max RSS | peak RssAnon | peak RssFile |
 //! |---|---|---|---|---|
-//! | `list --json` ours | 288 ms | 93 | 45 | 49 |
-//! | git pipeline | 963 ms (0.30x) | 64 / 100 | 43 / 56 | 22 / 45 |
-//! | `list` ours | 242 ms | 68 | 39 | 30 |
-//! | `git notes list` | 217 ms (1.12x) | 35 | 13 | 22 |
-//! | `show` ours / git | 6.7 / 6.7 ms | 15 / 5 | 3 / - | 8 / 1 |
+//! | `list --json` ours | 170.7 ms | 75 | 45 | 43 |
+//! | git pipeline | 834.3 ms (0.20x) | 64 / 101 | 43 / 56 | 22 / 45 |
+//! | `list` ours | 147.6 ms | 69 | 39 | 30 |
+//! | `git notes list` | 150.4 ms (0.98x) | 35 | 13 | 22 |
+//! | `show` ours / git | 6.8 / 4.6 ms | 17 / 5 | 5 / - | 10 / 4 |
 //!
 //! | 1M, 3 samples | time | max RSS | peak RssAnon | peak RssFile |
 //! |---|---|---|---|---|
-//! | `list --json` ours | 14.39 s | 307 | 37 | 286 |
-//! | git pipeline | 35.70 s (0.40x) | 282 / 558 | 133 / 260 | 148 / 298 |
-//! | `list` ours | 9.60 s | 189 | 36 | 164 |
-//! | `git notes list` | 1.58 s (6.07x) | 275 | 127 | 148 |
-//! | `show` ours / git | 8.9 / 6.7 ms | 22 / 5 | 3 / - | 17 / 3 |
+//! | `list --json` ours | 8.46 s | 323 | 30 | 296 |
+//! | git pipeline | 29.42 s (0.29x) | 282 / 558 | 133 / 260 | 149 / 298 |
+//! | `list` ours | 8.19 s | 189 | 30 | 164 |
+//! | `git notes list` | 1.42 s (5.75x) | 275 | 127 | 149 |
+//! | `show` ours / git | 9.1 / 6.9 ms | 25 / 6 | 5 / - | 16 / 1 |
 //!
-//! The 100k ratio of `list --json` moves with the load: seven runs of the 100k part, alternating
-//! this binary and the one before the sweep described below, gave 0.32, 0.25 (184 vs 733 ms),
+//! The run before (with the strict entry scanner, `squad-notes/src/scan.rs`, and the typing
+//! after the read), at 1M: `list --json` 14.39 s vs 35.70 s (0.40x), max RSS 307 vs 282 MiB,
+//! peak RssAnon 37 MiB.
+//!
+//! The 100k ratio of `list --json` moves with the load: when the sweep described below came in,
+//! seven runs of the 100k part, alternating that binary and the one before it, gave 0.32, 0.25 (184 vs 733 ms),
 //! 0.27 and 0.30x for this one, 0.27, 0.33 and 0.26x for the one before; in direct runs,
 //! interleaved, the two take the same time (0.24 vs 0.26 s, median of seven). Fixture build at 1M: 71 s,
 //! 294 MB on disk.
 //!
-//! Where the memory is. The heap (`RssAnon`) is bounded: 37 MiB at 1M, 45 at 100k (the binary
-//! before: 158 MiB at 1M in one run, 58 at 100k). A namespace of at most one window (about 130k
+//! Where the memory is. The heap (`RssAnon`) is bounded: 30 MiB at 1M, 45 at 100k (before the
+//! windows: 158 MiB at 1M in one run, 58 at 100k). A namespace of at most one window (about 130k
 //! notes) is read from a plan of its delta trees, as before; a larger one in windows of about
 //! 65k notes that sweep the pack in pack order with one delta chain per thread, where a
 //! window's plan held the bases of its notes, most of the pack at 1M (the notes pack's blobs
