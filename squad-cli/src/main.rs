@@ -44,6 +44,16 @@ Exit codes:
 #[derive(Debug, Parser)]
 #[command(name = "squad", version, about, after_help = EXIT_CODES)]
 struct Cli {
+    #[command(flatten)]
+    globals: Globals,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The options of `squad` itself, before (or, for the global ones, after) the command.
+#[derive(Debug, clap::Args)]
+struct Globals {
     /// Run as if started in PATH (like `git -C`).
     #[arg(short = 'C', value_name = "PATH")]
     dir: Option<std::path::PathBuf>,
@@ -60,9 +70,6 @@ struct Cli {
     /// requests, webhook deliveries, Scribe runs), -vv for details. `RUST_LOG` overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
-
-    #[command(subcommand)]
-    command: Command,
 }
 
 #[derive(Debug, Subcommand)]
@@ -135,9 +142,16 @@ fn command() -> clap::Command {
 /// a command line that parses (or asks for the version) is parsed with the derived command as
 /// it is, and only one that does not (or asks for help) is parsed again with [`command`], for
 /// its message. Restyling every argument of every subcommand costs each run otherwise.
+///
+/// Before that, [`parse_one`] tries the command alone: building every subcommand's arguments
+/// is most of the parse (about 0.4 ms of a `memory spawn`).
 fn parse() -> Result<Cli, clap::Error> {
     use clap::FromArgMatches;
-    match Cli::command().try_get_matches() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(cli) = parse_one(&args) {
+        return Ok(cli);
+    }
+    match Cli::command().try_get_matches_from(&args) {
         Ok(matches) => {
             if let Ok(cli) = Cli::from_arg_matches(&matches) {
                 return Ok(cli);
@@ -147,9 +161,41 @@ fn parse() -> Result<Cli, clap::Error> {
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => return Err(e),
         Err(_) => {}
     }
-    let matches = command().try_get_matches()?;
+    let matches = command().try_get_matches_from(&args)?;
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command()))
 }
+
+/// `args` parsed with a `squad` that has only the command they name (the first of the
+/// commands below found among them): `Some` only when that parse succeeds, and then it gives
+/// what the whole command gives, since the options of `squad` and of the command are built by
+/// the same code (test `parse_one_agrees_with_the_whole_command`). Anything else (help, the
+/// version, an error, another command, a command named as an option's value) is `None`, for
+/// the whole command to parse and word.
+fn parse_one(args: &[std::ffi::OsString]) -> Option<Cli> {
+    use clap::{Args as _, FromArgMatches};
+    let name = args
+        .iter()
+        .skip(1)
+        .find_map(|a| ONE_PARSE.into_iter().find(|n| a.to_str() == Some(n)))?;
+    let sub = clap::Command::new(name);
+    let sub = match name {
+        "notes" => notes_cmd::Args::augment_args(sub),
+        "schema" => schema_cmd::Args::augment_args(sub),
+        "memory" => memory_cmd::Args::augment_args(sub),
+        "route" => route_cmd::Args::augment_args(sub),
+        "doctor" => doctor_cmd::Args::augment_args(sub),
+        "mcp" => mcp::Args::augment_args(sub),
+        _ => return None,
+    };
+    let cmd = Globals::augment_args(clap::Command::new("squad"))
+        .subcommand(sub)
+        .subcommand_required(true);
+    let matches = cmd.try_get_matches_from(args).ok()?;
+    Cli::from_arg_matches(&matches).ok()
+}
+
+/// The commands [`parse_one`] parses alone: those whose arguments are one struct.
+const ONE_PARSE: [&str; 6] = ["notes", "schema", "memory", "route", "doctor", "mcp"];
 
 fn main() -> ExitCode {
     let cli = match parse() {
@@ -173,8 +219,8 @@ fn main() -> ExitCode {
     if !matches!(&cli.command, Command::Memory(a) if memory_cmd::is_spawn(a)) {
         let _ = nix::sys::prctl::set_thp_disable(true);
     }
-    logging::init(cli.verbose);
-    let ctx = match Ctx::new(cli.dir, cli.state_dir, cli.json) {
+    logging::init(cli.globals.verbose);
+    let ctx = match Ctx::new(cli.globals.dir, cli.globals.state_dir, cli.globals.json) {
         Ok(ctx) => ctx,
         Err(e) => return e.report(),
     };
@@ -194,5 +240,168 @@ fn main() -> ExitCode {
     match result.and_then(|code| ctx::flush_stdout().map(|()| code)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => e.report(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::FromArgMatches;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// `squad` with `args`, as the process gets them.
+    fn argv(args: &[&str]) -> Vec<std::ffi::OsString> {
+        std::iter::once("squad")
+            .chain(args.iter().copied())
+            .map(Into::into)
+            .collect()
+    }
+
+    /// When [`parse_one`] parses `args`, the whole command parses them to the same.
+    fn agrees(args: &[&str]) {
+        let args = argv(args);
+        let Some(one) = parse_one(&args) else {
+            return;
+        };
+        let matches = Cli::command()
+            .try_get_matches_from(&args)
+            .unwrap_or_else(|e| {
+                panic!("{args:?}: parse_one parsed what the whole command refuses: {e}")
+            });
+        let whole = Cli::from_arg_matches(&matches).unwrap();
+        assert_eq!(format!("{one:?}"), format!("{whole:?}"), "{args:?}");
+    }
+
+    /// Each command `parse_one` takes, in an ordinary command line, with the options of `squad`
+    /// before and after it: parsed alone, and to what the whole command gives.
+    #[test]
+    fn parse_one_parses_each_of_its_commands() {
+        for line in [
+            &["notes", "list", "--agent", "data"][..],
+            &["--json", "notes", "show", "--agent", "data", "HEAD"],
+            &[
+                "-C",
+                "repo",
+                "--state-dir",
+                "st",
+                "memory",
+                "spawn",
+                "--agent",
+                "a",
+                "--json",
+            ],
+            &[
+                "memory",
+                "spawn",
+                "--agent",
+                "a",
+                "--situation",
+                "post-incident",
+                "--task",
+                "x",
+            ],
+            &["-vv", "schema", "note-entry"],
+            &["route", "generate", "--events", "3"],
+            &["doctor", "--fix"],
+            &["mcp", "--read-only"],
+        ] {
+            assert!(parse_one(&argv(line)).is_some(), "{line:?}");
+            agrees(line);
+        }
+        // Left to the whole command: help, the version, errors, the other commands, and a
+        // command's name as an option's value.
+        for line in [
+            &["notes", "--help"][..],
+            &["--version"],
+            &["memory", "spawn"],
+            &["approval", "status"],
+            &["-C", "notes", "approval", "status"],
+            &["help", "notes"],
+            &["notes", "lsit"],
+        ] {
+            assert!(parse_one(&argv(line)).is_none(), "{line:?}");
+        }
+    }
+
+    /// Options of `squad`, each as the tokens that give it.
+    const GLOBALS: [&[&str]; 9] = [
+        &["-C", "dir"],
+        &["-Cdir"],
+        &["--state-dir", "st"],
+        &["--state-dir=st"],
+        &["--json"],
+        &["-v"],
+        &["-vv"],
+        &["--verbose"],
+        &["-C", "memory"],
+    ];
+
+    /// Command lines of the commands, most of them valid.
+    const COMMANDS: [&[&str]; 14] = [
+        &["notes", "list", "--agent", "data"],
+        &["notes", "show", "--agent", "data", "HEAD"],
+        &["notes", "write", "--agent", "data", "--type", "decision"],
+        &[
+            "memory",
+            "spawn",
+            "--agent",
+            "a",
+            "--situation",
+            "post-incident",
+        ],
+        &["memory", "spawn", "--agent", "a", "--task", "why"],
+        &["memory", "search", "--agent", "a", "words"],
+        &["schema", "note-entry"],
+        &["schema", "nothing"],
+        &["route", "generate", "--events", "3"],
+        &["doctor"],
+        &["doctor", "--fix"],
+        &["mcp", "--read-only"],
+        &["approval", "status"],
+        &["completions", "bash"],
+    ];
+
+    /// Tokens that may follow: options of `squad` again, help, the version, stray words.
+    const AFTER: [&str; 14] = [
+        "--json",
+        "-v",
+        "-C",
+        "dir",
+        "--state-dir",
+        "st",
+        "--help",
+        "-h",
+        "--version",
+        "help",
+        "--",
+        "memory",
+        "--agent",
+        "--unknown",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+        /// Command lines built of `squad`'s options, a command and what may follow, with one
+        /// token sometimes moved: whatever `parse_one` parses, the whole command parses to the
+        /// same.
+        #[test]
+        fn parse_one_agrees_with_the_whole_command(
+            before in proptest::collection::vec(proptest::sample::select(GLOBALS.to_vec()), 0..3),
+            command in proptest::sample::select(COMMANDS.to_vec()),
+            after in proptest::collection::vec(proptest::sample::select(AFTER.to_vec()), 0..3),
+            shift in proptest::option::of((0usize..12, 0usize..12)),
+        ) {
+            let mut line: Vec<&str> = before.concat();
+            line.extend_from_slice(command);
+            line.extend(after);
+            if let Some((from, to)) = shift
+                && from < line.len()
+            {
+                let token = line.remove(from);
+                line.insert(to.min(line.len()), token);
+            }
+            agrees(&line);
+        }
     }
 }
