@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use squad_memory::{
     Budget, Entry, ErrorKind, ExtractiveSummarizer, FsStore, ImportOptions, ImportSource,
-    ImportTarget, Kind, LoadPlan, MAX_FILE_BYTES, MemoryId, Problem, Scribe, ScribeConfig,
-    Situation, Tier, TopicName, Touch,
+    ImportTarget, Kind, LeftOutDetail, LoadPlan, MAX_FILE_BYTES, MemoryId, Problem, Scribe,
+    ScribeConfig, Situation, Tier, TopicName, Touch,
 };
 use squad_model::{AgentName, Timestamp};
 
@@ -648,7 +648,13 @@ fn spawn(a: &SpawnArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
     } else {
         Touch::No
     };
-    let out = context(&a.input, touch, ctx, store)?;
+    // The text is the prompt alone: the left-out list is only counted, for its notices.
+    let detail = if ctx.json {
+        LeftOutDetail::Full
+    } else {
+        LeftOutDetail::Counts
+    };
+    let out = context(&a.input, touch, detail, ctx, store)?;
     warn_all(ctx, store, &out.manifest.skipped);
     if ctx.json {
         json(ctx, &out)?;
@@ -659,10 +665,11 @@ fn spawn(a: &SpawnArgs, ctx: &Ctx, store: &FsStore) -> CmdResult {
 }
 
 /// `memory spawn` without its printing: the prompt block and its manifest (the `--json`
-/// document).
+/// document, with [`LeftOutDetail::Full`]).
 pub(crate) fn context(
     a: &SpawnInput,
     touch: Touch,
+    detail: LeftOutDetail,
     ctx: &Ctx,
     store: &FsStore,
 ) -> Result<squad_memory::Rendered, CliError> {
@@ -674,7 +681,7 @@ pub(crate) fn context(
         plan = plan.include_wiki(topic);
     }
     plan.task = a.task.clone();
-    squad_memory::spawn(store, &who, &plan, &Budget::default(), touch)
+    squad_memory::spawn_with(store, &who, &plan, &Budget::default(), touch, detail)
         .map_err(|e| lib_error(ctx, store, &e))
 }
 

@@ -44,7 +44,9 @@ use squad_model::Timestamp;
 use crate::bm25::{each_ascii_word, each_compound, each_other_word};
 use crate::entry::{Entry, Item, MemoryDoc};
 use crate::name::MemoryId;
-use crate::render::{EntryRef, LeftOut, Reason, Source, Text, Unit, ranked_units};
+use crate::render::{
+    EntryRef, LeftList, LeftOut, LeftOutDetail, Reason, Source, Text, Unit, ranked_units,
+};
 use crate::store::{DocReader, Tier};
 
 /// The magic bytes an index starts with.
@@ -800,7 +802,7 @@ pub(crate) fn build(tier: Tier, path: &str, text: &str) -> Option<Vec<u8>> {
         return None;
     }
     let src = Source::parse(path, text).ok()?;
-    let mut dropped = Vec::new();
+    let mut dropped = LeftList::new(LeftOutDetail::Full);
     let units = ranked_units(tier, &src, &mut dropped);
     let mut vocab = Vocab::default();
     let mut out = Vec::with_capacity(text.len() / 2 + 64);
@@ -1013,7 +1015,7 @@ The deploy, at the end, with no line end",
         let idx = SearchIndex::decode(bytes.clone(), &text).unwrap_or_default();
         let layout = idx.layout.as_ref().unwrap_or_else(|| panic!("no layout"));
         let src = Source::parse("cold/data.md", &text).unwrap_or_else(|e| panic!("{e}"));
-        let mut dropped = Vec::new();
+        let mut dropped = LeftList::new(LeftOutDetail::Full);
         let units = ranked_units(Tier::Cold, &src, &mut dropped);
         assert_eq!(layout.units.len(), units.len());
         assert_eq!(layout.dropped.len(), dropped.len());

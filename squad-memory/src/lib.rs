@@ -35,11 +35,11 @@ pub use matrix::{LoadPlan, Situation, TierSet};
 pub use name::{MAX_NAME_LEN, MemoryId, TopicName};
 pub use ops::{Found, Hit, add, search, show, supersede};
 pub use render::{
-    Budget, FileReport, LeftOut, LoadReason, Loaded, Manifest, PINNED_PREFIXES, Reason, Rendered,
-    Source, SpawnInputs, TierReport, is_pinned, render,
+    Budget, FileReport, LeftOut, LeftOutDetail, LoadReason, Loaded, Manifest, PINNED_PREFIXES,
+    Reason, Rendered, Source, SpawnInputs, TierReport, is_pinned, render, render_with,
 };
 pub use scribe::{ExtractiveSummarizer, Scribe, ScribeConfig, ScribeReport, Summarizer};
-pub use spawn::{Touch, spawn, validate};
+pub use spawn::{Touch, spawn, spawn_with, validate};
 /// The shared vocabulary (`AgentName`, `Timestamp`, ...), re-exported so that a tool depending on
 /// this crate alone names every type its API takes (`squad_memory::squad_model::...`), at the
 /// version this crate uses.

@@ -7,7 +7,7 @@ use crate::bm25::{Scorer, rank_scores};
 use crate::entry::{Entry, Item, MemoryDoc};
 use crate::error::{Error, ErrorKind, Result, or_skip};
 use crate::name::MemoryId;
-use crate::render::{Budget, Source, ranked_units};
+use crate::render::{Budget, LeftList, LeftOutDetail, Source, ranked_units};
 use crate::spawn::{read_doc, read_source};
 use crate::store::{DocRef, MemoryStore, Tier};
 
@@ -298,7 +298,7 @@ pub fn search(
             sources.push((d.tier(), src));
         }
     }
-    let mut ignored = Vec::new();
+    let mut ignored = LeftList::new(LeftOutDetail::Counts);
     let mut units = Vec::new();
     for (tier, src) in &sources {
         units.extend(ranked_units(*tier, src, &mut ignored));

@@ -263,6 +263,86 @@ pub struct LeftOut {
     pub reason: Reason,
 }
 
+/// How much of each [`LeftOut`] a render fills in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LeftOutDetail {
+    /// Everything: the file, the item and the title of each thing left out.
+    #[default]
+    Full,
+    /// Only what the prompt's notices count: each thing's tier, bytes, score and reason, with
+    /// its `file`, `item` and `title` empty. For a caller that prints only the prompt, which is
+    /// the same byte for byte; a ranked spawn leaves out thousands of sections, and naming each
+    /// one costs about a tenth of it.
+    Counts,
+}
+
+/// The manifest's left-out list as a render builds it, filled in as its [`LeftOutDetail`]
+/// asks.
+#[derive(Debug, Default)]
+pub(crate) struct LeftList {
+    items: Vec<LeftOut>,
+    detail: LeftOutDetail,
+}
+
+impl LeftList {
+    pub(crate) fn new(detail: LeftOutDetail) -> Self {
+        Self {
+            items: Vec::new(),
+            detail,
+        }
+    }
+
+    /// Adds `u`, left out with `score` for `reason`.
+    fn unit(&mut self, u: &Unit<'_>, score: Option<f64>, reason: Reason) {
+        let l = match self.detail {
+            LeftOutDetail::Full => u.left(score, reason),
+            LeftOutDetail::Counts => LeftOut {
+                tier: u.tier,
+                file: String::new(),
+                item: String::new(),
+                title: String::new(),
+                bytes: u.bytes,
+                score,
+                reason,
+            },
+        };
+        self.items.push(l);
+    }
+
+    /// Adds what `layout` records as dropped from `file` of `tier`.
+    fn dropped(&mut self, tier: Tier, file: &str, layout: &Layout) {
+        let full = self.detail == LeftOutDetail::Full;
+        self.items.extend(layout.dropped.iter().map(|d| LeftOut {
+            tier,
+            file: if full { file.to_owned() } else { String::new() },
+            item: if full { d.item.clone() } else { String::new() },
+            title: if full { d.title.clone() } else { String::new() },
+            bytes: d.bytes,
+            score: None,
+            reason: d.reason,
+        }));
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<LeftOut> {
+        self.items
+    }
+}
+
+impl std::ops::Deref for LeftList {
+    type Target = Vec<LeftOut>;
+
+    fn deref(&self) -> &Vec<LeftOut> {
+        &self.items
+    }
+}
+
+impl std::ops::DerefMut for LeftList {
+    fn deref_mut(&mut self) -> &mut Vec<LeftOut> {
+        &mut self.items
+    }
+}
+
 /// A file the prompt loaded text from.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FileReport {
@@ -1014,7 +1094,7 @@ fn line_unit<'a>(tier: Tier, src: &'a Source, line: usize, text: &'a str) -> Uni
 
 /// Units of a document loaded in file order (hot, a named wiki topic): each free line alone
 /// (so hot's pinned ones can be kept) and each entry, superseded and repeated ids left out.
-fn whole_units<'a>(tier: Tier, src: &'a Source, left: &mut Vec<LeftOut>) -> Vec<Unit<'a>> {
+fn whole_units<'a>(tier: Tier, src: &'a Source, left: &mut LeftList) -> Vec<Unit<'a>> {
     let mut out = Vec::new();
     let mut ids = HashSet::new();
     for item in &src.doc.items {
@@ -1026,9 +1106,9 @@ fn whole_units<'a>(tier: Tier, src: &'a Source, left: &mut Vec<LeftOut>) -> Vec<
             Item::Entry(e) => {
                 let u = entry_unit(tier, src, e);
                 if e.is_superseded() {
-                    left.push(u.left(None, Reason::Superseded));
+                    left.unit(&u, None, Reason::Superseded);
                 } else if !ids.insert(&e.id) {
-                    left.push(u.left(None, Reason::Duplicate));
+                    left.unit(&u, None, Reason::Duplicate);
                 } else {
                     out.push(u);
                 }
@@ -1103,11 +1183,7 @@ fn chunk_units<'a>(
 
 /// Units of a ranked tier: each entry, and the free text cut into chunks at its headings
 /// (a chunk holding only a heading carries nothing and is not offered).
-pub(crate) fn ranked_units<'a>(
-    tier: Tier,
-    src: &'a Source,
-    left: &mut Vec<LeftOut>,
-) -> Vec<Unit<'a>> {
+pub(crate) fn ranked_units<'a>(tier: Tier, src: &'a Source, left: &mut LeftList) -> Vec<Unit<'a>> {
     let mut out = Vec::new();
     push_ranked_units(tier, src, left, &mut out);
     out
@@ -1127,7 +1203,7 @@ fn ranked_room(src: &Source) -> (usize, usize) {
 fn push_ranked_units<'a>(
     tier: Tier,
     src: &'a Source,
-    left: &mut Vec<LeftOut>,
+    left: &mut LeftList,
     out: &mut Vec<Unit<'a>>,
 ) {
     if let Some(layout) = src.layout() {
@@ -1153,9 +1229,9 @@ fn push_ranked_units<'a>(
             Item::Entry(e) => {
                 flush(&mut chunk, out);
                 if e.is_superseded() {
-                    left.push(entry_unit(tier, src, e).left(None, Reason::Superseded));
+                    left.unit(&entry_unit(tier, src, e), None, Reason::Superseded);
                 } else if !ids.insert(&e.id) {
-                    left.push(entry_unit(tier, src, e).left(None, Reason::Duplicate));
+                    left.unit(&entry_unit(tier, src, e), None, Reason::Duplicate);
                 } else {
                     entry_units(tier, src, e, out);
                 }
@@ -1170,18 +1246,10 @@ fn laid_units<'a>(
     tier: Tier,
     src: &'a Source,
     layout: &'a Layout,
-    left: &mut Vec<LeftOut>,
+    left: &mut LeftList,
     out: &mut Vec<Unit<'a>>,
 ) {
-    left.extend(layout.dropped.iter().map(|d| LeftOut {
-        tier,
-        file: src.path.clone(),
-        item: d.item.clone(),
-        title: d.title.clone(),
-        bytes: d.bytes,
-        score: None,
-        reason: d.reason,
-    }));
+    left.dropped(tier, &src.path, layout);
     out.reserve(layout.units.len());
     for lu in &layout.units {
         let u = match lu {
@@ -1256,8 +1324,23 @@ fn laid_units<'a>(
 ///
 /// [`ErrorKind::NotFound`] when a named wiki topic is not among `inputs.wiki`.
 pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<Rendered> {
+    render_with(plan, inputs, budget, LeftOutDetail::Full)
+}
+
+/// [`render`], with the manifest's left-out list filled in as `detail` asks (the prompt is the
+/// same whatever it asks).
+///
+/// # Errors
+///
+/// As [`render`].
+pub fn render_with(
+    plan: &LoadPlan,
+    inputs: &SpawnInputs,
+    budget: &Budget,
+    detail: LeftOutDetail,
+) -> Result<Rendered> {
     let tiers = plan.tiers();
-    let mut draft = Draft::new();
+    let mut draft = Draft::new(detail);
     let hot_bytes = draft.hot(inputs.hot.as_ref(), budget);
     let offered = Offered::collect(plan, inputs, &mut draft)?;
     let before = draft.left.len();
@@ -1298,7 +1381,7 @@ pub fn render(plan: &LoadPlan, inputs: &SpawnInputs, budget: &Budget) -> Result<
 #[derive(Debug)]
 struct Draft {
     prompt: String,
-    left: Vec<LeftOut>,
+    left: LeftList,
     loaded: Vec<Loaded>,
     reports: BTreeMap<Tier, TierReport>,
     notices: Vec<String>,
@@ -1322,10 +1405,10 @@ fn note_entry(report: &mut TierReport, u: &Unit<'_>) {
 }
 
 impl Draft {
-    fn new() -> Self {
+    fn new(detail: LeftOutDetail) -> Self {
         Self {
             prompt: String::from("## Memory Context\n### Hot (current session)\n"),
-            left: Vec::new(),
+            left: LeftList::new(detail),
             loaded: Vec::new(),
             reports: BTreeMap::new(),
             notices: Vec::new(),
@@ -1508,7 +1591,7 @@ impl Draft {
                 situation: plan.situation,
                 tiers: self.reports,
                 loaded: self.loaded,
-                left_out: self.left,
+                left_out: self.left.into_vec(),
                 skipped: inputs.skipped.clone(),
                 total_bytes: total,
                 estimated_tokens: estimate(total),
@@ -1619,7 +1702,7 @@ impl Selection {
         task: Option<&str>,
         budget: &Budget,
         hot_bytes: usize,
-        left: &mut Vec<LeftOut>,
+        left: &mut LeftList,
     ) -> Self {
         let pool = &offered.pool[..];
         let cold_budget = budget.hot_plus_cold.saturating_sub(hot_bytes);
@@ -1654,12 +1737,12 @@ impl Selection {
             {
                 match (s <= 0.0, u.entry, u.piece) {
                     (true, Some(e), Some((k, n))) => run.add(e, (k, n), u, score, left),
-                    _ => left.push(u.left(score, Reason::NotRelevant)),
+                    _ => left.unit(u, score, Reason::NotRelevant),
                 }
                 continue;
             }
             match sel.refusal(u, limits.top_k, &mut seen, &mut rooms) {
-                Some(reason) => left.push(u.left(score, reason)),
+                Some(reason) => left.unit(u, score, reason),
                 None => sel.chosen.push((i, score)),
             }
         }
@@ -1716,7 +1799,7 @@ impl<'a> PartRun<'a> {
         (k, n): (usize, usize),
         u: &Unit<'_>,
         score: Option<f64>,
-        left: &mut Vec<LeftOut>,
+        left: &mut LeftList,
     ) {
         match &mut self.cur {
             Some((r, (_, last, _), at)) if r.same(e) && *last + 1 == k && *at + 1 == left.len() => {
@@ -1726,15 +1809,16 @@ impl<'a> PartRun<'a> {
             _ => {
                 self.finish(left);
                 self.cur = Some((e, (k, k, n), left.len()));
-                left.push(u.left(score, Reason::NotRelevant));
+                left.unit(u, score, Reason::NotRelevant);
             }
         }
     }
 
     /// Names the run's item as [`parts_item`] does when it holds more than one part.
-    fn finish(&mut self, left: &mut [LeftOut]) {
+    fn finish(&mut self, left: &mut LeftList) {
         if let Some((e, (first, last, n), at)) = self.cur.take()
             && last > first
+            && left.detail == LeftOutDetail::Full
             && let Some(l) = left.get_mut(at)
         {
             l.item = parts_item(e.id(), first, last, n);
@@ -1916,7 +2000,7 @@ fn drop_order(units: &[Unit<'_>]) -> Vec<usize> {
 
 /// Keeps units in file order within `budget`, giving them up in [`drop_order`]; cuts the text
 /// when what is left still exceeds the budget.
-fn fit_in_order(units: &[Unit<'_>], budget: usize, left: &mut Vec<LeftOut>) -> (String, Vec<bool>) {
+fn fit_in_order(units: &[Unit<'_>], budget: usize, left: &mut LeftList) -> (String, Vec<bool>) {
     let mut keep = vec![true; units.len()];
     let mut total: usize = units.iter().map(|u| u.bytes).sum();
     for i in drop_order(units) {
@@ -1925,7 +2009,7 @@ fn fit_in_order(units: &[Unit<'_>], budget: usize, left: &mut Vec<LeftOut>) -> (
         }
         keep[i] = false;
         total -= units[i].bytes;
-        left.push(units[i].left(None, Reason::Budget));
+        left.unit(&units[i], None, Reason::Budget);
     }
     let mut text = String::new();
     for (u, k) in units.iter().zip(&keep) {
@@ -1956,7 +2040,7 @@ fn render_whole(
     src: &Source,
     budget: usize,
     why: fn(&Unit<'_>) -> LoadReason,
-    left: &mut Vec<LeftOut>,
+    left: &mut LeftList,
     loaded: &mut Vec<Loaded>,
     report: &mut TierReport,
 ) -> String {

@@ -12,7 +12,7 @@ use crate::error::{Error, Problem, Result, or_skip};
 use crate::index::{LaidText, SearchIndex};
 use crate::matrix::LoadPlan;
 use crate::name::{MemoryId, TopicName};
-use crate::render::{Budget, Rendered, Source, SpawnInputs, render};
+use crate::render::{Budget, LeftOutDetail, Rendered, Source, SpawnInputs, render_with};
 use crate::store::{DocRef, MemoryStore, Tier};
 
 /// Whether [`spawn`] records the TTL refresh of what it loads.
@@ -160,6 +160,47 @@ pub fn spawn(
     budget: &Budget,
     touch: Touch,
 ) -> Result<Rendered> {
+    spawn_with(store, agent, plan, budget, touch, LeftOutDetail::Full)
+}
+
+/// [`spawn`], with the manifest's left-out list filled in as `detail` asks: the same prompt,
+/// loaded list, tier reports and skipped documents whatever it asks. A caller that prints only
+/// the prompt asks for [`LeftOutDetail::Counts`] and saves naming the thousands of sections a
+/// ranked spawn leaves out.
+///
+/// ```
+/// use squad_memory::{Budget, DocRef, InMemoryStore, LeftOutDetail, LoadPlan, MemoryStore};
+/// use squad_memory::{Situation, Touch, spawn, spawn_with};
+///
+/// let store = InMemoryStore::new();
+/// let data: squad_model::AgentName = "data".parse()?;
+/// store.write(&DocRef::Hot(data.clone()), "Current task: fix login\n")?;
+/// let cold = "### 2026-01-02: Login uses OAuth\nThe login flow goes through OAuth.\n\n\
+///             ### 2026-01-03: Deploys run at noon\nThe pipeline deploys at noon.\n";
+/// store.write(&DocRef::Cold(data.clone()), cold)?;
+/// let mut plan = LoadPlan::new(Situation::PostIncident);
+/// plan.task = Some("why did the login fail".to_owned());
+/// let (budget, touch) = (Budget::default(), Touch::No);
+/// let full = spawn(&store, &data, &plan, &budget, touch)?;
+/// let counts = spawn_with(&store, &data, &plan, &budget, touch, LeftOutDetail::Counts)?;
+/// assert_eq!(counts.prompt, full.prompt);
+/// assert_eq!(counts.manifest.left_out.len(), full.manifest.left_out.len());
+/// assert!(!full.manifest.left_out.is_empty());
+/// assert!(counts.manifest.left_out.iter().all(|l| l.file.is_empty() && l.title.is_empty()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`spawn`].
+pub fn spawn_with(
+    store: &dyn MemoryStore,
+    agent: &AgentName,
+    plan: &LoadPlan,
+    budget: &Budget,
+    touch: Touch,
+    detail: LeftOutDetail,
+) -> Result<Rendered> {
     let tiers = plan.tiers();
     let mut skipped = Vec::new();
     let hot = read_source(store, &DocRef::Hot(agent.clone()), &mut skipped)?;
@@ -204,7 +245,7 @@ pub fn spawn(
         wiki,
         skipped,
     };
-    let mut rendered = render(plan, &inputs, budget)?;
+    let mut rendered = render_with(plan, &inputs, budget, detail)?;
     if let Touch::At(now) = touch {
         let loaded: HashSet<MemoryId> = rendered
             .manifest

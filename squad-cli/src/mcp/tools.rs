@@ -9,7 +9,7 @@ use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use rmcp::service::RequestContext;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
-use squad_memory::{FsStore, Touch};
+use squad_memory::{FsStore, LeftOutDetail, Touch};
 
 use super::output;
 use super::schema::input_schema;
@@ -330,7 +330,7 @@ async fn memory_context(args: Map<String, Value>, ctx: Arc<Ctx>) -> Result<Outpu
     let input: SpawnInput = parse("memory_context", args)?;
     blocking(move || {
         let store = FsStore::new(ctx.existing_state_dir()?);
-        let out = crate::memory_cmd::context(&input, Touch::No, &ctx, &store)?;
+        let out = crate::memory_cmd::context(&input, Touch::No, LeftOutDetail::Full, &ctx, &store)?;
         Ok(Output::new(crate::memory_cmd::to_json(&out)?))
     })
     .await

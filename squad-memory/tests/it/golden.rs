@@ -20,7 +20,7 @@ use squad_memory::squad_model::{AgentName, Timestamp};
 use squad_memory::{
     Budget, DocRef, ExtractiveSummarizer, ImportOptions, ImportSource, ImportTarget, InMemoryStore,
     LoadPlan, MemoryDoc, MemoryStore, ParseOptions, Rendered, Scribe, ScribeConfig, Situation,
-    StoreLock, Tier, TopicName, Touch, build_index, import_with_progress, spawn,
+    StoreLock, Tier, TopicName, Touch, build_index, import_with_progress, spawn, spawn_with,
 };
 
 /// The outputs, by name (a relative path in the dump directory).
@@ -138,7 +138,34 @@ fn spawn_both(
         format!("{with_index:?}"),
         "{agent} {plan:?}: the search index changed the output"
     );
+    if let Ok(full) = &plain {
+        let counts = spawn_with(
+            indexed,
+            agent,
+            plan,
+            budget,
+            Touch::No,
+            squad_memory::LeftOutDetail::Counts,
+        )?;
+        same_but_names(full, &counts);
+    }
     plain
+}
+
+/// `counts` is `full` with the names of what is left out (file, item, title) empty.
+#[track_caller]
+pub(crate) fn same_but_names(full: &Rendered, counts: &Rendered) {
+    assert_eq!(counts.prompt, full.prompt);
+    let strip = |m: &squad_memory::Manifest| {
+        let mut m = m.clone();
+        for l in &mut m.left_out {
+            l.file.clear();
+            l.item.clear();
+            l.title.clear();
+        }
+        m
+    };
+    assert_eq!(counts.manifest, strip(&full.manifest));
 }
 
 fn at(s: &str) -> Timestamp {

@@ -4,12 +4,13 @@
 
 use proptest::prelude::*;
 use squad_memory::{
-    Budget, DocReader, DocRef, FsStore, InMemoryStore, LoadPlan, MemoryStore, Situation, Source,
-    Tier, TopicName, Touch, build_index, index_matches, spawn, validate,
+    Budget, DocReader, DocRef, FsStore, InMemoryStore, LeftOutDetail, LoadPlan, MemoryStore,
+    Situation, Source, Tier, TopicName, Touch, build_index, index_matches, spawn, spawn_with,
+    validate,
 };
 
 use crate::agent;
-use crate::golden::Indexed;
+use crate::golden::{Indexed, same_but_names};
 
 fn word() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -137,6 +138,14 @@ proptest! {
                 let plain = spawn(&store, &a, &plan, &budget, Touch::No);
                 let with = spawn(&indexed, &a, &plan, &budget, Touch::No);
                 prop_assert_eq!(format!("{plain:?}"), format!("{with:?}"));
+                // Only counting what is left out changes nothing else.
+                let full = plain.unwrap();
+                for s in [&store as &dyn MemoryStore, &indexed] {
+                    let counts =
+                        spawn_with(s, &a, &plan, &budget, Touch::No, LeftOutDetail::Counts)
+                            .unwrap();
+                    same_but_names(&full, &counts);
+                }
             }
         }
     }
