@@ -127,7 +127,7 @@ pub(crate) fn read_doc(
 }
 
 /// Reads what `plan` needs for `agent` from `store` and renders it within `budget` (see
-/// [`render`]).
+/// [`render`](fn@crate::render)).
 ///
 /// A spawn only reads: it writes nothing and takes no lock, so it works on a read-only
 /// `.squad`. With [`Touch::At`] it records the TTL refresh of the cold entries it loaded (the
