@@ -165,37 +165,37 @@ fn parse() -> Result<Cli, clap::Error> {
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command()))
 }
 
-/// `args` parsed with a `squad` that has only the command they name (the first of the
-/// commands below found among them): `Some` only when that parse succeeds, and then it gives
+/// `args` parsed with a `squad` that has only the command they name (the first of their words
+/// that [`one_command`] knows): `Some` only when that parse succeeds, and then it gives
 /// what the whole command gives, since the options of `squad` and of the command are built by
 /// the same code (test `parse_one_agrees_with_the_whole_command`). Anything else (help, the
 /// version, an error, another command, a command named as an option's value) is `None`, for
 /// the whole command to parse and word.
 fn parse_one(args: &[std::ffi::OsString]) -> Option<Cli> {
-    use clap::{Args as _, FromArgMatches};
-    let name = args
-        .iter()
-        .skip(1)
-        .find_map(|a| ONE_PARSE.into_iter().find(|n| a.to_str() == Some(n)))?;
-    let sub = clap::Command::new(name);
-    let sub = match name {
-        "notes" => notes_cmd::Args::augment_args(sub),
-        "schema" => schema_cmd::Args::augment_args(sub),
-        "memory" => memory_cmd::Args::augment_args(sub),
-        "route" => route_cmd::Args::augment_args(sub),
-        "doctor" => doctor_cmd::Args::augment_args(sub),
-        "mcp" => mcp::Args::augment_args(sub),
-        _ => return None,
-    };
-    let cmd = Globals::augment_args(clap::Command::new("squad"))
+    use clap::FromArgMatches;
+    let sub = args.iter().skip(1).find_map(|a| one_command(a.to_str()?))?;
+    let cmd = <Globals as clap::Args>::augment_args(clap::Command::new("squad"))
         .subcommand(sub)
         .subcommand_required(true);
     let matches = cmd.try_get_matches_from(args).ok()?;
     Cli::from_arg_matches(&matches).ok()
 }
 
-/// The commands [`parse_one`] parses alone: those whose arguments are one struct.
-const ONE_PARSE: [&str; 6] = ["notes", "schema", "memory", "route", "doctor", "mcp"];
+/// The command `name` as [`parse_one`] parses it alone, for the commands whose arguments are
+/// one struct; `None` for any other word.
+fn one_command(name: &str) -> Option<clap::Command> {
+    use clap::Args as _;
+    let sub = |name: &'static str| clap::Command::new(name);
+    Some(match name {
+        "notes" => notes_cmd::Args::augment_args(sub("notes")),
+        "schema" => schema_cmd::Args::augment_args(sub("schema")),
+        "memory" => memory_cmd::Args::augment_args(sub("memory")),
+        "route" => route_cmd::Args::augment_args(sub("route")),
+        "doctor" => doctor_cmd::Args::augment_args(sub("doctor")),
+        "mcp" => mcp::Args::augment_args(sub("mcp")),
+        _ => return None,
+    })
+}
 
 fn main() -> ExitCode {
     let cli = match parse() {

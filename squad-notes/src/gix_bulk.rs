@@ -1038,6 +1038,20 @@ impl pack::cache::DecodeEntry for Parent<'_> {
 mod tests {
     use super::*;
 
+    /// Runs `git -C dir args` with `input` on its stdin; it must succeed.
+    fn git_in(dir: &std::path::Path, args: &[&str], input: &[u8]) {
+        use std::io::Write;
+        let mut child = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        assert!(child.wait().unwrap().success(), "git {args:?}");
+    }
+
     /// `locate_sorted` finds what `locate_all` finds, in the first pack that holds an id: over
     /// two packs sharing objects, with ids no pack holds (before, between and after the packs'
     /// ids), duplicates, parts small and large enough for threads, and ids out of order (which
@@ -1045,18 +1059,7 @@ mod tests {
     #[test]
     fn locate_sorted_agrees_with_locate_all() {
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str], input: &[u8]| {
-            use std::io::Write;
-            let mut child = std::process::Command::new("git")
-                .arg("-C")
-                .arg(dir.path())
-                .args(args)
-                .stdin(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            child.stdin.take().unwrap().write_all(input).unwrap();
-            assert!(child.wait().unwrap().success(), "git {args:?}");
-        };
+        let git = |args: &[&str], input: &[u8]| git_in(dir.path(), args, input);
         git(&["init", "-q"], b"");
         let blobs = |range: std::ops::Range<usize>| {
             let mut stream = String::new();
@@ -1118,18 +1121,7 @@ mod tests {
     #[test]
     fn a_delta_tree_larger_than_a_piece_is_cut_and_every_entry_decodes_once() {
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str], input: &[u8]| {
-            use std::io::Write;
-            let mut child = std::process::Command::new("git")
-                .arg("-C")
-                .arg(dir.path())
-                .args(args)
-                .stdin(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            child.stdin.take().unwrap().write_all(input).unwrap();
-            assert!(child.wait().unwrap().success(), "git {args:?}");
-        };
+        let git = |args: &[&str], input: &[u8]| git_in(dir.path(), args, input);
         git(&["init", "-q"], b"");
         let common = "a long common prefix that every blob shares, so that git deltas them. ";
         let mut stream = String::new();
