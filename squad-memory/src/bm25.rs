@@ -512,7 +512,11 @@ pub(crate) struct Scorer {
     /// The first two bytes of every word that may count (bit `b0 * 256 + b1`), for the compound
     /// scan.
     prefixes: Vec<u64>,
+    /// The search for `patterns`, built when a text is first searched: a scorer fed from
+    /// search indexes never needs it. `None` when there is nothing to search for.
     starts: Option<AhoCorasick>,
+    /// Whether `starts` was built.
+    starts_built: bool,
     /// The patterns `starts` searches for (sorted): an ASCII word counts only when one of them
     /// starts it.
     patterns: Vec<Vec<u8>>,
@@ -619,25 +623,14 @@ impl Scorer {
             }
         }
         let every_word = stems.iter().chain(&expansions).any(|q| q.len() < 2);
-        let starts = if patterns.is_empty() {
-            None
-        } else {
-            AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(&patterns)
-                .ok()
-        };
-        if starts.is_none() {
-            // No search, no ASCII word counted (as `flush` does).
-            patterns.clear();
-        }
         Self {
             stems,
             expansions,
             compounds,
             acronyms,
             prefixes,
-            starts,
+            starts: None,
+            starts_built: false,
             patterns,
             every_word,
             stemmer,
@@ -762,7 +755,20 @@ impl Scorer {
             let k = segments.partition_point(|&(start, _, _)| start <= at);
             segments[k.saturating_sub(1)]
         };
-        // ASCII words, found by their first characters.
+        // ASCII words, found by their first characters. Building the search cannot fail: its
+        // patterns are of two or three bytes, at most some 47,000 of them (every start of
+        // letters and digits), far below the automaton's limits.
+        if !self.starts_built {
+            self.starts_built = true;
+            self.starts = (!self.patterns.is_empty())
+                .then(|| {
+                    AhoCorasick::builder()
+                        .match_kind(MatchKind::LeftmostLongest)
+                        .build(&self.patterns)
+                        .ok()
+                })
+                .flatten();
+        }
         if let Some(ac) = self.starts.take() {
             let mut k = 0;
             for m in ac.find_iter(b) {
@@ -865,10 +871,12 @@ impl Scorer {
     /// Whether the ASCII word `w` starts with one of the patterns (what the search by first
     /// characters finds).
     fn starts_ascii(&self, w: &[u8]) -> bool {
-        [2, 3].iter().any(|&n| {
-            w.get(..n)
-                .is_some_and(|p| self.patterns.binary_search_by(|q| q[..].cmp(p)).is_ok())
-        })
+        // Every pattern's first two bytes are in `prefixes`: most words stop there.
+        self.wanted_compound(w)
+            && [2, 3].iter().any(|&n| {
+                w.get(..n)
+                    .is_some_and(|p| self.patterns.binary_search_by(|q| q[..].cmp(p)).is_ok())
+            })
     }
 
     /// Whether a compound word may count (its first two bytes start a pattern).

@@ -54,6 +54,7 @@ pub fn run_all<S: MemoryStore + ?Sized>(store: &S) {
 /// [`MemoryStore::read_index`] returns no index (the default) or one that matches the text the
 /// document holds now, after each write: a store never hands out an index of an older text as
 /// current (a reader would ignore it, but a store that keeps indexes must keep them current).
+/// [`MemoryStore::open_index`] reads the same bytes, and [`MemoryStore::open`] the text.
 pub fn an_index_is_never_stale<S: MemoryStore + ?Sized>(store: &S) {
     let d = DocRef::Cold(agent("conf-idx"));
     for text in [
@@ -61,12 +62,24 @@ pub fn an_index_is_never_stale<S: MemoryStore + ?Sized>(store: &S) {
         "### 2026-03-15: Deploy again\nThe staging deploy is fine.\nFree text.\n",
     ] {
         ok(store.write(&d, text), "write");
-        if let Some(index) = ok(store.read_index(&d), "read_index") {
+        let index = ok(store.read_index(&d), "read_index");
+        if let Some(index) = &index {
             assert!(
-                crate::index::index_matches(&index, text),
+                crate::index::index_matches(index, text),
                 "conformance: read_index must return None or the index of the current text"
             );
         }
+        let opened = ok(store.open_index(&d), "open_index").map(|r| read_whole(r.as_ref()));
+        assert_eq!(
+            opened, index,
+            "conformance: open_index must read the bytes read_index returns"
+        );
+        let doc = ok(store.open(&d), "open").map(|r| read_whole(r.as_ref()));
+        assert_eq!(
+            doc.as_deref(),
+            Some(text.as_bytes()),
+            "conformance: open must read the text read returns"
+        );
     }
     assert!(
         ok(
@@ -76,6 +89,16 @@ pub fn an_index_is_never_stale<S: MemoryStore + ?Sized>(store: &S) {
         .is_none(),
         "conformance: read_index of a missing document must be None"
     );
+}
+
+/// Every byte of `r`, read in two parts.
+fn read_whole(r: &dyn crate::DocReader) -> Vec<u8> {
+    let len = usize::try_from(r.len()).unwrap_or_else(|_| panic!("conformance: a huge reader"));
+    let mut buf = vec![0u8; len];
+    let (a, b) = buf.split_at_mut(len / 2);
+    ok(r.read_at(0, a), "read_at");
+    ok(r.read_at(a.len() as u64, b), "read_at");
+    buf
 }
 
 /// `read` of a document never written is `Ok(None)`.

@@ -25,14 +25,27 @@
 //! when every entry's range, parsed alone, gives the entry the whole document's parse gives;
 //! otherwise a reader parses the whole text.
 //!
+//! Format 4 also names the document's stamp ([`DocStamp`]: for a file, its device, inode,
+//! length and modification and change times) when the store vouches for it: the writer reads
+//! the file through after the file system's clock has moved past its last change, so any
+//! later write changes the stamp. A spawn that finds the same stamp on the document it opens
+//! skips reading the whole text to hash it; any other stamp, or none, and it hashes the text.
+//! And it splits the index in two: a front, which every query reads whole and which ends with
+//! its own hash, and the occurrence lists after it, each read only when a query asks for its
+//! word and checked against its own checksum (a corrupt list found then makes the scorer read
+//! the texts instead). Four fifths of an index are its lists, and a task asks for a few words.
+//!
 //! The format (all integers LEB128 unless said): the magic `SQMIDX`, the format version (one
-//! byte, 3), the crate version (length, bytes), the text's length and [`text_hash`] (8 bytes
-//! each, little endian), the units (count; per unit its number of texts), the texts (count; per
-//! text its length and weight), the vocabulary (count; per word its length, its UTF-8 bytes and a
-//! byte of list bits), then per word its occurrences (their length in bytes; per occurrence the
-//! text as a delta from the previous one times 3 plus the list, the position, the count), the
-//! layout (a byte 0 for none, or 1 and the layout, see `put_layout`), and the hash of
-//! everything before it (8 bytes, little endian).
+//! byte, 4), the front's length (8 bytes, little endian), the crate version (length, bytes),
+//! the text's length and [`text_hash`] (8 bytes each, little endian), the stamp (a byte 0 for
+//! none, or 1 and its five parts, 8 bytes each, little endian), the units (count; per unit its
+//! number of texts), the texts (count; per text its length and weight), the vocabulary (count;
+//! per word its length, its UTF-8 bytes, a byte of list bits, the length in bytes of its
+//! occurrence list and the list's checksum, 4 bytes, little endian), the layout (a byte 0 for
+//! none, or 1 and the layout, see `put_layout`), and the hash of the front before it (8 bytes,
+//! little endian): the end of the front. Then the occurrence lists, in vocabulary order, filling
+//! the rest of the index exactly: per occurrence the text as a delta from the previous one
+//! times 3 plus the list, the position, the count.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -47,13 +60,13 @@ use crate::name::MemoryId;
 use crate::render::{
     EntryRef, LeftList, LeftOut, LeftOutDetail, Reason, Source, Text, Unit, ranked_units,
 };
-use crate::store::{DocReader, Tier};
+use crate::store::{DocReader, DocStamp, Tier, WholeBytes};
 
 /// The magic bytes an index starts with.
 const MAGIC: &[u8; 6] = b"SQMIDX";
 /// The format version; any change to the layout or to what is indexed bumps it (an index of
 /// another version is stale: ignored, and rebuilt by `squad memory index`).
-const FORMAT: u8 = 3;
+const FORMAT: u8 = 4;
 /// The largest index a reader accepts, in bytes (a larger file is ignored, not read).
 pub(crate) const MAX_INDEX_BYTES: u64 = 4 * crate::store::MAX_FILE_BYTES;
 
@@ -102,6 +115,38 @@ pub(crate) fn scan(reader: &dyn DocReader) -> Option<(usize, u64)> {
     Some((usize::try_from(len).ok()?, h.finish()))
 }
 
+/// What an index says of the text it was built from, read from its header alone (not yet
+/// checked against its own hash): the text's length and [`text_hash`], and the document's
+/// stamp when the writer recorded one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub(crate) text_len: usize,
+    pub(crate) text_hash: u64,
+    pub(crate) stamp: Option<DocStamp>,
+}
+
+/// The [`Head`] of the index `bytes`, if they start as an index of this format and crate
+/// version does.
+pub(crate) fn head(bytes: &[u8]) -> Option<Head> {
+    let mut r = Reader { b: bytes, at: 0 };
+    if r.take(MAGIC.len())? != MAGIC || r.byte()? != FORMAT {
+        return None;
+    }
+    r.u64()?;
+    let version_len = r.len()?;
+    if r.take(version_len)? != env!("CARGO_PKG_VERSION").as_bytes() {
+        return None;
+    }
+    let text_len = usize::try_from(r.u64()?).ok()?;
+    let text_hash = r.u64()?;
+    let stamp = r.stamp()?;
+    Some(Head {
+        text_len,
+        text_hash,
+        stamp,
+    })
+}
+
 /// One text of a unit as the scorer reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TextRec {
@@ -111,12 +156,14 @@ pub(crate) struct TextRec {
     pub(crate) times: u32,
 }
 
-/// One word of the vocabulary: where its text and its occurrences are in the index's bytes,
-/// and which of the three lists it is in (bit `k` for list `k`: compound, ASCII, other).
+/// One word of the vocabulary: where its text is in the index's front, where its occurrences
+/// are in the lists that follow the front (offset, length) and their checksum, and which of
+/// the three lists it is in (bit `k` for list `k`: compound, ASCII, other).
 #[derive(Debug, Clone, Copy)]
 struct WordRec {
     word: (u32, u32),
-    occurrences: (u32, u32),
+    occurrences: (u64, u32),
+    sum: u32,
     lists: u8,
 }
 
@@ -132,9 +179,12 @@ pub(crate) struct Occurrence {
 
 /// A decoded, validated search index of one document (see the module documentation). The
 /// occurrences are decoded on demand, only for the words a query asks for.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct SearchIndex {
+    /// The front: everything but the occurrence lists.
     bytes: Vec<u8>,
+    /// The occurrence lists, read a word at a time, from this offset of the reader on.
+    lists: (Arc<dyn DocReader>, u64),
     words: Vec<WordRec>,
     /// Where each unit's texts start in `texts` (one more than the units).
     units: Vec<u32>,
@@ -295,13 +345,12 @@ impl SearchIndex {
         let Some(w) = self.words.get(i) else {
             return false;
         };
-        let Some(b) = self
-            .bytes
-            .get(w.occurrences.0 as usize..w.occurrences.1 as usize)
-        else {
+        let mut b = vec![0u8; w.occurrences.1 as usize];
+        let (reader, base) = &self.lists;
+        if reader.read_at(base + w.occurrences.0, &mut b).is_err() || list_sum(&b) != w.sum {
             return false;
-        };
-        let mut r = Reader { b, at: 0 };
+        }
+        let mut r = Reader { b: &b, at: 0 };
         let mut text = 0u64;
         while r.at < b.len() {
             let (Some(v), Some(pos), Some(count)) = (r.u64_var(), r.u64_var(), r.u64_var()) else {
@@ -349,13 +398,38 @@ impl SearchIndex {
 
     /// Decodes `bytes` as the index of `text`: `None` when it is not one (another text,
     /// another crate or format version, truncated, corrupt). Never panics, whatever the bytes.
+    /// The occurrence lists are checked when a query reads them ([`SearchIndex::sound`]
+    /// checks them all).
     pub(crate) fn decode(bytes: Vec<u8>, text: &str) -> Option<Self> {
         Self::decode_for(bytes, text.len(), text_hash(text.as_bytes()))
     }
 
     /// [`SearchIndex::decode`] for the text of `text_len` bytes whose [`text_hash`] is
     /// `text_hash`.
-    pub(crate) fn decode_for(bytes: Vec<u8>, text_len: usize, text_hash: u64) -> Option<Self> {
+    pub(crate) fn decode_for(mut bytes: Vec<u8>, text_len: usize, text_hash: u64) -> Option<Self> {
+        let front = front_len(&bytes)?;
+        if front > bytes.len() {
+            return None;
+        }
+        let lists = bytes.split_off(front);
+        Self::decode_front(bytes, (Arc::new(WholeBytes(lists)), 0), text_len, text_hash)
+    }
+
+    /// Reads the index `ix` as the index of the text of `text_len` bytes whose [`text_hash`]
+    /// is `text_hash`: its front now, each occurrence list when a query asks for it.
+    pub(crate) fn read(ix: Arc<dyn DocReader>, text_len: usize, text_hash: u64) -> Option<Self> {
+        let front = read_front(ix.as_ref())?;
+        let base = front.len() as u64;
+        Self::decode_front(front, (ix, base), text_len, text_hash)
+    }
+
+    /// Decodes the front `bytes` (see [`read_front`]), whose occurrence lists `lists` holds.
+    pub(crate) fn decode_front(
+        bytes: Vec<u8>,
+        lists: (Arc<dyn DocReader>, u64),
+        text_len: usize,
+        text_hash: u64,
+    ) -> Option<Self> {
         let body_len = bytes.len().checked_sub(8)?;
         let (body, sum) = bytes.split_at(body_len);
         if u64::from_le_bytes(sum.try_into().ok()?) != hash(body) {
@@ -365,6 +439,9 @@ impl SearchIndex {
         if r.take(MAGIC.len())? != MAGIC || r.byte()? != FORMAT {
             return None;
         }
+        if r.u64()? != bytes.len() as u64 {
+            return None;
+        }
         let version_len = r.len()?;
         if r.take(version_len)? != env!("CARGO_PKG_VERSION").as_bytes() {
             return None;
@@ -372,6 +449,7 @@ impl SearchIndex {
         if r.u64()? != text_len as u64 || r.u64()? != text_hash {
             return None;
         }
+        r.stamp()?;
         let unit_count = r.count()?;
         let mut units = Vec::with_capacity(unit_count + 1);
         units.push(0u32);
@@ -392,6 +470,7 @@ impl SearchIndex {
         }
         let word_count = r.count()?;
         let mut words = Vec::with_capacity(word_count);
+        let mut at = 0u64;
         for _ in 0..word_count {
             let n = r.len()?;
             let start = r.at;
@@ -402,17 +481,19 @@ impl SearchIndex {
                 return None;
             }
             let word = (u32::try_from(start).ok()?, u32::try_from(start + n).ok()?);
+            let len = u32::try_from(r.u64_var()?).ok()?;
+            let sum = u32::from_le_bytes(r.take(4)?.try_into().ok()?);
             words.push(WordRec {
                 word,
-                occurrences: (0, 0),
+                occurrences: (at, len),
+                sum,
                 lists,
             });
+            at = at.checked_add(u64::from(len))?;
         }
-        for w in &mut words {
-            let n = r.len()?;
-            let start = r.at;
-            r.take(n)?;
-            w.occurrences = (u32::try_from(start).ok()?, u32::try_from(start + n).ok()?);
+        // The lists fill the rest of the index exactly.
+        if lists.1.checked_add(at)? != lists.0.len() {
+            return None;
         }
         let layout = match r.byte()? {
             0 => None,
@@ -424,6 +505,7 @@ impl SearchIndex {
         }
         Some(Self {
             bytes,
+            lists,
             words,
             units,
             texts,
@@ -431,6 +513,42 @@ impl SearchIndex {
             text: (text_len, text_hash),
         })
     }
+
+    /// Whether every occurrence list can be read and decoded, and matches its checksum.
+    pub(crate) fn sound(&self) -> bool {
+        (0..self.words.len()).all(|i| self.occurrences(i, |_| {}))
+    }
+}
+
+/// The length of the front of an index whose first bytes are `start` (the magic, the format
+/// and the front's length), if they say.
+fn front_len(start: &[u8]) -> Option<usize> {
+    let mut r = Reader { b: start, at: 0 };
+    if r.take(MAGIC.len())? != MAGIC || r.byte()? != FORMAT {
+        return None;
+    }
+    usize::try_from(r.u64()?).ok()
+}
+
+/// Reads the front of the index `ix` (everything but the occurrence lists, which follow it),
+/// not yet checked: `None` when it does not start as an index of this format, or is cut short.
+pub(crate) fn read_front(ix: &dyn DocReader) -> Option<Vec<u8>> {
+    let mut start = [0u8; MAGIC.len() + 1 + 8];
+    ix.read_at(0, &mut start).ok()?;
+    let len = front_len(&start)?;
+    if len < start.len() || len as u64 > ix.len() {
+        return None;
+    }
+    let mut front = vec![0u8; len];
+    front[..start.len()].copy_from_slice(&start);
+    ix.read_at(start.len() as u64, &mut front[start.len()..])
+        .ok()?;
+    Some(front)
+}
+
+/// The checksum of an occurrence list.
+fn list_sum(list: &[u8]) -> u32 {
+    hash(list) as u32
 }
 
 /// Reads a [`Layout`] of `units` units of a text of `text_len` bytes (see [`put_layout`]).
@@ -541,6 +659,21 @@ impl<'b> Reader<'b> {
 
     fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    /// A byte 0 for no stamp, or 1 and its five parts; `None` for anything else.
+    fn stamp(&mut self) -> Option<Option<DocStamp>> {
+        match self.byte()? {
+            0 => Some(None),
+            1 => {
+                let mut parts = [0u64; 5];
+                for p in &mut parts {
+                    *p = self.u64()?;
+                }
+                Some(Some(DocStamp::from_parts(parts)))
+            }
+            _ => None,
+        }
     }
 
     fn u64_var(&mut self) -> Option<u64> {
@@ -798,6 +931,17 @@ fn add(list: &mut Vec<(usize, u32)>, seen: &mut HashMap<usize, usize>, id: usize
 /// it): `None` when it cannot be read as a memory file (a spawn skips it then) or the tier is
 /// not ranked (hot).
 pub(crate) fn build(tier: Tier, path: &str, text: &str) -> Option<Vec<u8>> {
+    build_stamped(tier, path, text, None)
+}
+
+/// [`build`], naming the [`DocStamp`] of the document that holds `text`, when the store
+/// vouches for one (a reader that finds the same stamp then skips hashing the text).
+pub(crate) fn build_stamped(
+    tier: Tier,
+    path: &str,
+    text: &str,
+    stamp: Option<DocStamp>,
+) -> Option<Vec<u8>> {
     if tier == Tier::Hot {
         return None;
     }
@@ -808,11 +952,23 @@ pub(crate) fn build(tier: Tier, path: &str, text: &str) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(text.len() / 2 + 64);
     out.extend_from_slice(MAGIC);
     out.push(FORMAT);
+    // The front's length, filled in once it is known.
+    let front_at = out.len();
+    out.extend_from_slice(&0u64.to_le_bytes());
     let version = env!("CARGO_PKG_VERSION").as_bytes();
     put_var(&mut out, version.len() as u64);
     out.extend_from_slice(version);
     out.extend_from_slice(&(text.len() as u64).to_le_bytes());
     out.extend_from_slice(&text_hash(text.as_bytes()).to_le_bytes());
+    match stamp {
+        None => out.push(0),
+        Some(s) => {
+            out.push(1);
+            for p in s.parts() {
+                out.extend_from_slice(&p.to_le_bytes());
+            }
+        }
+    }
     put_var(&mut out, units.len() as u64);
     let mut texts = Vec::new();
     for u in &units {
@@ -845,18 +1001,21 @@ pub(crate) fn build(tier: Tier, path: &str, text: &str) -> Option<Vec<u8>> {
         }
     }
     put_var(&mut out, vocab.words.len() as u64);
-    for (w, lists, _, _) in &vocab.words {
+    for (w, lists, occ, _) in &vocab.words {
         put_var(&mut out, w.len() as u64);
         out.extend_from_slice(w.as_bytes());
         out.push(*lists);
-    }
-    for (_, _, occ, _) in &vocab.words {
         put_var(&mut out, occ.len() as u64);
-        out.extend_from_slice(occ);
+        out.extend_from_slice(&list_sum(occ).to_le_bytes());
     }
     put_layout(&mut out, text, &src.doc, &units, &dropped);
+    let front = out.len() as u64 + 8;
+    out[front_at..front_at + 8].copy_from_slice(&front.to_le_bytes());
     let sum = hash(&out);
     out.extend_from_slice(&sum.to_le_bytes());
+    for (_, _, occ, _) in &vocab.words {
+        out.extend_from_slice(occ);
+    }
     Some(out)
 }
 
@@ -888,7 +1047,7 @@ pub fn build_index(tier: Tier, path: &str, text: &str) -> Option<Vec<u8>> {
 /// assert!(!index_matches(&index, "### 2026-03-14: Deploy\nStaging is fine.\n"));
 /// ```
 pub fn index_matches(index: &[u8], text: &str) -> bool {
-    SearchIndex::decode(index.to_vec(), text).is_some()
+    SearchIndex::decode(index.to_vec(), text).is_some_and(|i| i.sound())
 }
 
 #[cfg(test)]
@@ -902,10 +1061,11 @@ mod tests {
 
     /// `bytes` with its checksum made right again (a crafted index, not a corrupt one).
     fn sealed(mut bytes: Vec<u8>) -> Vec<u8> {
-        let n = bytes.len() - 8;
-        bytes.truncate(n);
-        let sum = hash(&bytes);
-        bytes.extend_from_slice(&sum.to_le_bytes());
+        // The checksum is the front's last 8 bytes, where the front's length says it ends.
+        if let Some(n) = front_len(&bytes).filter(|&n| (8..=bytes.len()).contains(&n)) {
+            let sum = hash(&bytes[..n - 8]);
+            bytes[n - 8..n].copy_from_slice(&sum.to_le_bytes());
+        }
         bytes
     }
 
@@ -1012,7 +1172,8 @@ The deploy, at the end, with no line end",
     fn a_layout_round_trips_and_renders_the_same() {
         let text = varied();
         let bytes = build(Tier::Cold, "cold/data.md", &text).unwrap_or_default();
-        let idx = SearchIndex::decode(bytes.clone(), &text).unwrap_or_default();
+        let idx = SearchIndex::decode(bytes.clone(), &text)
+            .unwrap_or_else(|| panic!("the index of the varied text"));
         let layout = idx.layout.as_ref().unwrap_or_else(|| panic!("no layout"));
         let src = Source::parse("cold/data.md", &text).unwrap_or_else(|e| panic!("{e}"));
         let mut dropped = LeftList::new(LeftOutDetail::Full);
@@ -1067,7 +1228,7 @@ The deploy, at the end, with no line end",
     #[test]
     fn an_index_of_an_older_format_is_stale() {
         let good = build(Tier::Cold, "cold/data.md", TEXT).unwrap_or_default();
-        for old in [1u8, 2, 4, 0xff] {
+        for old in [1u8, 2, 3, 5, 0xff] {
             let mut b = good.clone();
             b[MAGIC.len()] = old;
             let b = sealed(b);
@@ -1083,11 +1244,12 @@ The deploy, at the end, with no line end",
         assert!(SearchIndex::decode(good.clone(), TEXT).is_some());
         let expected = prompt(None);
         assert_eq!(prompt(Some(good.clone())), expected);
-        let header = MAGIC.len() + 1 + 1 + env!("CARGO_PKG_VERSION").len() + 16;
-        let body_end = good.len() - 8;
+        let header = MAGIC.len() + 1 + 8 + 1 + env!("CARGO_PKG_VERSION").len() + 16;
+        let body_end = good.len();
         let mut crafted: Vec<(&str, Vec<u8>)> = Vec::new();
-        // Every byte of the body set to each of a few values, the checksum made right: any
-        // varint, count, length, UTF-8 or occurrence may be wrong.
+        // Every byte after the header (the front and the occurrence lists) set to each of a
+        // few values, the front's checksum made right: any varint, count, length, UTF-8 or
+        // occurrence may be wrong (a list's own checksum then refuses it when it is read).
         for at in header..body_end {
             for v in [0x00, 0x7f, 0x80, 0xff] {
                 let mut b = good.clone();
@@ -1100,6 +1262,21 @@ The deploy, at the end, with no line end",
             let mut b = good[..cut].to_vec();
             b.extend_from_slice(&[0; 8]);
             crafted.push(("cut", sealed(b)));
+        }
+        // The front's length wrong: zero, shorter than its start, cut, past the end, huge.
+        let front = front_len(&good).unwrap_or_default() as u64;
+        for n in [
+            0,
+            8,
+            15,
+            front - 1,
+            front + 1,
+            good.len() as u64 + 1,
+            u64::MAX,
+        ] {
+            let mut b = good.clone();
+            b[MAGIC.len() + 1..MAGIC.len() + 9].copy_from_slice(&n.to_le_bytes());
+            crafted.push(("front length", sealed(b)));
         }
         // A huge count right after the header.
         let mut b = good[..header].to_vec();
@@ -1133,7 +1310,7 @@ The deploy, at the end, with no line end",
             build(Tier::Cold, "cold/data.md", TEXT).unwrap_or_default(),
             TEXT,
         )
-        .unwrap_or_default();
+        .unwrap_or_else(|| panic!("the index of TEXT"));
         assert!(idx.words() > 0);
         // Every occurrence stays within the texts.
         for w in 0..idx.words() {
@@ -1151,9 +1328,11 @@ The deploy, at the end, with no line end",
             words: vec![WordRec {
                 word: (0, 0),
                 occurrences: (0, u32::try_from(bytes.len()).unwrap_or(0)),
+                sum: list_sum(&bytes),
                 lists: 1,
             }],
-            bytes,
+            lists: (Arc::new(WholeBytes(bytes)), 0),
+            bytes: Vec::new(),
             units: vec![0, 1],
             texts: vec![TextRec { len: 1, times: 1 }],
             layout: None,

@@ -45,6 +45,6 @@ pub use spawn::{Touch, spawn, spawn_with, validate};
 /// version this crate uses.
 pub use squad_model;
 pub use store::{
-    DocReader, DocRef, FsStore, InMemoryStore, MAX_FILE_BYTES, MemoryStore, Reindexed, StoreLock,
-    Tier,
+    DocReader, DocRef, DocStamp, FsStore, InMemoryStore, MAX_FILE_BYTES, MemoryStore, Reindexed,
+    StoreLock, Tier,
 };

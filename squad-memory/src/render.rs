@@ -150,8 +150,9 @@ impl Source {
 
     /// Parses a file's text with its search index (what
     /// [`MemoryStore::read_index`](crate::MemoryStore::read_index) returned for it): the index
-    /// is used to score the file's sections when it matches `text` (see [`crate::build_index`]),
-    /// and ignored otherwise. The rendering is the same either way.
+    /// is used to score the file's sections when it matches `text` and is sound throughout
+    /// (see [`crate::index_matches`]), and ignored otherwise. The rendering is the same either
+    /// way.
     ///
     /// # Errors
     ///
@@ -160,6 +161,7 @@ impl Source {
         let mut src = Self::parse(path, text)?;
         src.index = index
             .and_then(|b| SearchIndex::decode(b, text))
+            .filter(SearchIndex::sound)
             .map(Arc::new);
         Ok(src)
     }
@@ -1904,20 +1906,19 @@ fn select_order(
             // Best score first, then newest, then file order; sections that match nothing
             // follow in file order (they are all left out). Sorted on the keys themselves (a
             // pool holds thousands of sections).
-            let mut keyed: Vec<(f64, i64, usize)> = Vec::with_capacity(pool.len());
+            let mut keyed: Vec<(u128, usize)> = Vec::with_capacity(pool.len());
             let mut unmatched = Vec::new();
             for (i, (&s, &d)) in scores.iter().zip(&dates).enumerate() {
                 if s > 0.0 {
-                    keyed.push((s, d, i));
+                    keyed.push((best_first(s, d), i));
                 } else {
                     unmatched.push(i);
                 }
             }
-            keyed.sort_unstable_by(|a, b| {
-                b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2))
-            });
+            // Stable: equal keys stay in file order.
+            keyed.sort_by_key(|k| k.0);
             order.clear();
-            order.extend(keyed.iter().map(|k| k.2));
+            order.extend(keyed.iter().map(|k| k.1));
             order.extend(unmatched);
             (order, Some(scores))
         }
@@ -1926,6 +1927,17 @@ fn select_order(
             (order, None)
         }
     }
+}
+
+/// The key that sorts sections best score first (in `f64::total_cmp` order), then newest
+/// (Unix milliseconds), as one integer.
+fn best_first(score: f64, date_ms: i64) -> u128 {
+    // The bits of an `f64` (and of an `i64`, sign flipped) in the order `total_cmp` (and
+    // `cmp`) puts them, as unsigned integers; inverted, for the largest first.
+    let bits = score.to_bits();
+    let score = bits ^ ((((bits >> 63) as i64).wrapping_neg() as u64) >> 1) ^ (1 << 63);
+    let date = date_ms.cast_unsigned() ^ (1 << 63);
+    (u128::from(!score) << 64) | u128::from(!date)
 }
 
 /// The search indexes of the ranked documents, in pool order, when every one has an index that
@@ -2121,6 +2133,59 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    fn any_score() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            any::<f64>(),
+            Just(0.0),
+            Just(-0.0),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(f64::NAN),
+            Just(-f64::NAN),
+            Just(f64::MIN_POSITIVE),
+            (1u32..40).prop_map(|n| f64::from(n) / 7.0),
+        ]
+    }
+
+    fn any_date() -> impl Strategy<Value = i64> {
+        prop_oneof![
+            any::<i64>(),
+            Just(i64::MIN),
+            Just(i64::MAX),
+            Just(0),
+            (1_700_000_000_000i64..1_800_000_000_000),
+        ]
+    }
+
+    proptest! {
+        /// Sorting by `best_first` and then file order gives the order of the comparison it
+        /// stands for: score (`total_cmp`) descending, then date descending, then file order.
+        #[test]
+        fn best_first_sorts_as_the_comparison(
+            keys in prop::collection::vec((any_score(), any_date()), 0..60),
+            dup in prop::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>()), 0..10),
+        ) {
+            let mut keys = keys;
+            // Some equal keys, to see the ties kept in file order.
+            for (from, to) in dup {
+                if !keys.is_empty() {
+                    let k = keys[from.index(keys.len())];
+                    let at = to.index(keys.len());
+                    keys[at] = k;
+                }
+            }
+            let mut by_key: Vec<(u128, usize)> =
+                keys.iter().enumerate().map(|(i, &(s, d))| (best_first(s, d), i)).collect();
+            by_key.sort_by_key(|k| k.0);
+            let mut by_cmp: Vec<(f64, i64, usize)> =
+                keys.iter().enumerate().map(|(i, &(s, d))| (s, d, i)).collect();
+            by_cmp.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+            let a: Vec<usize> = by_key.iter().map(|k| k.1).collect();
+            let b: Vec<usize> = by_cmp.iter().map(|k| k.2).collect();
+            prop_assert_eq!(a, b);
+        }
+    }
 
     /// The parts as slices write the same text as the parts as joined lines.
     fn same_parts(body: &str) {

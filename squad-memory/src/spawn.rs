@@ -2,6 +2,7 @@
 //! a TTL refresh) and [`validate`].
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use squad_model::{AgentName, Timestamp};
 
@@ -9,11 +10,11 @@ use crate::entry::MemoryDoc;
 #[cfg(doc)]
 use crate::error::ErrorKind;
 use crate::error::{Error, Problem, Result, or_skip};
-use crate::index::{LaidText, SearchIndex};
+use crate::index::{LaidText, SearchIndex, head, read_front, scan, text_hash};
 use crate::matrix::LoadPlan;
 use crate::name::{MemoryId, TopicName};
 use crate::render::{Budget, LeftOutDetail, Rendered, Source, SpawnInputs, render_with};
-use crate::store::{DocRef, MemoryStore, Tier};
+use crate::store::{DocReader, DocRef, MemoryStore, Tier};
 
 /// Whether [`spawn`] records the TTL refresh of what it loads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,12 +50,12 @@ fn read_ranked(
     skipped: &mut Vec<Problem>,
 ) -> Result<Option<Source>> {
     let (mut decoded, mut raw) = (None, None);
-    if ranked && let Some(bytes) = store.read_index(doc).ok().flatten() {
-        match laid_out(store, doc, bytes) {
+    if ranked && let Some(ix) = store.open_index(doc).ok().flatten() {
+        match laid_out(store, doc, ix.into()) {
             Laid::Source(src) => return Ok(Some(src)),
             Laid::Matched(idx) => decoded = Some(idx),
             Laid::Stale => {}
-            Laid::Unread(bytes) => raw = Some(bytes),
+            Laid::Unread(ix) => raw = Some(ix),
         }
     }
     let Some(text) = or_skip(store.read(doc), skipped)?.flatten() else {
@@ -64,36 +65,37 @@ fn read_ranked(
         // The text read now is the one the index was checked against (unless it was just
         // replaced).
         Some(idx) => Some(*idx).filter(|i| i.names(&text)),
-        None => raw.and_then(|b| SearchIndex::decode(b, &text)),
+        None => raw.and_then(|ix| SearchIndex::read(ix, text.len(), text_hash(text.as_bytes()))),
     };
     // A parse error always lists its problems (the lines holding a NUL byte).
     or_skip(Source::with_decoded(doc.path(), &text, index), skipped)
 }
 
-/// What [`laid_out`] made of a document and its index.
 enum Laid {
-    /// The index lays out the document: its source.
     Source(Source),
-    /// The index matches the document but does not lay it out.
     Matched(Box<SearchIndex>),
-    /// The index does not match the document (or cannot be decoded).
     Stale,
-    /// The document could not be read in parts (missing, refused, not readable, NUL bytes):
-    /// the index as read, for the reader that reads the document whole.
-    Unread(Vec<u8>),
+    Unread(Arc<dyn DocReader>),
 }
 
-/// The source of `doc` from its index `bytes` when they lay out its sections: the document is
-/// opened ([`MemoryStore::open`]) and read through once in chunks to check that the index
-/// matches it (length and hash), and only the sections a spawn needs are read again later.
-fn laid_out(store: &dyn MemoryStore, doc: &DocRef, bytes: Vec<u8>) -> Laid {
+fn laid_out(store: &dyn MemoryStore, doc: &DocRef, ix: Arc<dyn DocReader>) -> Laid {
     let Some(reader) = store.open(doc).ok().flatten() else {
-        return Laid::Unread(bytes);
+        return Laid::Unread(ix);
     };
-    let Some((len, hash)) = crate::index::scan(reader.as_ref()) else {
-        return Laid::Unread(bytes);
+    let Some(front) = read_front(ix.as_ref()) else {
+        return Laid::Stale;
     };
-    let Some(index) = SearchIndex::decode_for(bytes, len, hash) else {
+    // The document is the one the index was built from when it carries the stamp the index
+    // names (see `DocStamp`); otherwise read it through to check its length and hash.
+    let known = head(&front)
+        .filter(|h| h.stamp.is_some() && h.stamp == reader.stamp())
+        .filter(|h| h.text_len as u64 == reader.len())
+        .map(|h| (h.text_len, h.text_hash));
+    let Some((len, hash)) = known.or_else(|| scan(reader.as_ref())) else {
+        return Laid::Unread(ix);
+    };
+    let base = front.len() as u64;
+    let Some(index) = SearchIndex::decode_front(front, (ix, base), len, hash) else {
         return Laid::Stale;
     };
     match Source::laid_out(
@@ -107,13 +109,6 @@ fn laid_out(store: &dyn MemoryStore, doc: &DocRef, bytes: Vec<u8>) -> Laid {
     }
 }
 
-/// Reads a document for a writer: the text it has (`None` when it is missing) and the text
-/// parsed (empty when it is missing).
-///
-/// # Errors
-///
-/// [`ErrorKind::InvalidInput`] with its problems when it cannot be read as a memory file;
-/// [`ErrorKind::Backend`] on storage failure.
 pub(crate) fn read_doc(
     store: &dyn MemoryStore,
     doc: &DocRef,

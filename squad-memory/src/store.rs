@@ -221,8 +221,9 @@ pub trait MemoryStore: Send + Sync + fmt::Debug {
 
     /// Opens the document to be read in parts ([`DocReader`]), or `None` when it does not
     /// exist. A spawn whose search index lays out the document's sections reads it this way:
-    /// once through in chunks, to check that the index matches it (its length and hash), then
-    /// only the sections it loads. The default reads the whole text ([`MemoryStore::read`]).
+    /// once through in chunks, to check that the index matches it (its length and hash),
+    /// unless the index names the document's [`DocStamp`], then only the sections it loads.
+    /// The default reads the whole text ([`MemoryStore::read`]).
     ///
     /// # Errors
     ///
@@ -231,7 +232,21 @@ pub trait MemoryStore: Send + Sync + fmt::Debug {
     fn open(&self, doc: &DocRef) -> Result<Option<Box<dyn DocReader>>> {
         Ok(self
             .read(doc)?
-            .map(|t| Box::new(WholeText(t)) as Box<dyn DocReader>))
+            .map(|t| Box::new(WholeBytes(t.into_bytes())) as Box<dyn DocReader>))
+    }
+
+    /// Opens the search index the store keeps for `doc` to be read in parts, or `None` when
+    /// it keeps none: a spawn reads the index's front (what every query needs), then only the
+    /// occurrence lists of the words its task asks for. The default reads the whole index
+    /// ([`MemoryStore::read_index`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`MemoryStore::read_index`].
+    fn open_index(&self, doc: &DocRef) -> Result<Option<Box<dyn DocReader>>> {
+        Ok(self
+            .read_index(doc)?
+            .map(|b| Box::new(WholeBytes(b)) as Box<dyn DocReader>))
     }
 }
 
@@ -243,8 +258,11 @@ pub trait MemoryStore: Send + Sync + fmt::Debug {
 /// - [`read_at`](DocReader::read_at) reads bytes of that version of the document, or fails;
 ///   never fewer bytes than asked for. A store whose documents may be changed in place while
 ///   open (a file edited by hand) may return bytes of the new version: readers check what they
-///   read (a spawn checks the whole text against its index's hash, and each section it
-///   parses), and read the document whole when anything does not match.
+///   read (a spawn checks the whole text against its index's hash, unless the index names the
+///   document's [`stamp`](DocReader::stamp), and each section it parses), and read the
+///   document whole when anything does not match.
+/// - [`stamp`](DocReader::stamp), when it is `Some`, is the [`DocStamp`] of the version that
+///   was opened: any later change to the document's bytes gives it another stamp.
 pub trait DocReader: Send + Sync + fmt::Debug {
     /// The document's length in bytes.
     fn len(&self) -> u64;
@@ -260,13 +278,78 @@ pub trait DocReader: Send + Sync + fmt::Debug {
     ///
     /// [`ErrorKind::Backend`] on I/O failure, or when the document ends before `buf` is full.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+
+    /// The document's version as the store sees it without reading it, if it can tell (see
+    /// [`DocStamp`]). The default is `None`: a spawn then reads the document through once to
+    /// check that its search index matches it.
+    fn stamp(&self) -> Option<DocStamp> {
+        None
+    }
 }
 
-/// The default [`DocReader`]: the whole text, in memory.
-#[derive(Debug)]
-struct WholeText(String);
+/// A document's version as its store sees it without reading its bytes: for [`FsStore`], the
+/// file's device, inode, length, and modification and change times, in nanoseconds.
+///
+/// A search index records the stamp of the text it was built from, and a spawn that finds the
+/// same stamp on the document skips reading the whole text to check its hash. So equal stamps
+/// must mean equal bytes. A file's change time is set by every write and cannot be set back
+/// by hand, but it is only as fine as the clock's tick, so [`FsStore`] records a stamp only
+/// once its clock has moved past the file's last change, and after reading the file through
+/// to check that it holds the text indexed: a write in that same tick would otherwise leave
+/// the stamp as it was.
+///
+/// ```
+/// use squad_memory::DocStamp;
+///
+/// let a = DocStamp::from_parts([1, 2, 3, 4, 5]);
+/// assert_eq!(a, DocStamp::from_parts(a.parts()));
+/// assert_ne!(a, DocStamp::from_parts([1, 2, 3, 4, 6]));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DocStamp([u64; 5]);
 
-impl DocReader for WholeText {
+impl DocStamp {
+    /// A stamp from its parts (a store's own choice of what identifies a version).
+    pub const fn from_parts(parts: [u64; 5]) -> Self {
+        Self(parts)
+    }
+
+    /// The parts the stamp was made from.
+    pub const fn parts(&self) -> [u64; 5] {
+        self.0
+    }
+
+    /// The stamp of a file, from its metadata: `[device, inode, length, modified, changed]`,
+    /// the times in nanoseconds since the epoch.
+    #[cfg(unix)]
+    fn of_file(m: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |secs: i64, nanos: i64| {
+            secs.wrapping_mul(1_000_000_000)
+                .wrapping_add(nanos)
+                .cast_unsigned()
+        };
+        Self([
+            m.dev(),
+            m.ino(),
+            m.len(),
+            ns(m.mtime(), m.mtime_nsec()),
+            ns(m.ctime(), m.ctime_nsec()),
+        ])
+    }
+
+    /// The change time part, in nanoseconds since the epoch.
+    #[cfg(target_os = "linux")]
+    fn changed(&self) -> u64 {
+        self.0[4]
+    }
+}
+
+/// The default [`DocReader`]: the whole document (or index), in memory.
+#[derive(Debug)]
+pub(crate) struct WholeBytes(pub(crate) Vec<u8>);
+
+impl DocReader for WholeBytes {
     fn len(&self) -> u64 {
         self.0.len() as u64
     }
@@ -274,7 +357,7 @@ impl DocReader for WholeText {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let bytes = usize::try_from(offset)
             .ok()
-            .and_then(|at| self.0.as_bytes().get(at..at.checked_add(buf.len())?));
+            .and_then(|at| self.0.get(at..at.checked_add(buf.len())?));
         match bytes {
             Some(b) => {
                 buf.copy_from_slice(b);
@@ -282,6 +365,41 @@ impl DocReader for WholeText {
             }
             None => Err(short_read()),
         }
+    }
+}
+
+/// How long a writer waits for the file system's clock to move past a document's last change
+/// before it records the document's stamp ([`FsStore::settled_stamp`]): a tick is 1 to 10 ms.
+#[cfg(target_os = "linux")]
+const SETTLE_WAIT: Duration = Duration::from_millis(50);
+
+/// Waits until the clock the kernel stamps files with (`CLOCK_REALTIME_COARSE`) reads later
+/// than `changed_ns` (nanoseconds since the epoch) and the file system's grain, for at most
+/// [`SETTLE_WAIT`]: `None` when it does not (a change time in the future, a file system that
+/// keeps whole seconds) or the clock cannot be read.
+#[cfg(target_os = "linux")]
+fn clock_past(changed_ns: u64) -> Option<()> {
+    use nix::time::{ClockId, clock_gettime};
+    // A file system that keeps coarser times (whole microseconds, milliseconds, seconds)
+    // truncates them: wait out its grain too; whole seconds are too long to wait for.
+    let grain = [1_000_000_000, 1_000_000, 1_000]
+        .into_iter()
+        .find(|&g| changed_ns.is_multiple_of(g))
+        .unwrap_or(1);
+    if grain == 1_000_000_000 {
+        return None;
+    }
+    let start = std::time::Instant::now();
+    loop {
+        let now = clock_gettime(ClockId::CLOCK_REALTIME_COARSE).ok()?;
+        let now_ns = i128::from(now.tv_sec()) * 1_000_000_000 + i128::from(now.tv_nsec());
+        if now_ns >= i128::from(changed_ns) + i128::from(grain) {
+            return Some(());
+        }
+        if start.elapsed() >= SETTLE_WAIT {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -303,9 +421,26 @@ struct FileReader {
     at: Mutex<()>,
 }
 
+impl FileReader {
+    /// The reader of a file opened as [`FsStore`] opens them, and its length.
+    fn boxed((file, len): (std::fs::File, u64)) -> Box<dyn DocReader> {
+        Box::new(Self {
+            file,
+            len,
+            #[cfg(not(unix))]
+            at: Mutex::new(()),
+        })
+    }
+}
+
 impl DocReader for FileReader {
     fn len(&self) -> u64 {
         self.len
+    }
+
+    #[cfg(unix)]
+    fn stamp(&self) -> Option<DocStamp> {
+        self.file.metadata().ok().map(|m| DocStamp::of_file(&m))
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
@@ -357,6 +492,9 @@ macro_rules! forward {
             }
             fn open(&self, doc: &DocRef) -> Result<Option<Box<dyn DocReader>>> {
                 (**self).open(doc)
+            }
+            fn open_index(&self, doc: &DocRef) -> Result<Option<Box<dyn DocReader>>> {
+                (**self).open_index(doc)
             }
         }
     )*};
@@ -592,12 +730,38 @@ impl FsStore {
             return Ok(None);
         }
         let rel = Self::index_rel(doc);
-        match crate::index::build(doc.tier(), &doc.path(), text) {
+        let stamp = self.settled_stamp(doc, text);
+        match crate::index::build_stamped(doc.tier(), &doc.path(), text, stamp) {
             Some(bytes) => self
                 .state
                 .write_atomic(&rel, &bytes)
                 .map(|()| Some(bytes.len())),
             None => self.state.remove(&rel).map(|_| None),
+        }
+    }
+
+    /// The stamp of `doc` ([`DocStamp`]) for its index, when the file holds `text`: taken, then
+    /// (once the file system's clock has moved past the file's last change, so that any later
+    /// write changes the stamp) checked by reading the file through. `None` when the file does
+    /// not hold `text`, the clock does not move past it within [`SETTLE_WAIT`], or the system
+    /// has no such clock: the index is then written without a stamp, and a spawn checks the
+    /// text's hash.
+    fn settled_stamp(&self, doc: &DocRef, text: &str) -> Option<DocStamp> {
+        #[cfg(target_os = "linux")]
+        {
+            let reader = self.open(doc).ok()??;
+            if reader.len() != text.len() as u64 {
+                return None;
+            }
+            let stamp = reader.stamp()?;
+            clock_past(stamp.changed())?;
+            let seen = crate::index::scan(reader.as_ref())?;
+            (seen == (text.len(), crate::index::text_hash(text.as_bytes()))).then_some(stamp)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (doc, text);
+            None
         }
     }
 
@@ -787,12 +951,7 @@ impl MemoryStore for FsStore {
     fn open(&self, doc: &DocRef) -> Result<Option<Box<dyn DocReader>>> {
         match self.state.open_capped(Self::rel(doc), MAX_FILE_BYTES) {
             Ok(None) => Ok(None),
-            Ok(Some((file, len))) => Ok(Some(Box::new(FileReader {
-                file,
-                len,
-                #[cfg(not(unix))]
-                at: Mutex::new(()),
-            }))),
+            Ok(Some(opened)) => Ok(Some(FileReader::boxed(opened))),
             Err(e) => Err(fs_error(&self.state, "memory.read", &doc.path(), e)),
         }
     }
@@ -839,6 +998,23 @@ impl MemoryStore for FsStore {
             Ok(bytes) => Ok(bytes),
             Err(e) => {
                 tracing::debug!(file = %doc.path(), error = %e, "memory search index not read");
+                Ok(None)
+            }
+        }
+    }
+
+    fn open_index(&self, doc: &DocRef) -> Result<Option<Box<dyn DocReader>>> {
+        if doc.tier() == Tier::Hot {
+            return Ok(None);
+        }
+        // As `read_index`: an index that cannot be opened is no index.
+        match self
+            .state
+            .open_capped(Self::index_rel(doc), crate::index::MAX_INDEX_BYTES)
+        {
+            Ok(opened) => Ok(opened.map(FileReader::boxed)),
+            Err(e) => {
+                tracing::debug!(file = %doc.path(), error = %e, "memory search index not opened");
                 Ok(None)
             }
         }

@@ -418,6 +418,128 @@ fn a_laid_out_document_is_read_in_parts_with_the_same_output() {
     );
 }
 
+/// A [`DocReader`] that counts the bytes read through it, and shows the inner reader's stamp
+/// or none.
+#[derive(Debug)]
+struct CountingReader {
+    inner: Box<dyn DocReader>,
+    stamped: bool,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl DocReader for CountingReader {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> squad_memory::Result<()> {
+        self.read
+            .fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.inner.read_at(offset, buf)
+    }
+    fn stamp(&self) -> Option<squad_memory::DocStamp> {
+        if self.stamped {
+            self.inner.stamp()
+        } else {
+            None
+        }
+    }
+}
+
+/// An [`FsStore`] whose documents are opened through a [`CountingReader`].
+#[derive(Debug)]
+struct CountingBytes<'s> {
+    store: &'s FsStore,
+    stamped: bool,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl MemoryStore for CountingBytes<'_> {
+    fn read(&self, doc: &DocRef) -> squad_memory::Result<Option<String>> {
+        self.store.read(doc)
+    }
+    fn write(&self, doc: &DocRef, text: &str) -> squad_memory::Result<()> {
+        self.store.write(doc, text)
+    }
+    fn list(&self, tier: Tier) -> squad_memory::Result<Vec<String>> {
+        self.store.list(tier)
+    }
+    fn lock(&self) -> squad_memory::Result<squad_memory::StoreLock> {
+        self.store.lock()
+    }
+    fn read_index(&self, doc: &DocRef) -> squad_memory::Result<Option<Vec<u8>>> {
+        self.store.read_index(doc)
+    }
+    fn open(&self, doc: &DocRef) -> squad_memory::Result<Option<Box<dyn DocReader>>> {
+        Ok(self.store.open(doc)?.map(|inner| {
+            Box::new(CountingReader {
+                inner,
+                stamped: self.stamped,
+                read: self.read.clone(),
+            }) as Box<dyn DocReader>
+        }))
+    }
+}
+
+/// On Linux an index names its document's stamp, and a spawn that finds it on the document
+/// reads only the sections it loads; a reader without stamps reads the document through once
+/// to check its hash. The output is the same either way.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stamped_index_spares_reading_the_whole_document() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let dir = tempfile::tempdir().unwrap();
+    let (store, cold) = squad(dir.path());
+    let reference = spawn_text(&without_indexes(&store));
+    let doc = DocRef::Cold(agent("data"));
+    assert!(store.open(&doc).unwrap().unwrap().stamp().is_some());
+    let mut read = Vec::new();
+    for stamped in [true, false] {
+        let counting = CountingBytes {
+            store: &store,
+            stamped,
+            read: Default::default(),
+        };
+        assert_eq!(spawn_text(&counting), reference, "stamped: {stamped}");
+        read.push(counting.read.load(Relaxed));
+    }
+    let total = (cold.len() + "### 2026-01-05: Keep RS256\nAuth keys stay RS256.\n".len()) as u64;
+    assert!(read[0] < total / 4, "{read:?} of {total}");
+    assert!(read[1] >= total, "{read:?} of {total}");
+}
+
+/// A document changed in place right after it was written, at the same length (so in the
+/// same tick of the file system's clock, most of the time), is never taken for the one its
+/// index was built from: the writer records a stamp only once the clock has moved on, so the
+/// change gives the document another stamp. Tried 25 times, each on another entry.
+#[cfg(unix)]
+#[test]
+fn a_change_in_the_same_clock_tick_is_not_missed() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (store, cold) = squad(dir.path());
+    let path = dir.path().join(".squad/memory/cold/data.md");
+    let doc = DocRef::Cold(agent("data"));
+    for round in 0..25usize {
+        store.write(&doc, &cold).unwrap();
+        // One entry's "BlobStorageClient" becomes "QueueStoreClient!", in place: a name the
+        // index has never seen, which the task asks for.
+        let at = cold
+            .match_indices("BlobStorageClient")
+            .nth(round * 7)
+            .map(|(i, _)| i)
+            .unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(b"QueueStoreClient!", at as u64).unwrap();
+        drop(f);
+        let plan = LoadPlan::new(Situation::PostIncident).task("QueueStoreClient");
+        let fresh = spawn(&store, &agent("data"), &plan, &Budget::default(), Touch::No).unwrap();
+        let plain = without_indexes(&store);
+        let expected = spawn(&plain, &agent("data"), &plan, &Budget::default(), Touch::No).unwrap();
+        assert_eq!(fresh.prompt, expected.prompt, "round {round}");
+        assert!(fresh.prompt.contains("QueueStoreClient!"), "round {round}");
+    }
+}
+
 /// A symlinked document is refused, never read through, with a layout index or without: the
 /// spawn skips it and names it, as it does without indexes.
 #[cfg(unix)]
