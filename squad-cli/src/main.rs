@@ -198,6 +198,15 @@ fn one_command(name: &str) -> Option<clap::Command> {
 }
 
 fn main() -> ExitCode {
+    // No transparent huge pages: mimalloc asks for them (`madvise`) on its arenas, so where
+    // the system grants them every touched 2 MiB of heap is resident and zeroed whole. A
+    // `notes list` of 100k notes peaked at 135 MiB with them and 100 MiB without, no slower;
+    // a `memory spawn` on a 1.4 MB squad zeroed five of them (10 MiB) for a heap that peaks
+    // at 2 MiB. First thing, before the command line is parsed: the first allocation would
+    // otherwise fault in (and zero) a whole huge page, about a tenth of a short command's run.
+    // Best effort: a kernel without the flag keeps its default.
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_thp_disable(true);
     let cli = match parse() {
         Ok(cli) => cli,
         // The version is printed as it is: no need for the restyled command.
@@ -206,19 +215,6 @@ fn main() -> ExitCode {
         }
         Err(e) => return ctx::report_usage_error(&e, &command()),
     };
-    // No transparent huge pages: mimalloc asks for them (`madvise`) on its arenas, so where
-    // the system grants them every touched 2 MiB of heap is resident and zeroed whole; a
-    // `notes list` of 100k notes peaked at 135 MiB with them and 100 MiB without, no slower.
-    // Best effort: a kernel without the flag keeps its default. Turned off once the command
-    // line is parsed (the heap is still small then), except for `memory spawn`: a read of a
-    // few megabytes that ends at once, whose heap would be touched in some 500 pages of
-    // 4 KiB (most of its run time went to those page faults); with huge pages it takes a few
-    // faults, for some 8 MiB more resident memory while it runs (whole-process spawn on a
-    // 1.4 MB squad: p50 5.7 -> 4.9 ms, 926 -> 405 page faults).
-    #[cfg(target_os = "linux")]
-    if !matches!(&cli.command, Command::Memory(a) if memory_cmd::is_spawn(a)) {
-        let _ = nix::sys::prctl::set_thp_disable(true);
-    }
     logging::init(cli.globals.verbose);
     let ctx = match Ctx::new(cli.globals.dir, cli.globals.state_dir, cli.globals.json) {
         Ok(ctx) => ctx,

@@ -382,12 +382,6 @@ struct ShowArgs {
     id: String,
 }
 
-/// Whether the command is a spawn: a short-lived reader whose few megabytes of heap are
-/// faulted in faster as transparent huge pages (see `main`).
-pub(crate) fn is_spawn(args: &Args) -> bool {
-    matches!(args.cmd, Cmd::Spawn(_))
-}
-
 pub(crate) fn run(args: &Args, ctx: &Ctx) -> CmdResult {
     let state_dir = match &args.cmd {
         Cmd::Scribe(_) | Cmd::Import(_) | Cmd::Add(_) | Cmd::Supersede(_) | Cmd::Index(_) => {
