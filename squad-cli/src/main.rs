@@ -29,7 +29,7 @@ use crate::ctx::Ctx;
 /// (`purge_delay`), version 2 after 10 ms, and a `notes list` frees and allocates its windows
 /// faster than that: its peak anonymous memory at 100k notes was 50 to 55 MiB with version 3,
 /// 36 to 39 MiB with version 2, in the same time (a heap profile under glibc's allocator peaks
-/// at 29 MB).
+/// at 29 MB). Built without asking for transparent huge pages (`no_thp`; see `main`).
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -198,13 +198,14 @@ fn one_command(name: &str) -> Option<clap::Command> {
 }
 
 fn main() -> ExitCode {
-    // No transparent huge pages: mimalloc asks for them (`madvise`) on its arenas, so where
-    // the system grants them every touched 2 MiB of heap is resident and zeroed whole. A
-    // `notes list` of 100k notes peaked at 135 MiB with them and 100 MiB without, no slower;
-    // a `memory spawn` on a 1.4 MB squad zeroed five of them (10 MiB) for a heap that peaks
-    // at 2 MiB. First thing, before the command line is parsed: the first allocation would
-    // otherwise fault in (and zero) a whole huge page, about a tenth of a short command's run.
-    // Best effort: a kernel without the flag keeps its default.
+    // No transparent huge pages: where the system grants them, every touched 2 MiB of heap is
+    // resident and zeroed whole. A `notes list` of 100k notes peaked at 135 MiB with them and
+    // 100 MiB without, no slower; a `memory spawn` on a 1.4 MB squad zeroed five of them
+    // (10 MiB) for a heap that peaks at 2 MiB. mimalloc is built without asking for them
+    // (its `no_thp` feature: the first allocation, before `main`, used to fault in and zero a
+    // whole huge page, some 0.1 ms of every command); this flag covers systems that grant
+    // them unasked (`always`), from here on. Best effort: a kernel without the flag keeps its
+    // default.
     #[cfg(target_os = "linux")]
     let _ = nix::sys::prctl::set_thp_disable(true);
     let cli = match parse() {
