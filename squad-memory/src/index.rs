@@ -209,7 +209,15 @@ pub(crate) struct Layout {
     pub(crate) units: Vec<LaidUnit>,
     /// The document's text (set by the reader, once the index is known to match it).
     pub(crate) text: LaidText,
+    /// Every name the layout holds (ids, headings, items, titles, chunks' texts), one after
+    /// the other: a [`Span`] is a range of it.
+    names: String,
 }
+
+/// Where a name is in a [`Layout`]'s names (a range checked to fall on character
+/// boundaries): read with [`Layout::name`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Span(u32, u32);
 
 /// Where a laid-out document's sections are read from.
 #[derive(Debug, Clone, Default)]
@@ -231,8 +239,8 @@ pub(crate) enum LaidText {
 #[derive(Debug, Clone)]
 pub(crate) struct LaidEntry {
     /// Its id (checked as one when the entry is parsed).
-    pub(crate) id: String,
-    pub(crate) heading: String,
+    pub(crate) id: Span,
+    pub(crate) heading: Span,
     pub(crate) line: usize,
     /// The Unix milliseconds of its date, `i64::MIN` when it has none: what selection sorts by.
     pub(crate) date: i64,
@@ -246,8 +254,8 @@ pub(crate) struct LaidEntry {
 /// A section `ranked_units` leaves out, as the manifest lists it.
 #[derive(Debug, Clone)]
 pub(crate) struct Dropped {
-    pub(crate) item: String,
-    pub(crate) title: String,
+    pub(crate) item: Span,
+    pub(crate) title: Span,
     pub(crate) bytes: usize,
     pub(crate) reason: Reason,
 }
@@ -270,15 +278,22 @@ pub(crate) enum LaidUnit {
 #[derive(Debug, Clone)]
 pub(crate) struct LaidChunk {
     pub(crate) line: usize,
-    pub(crate) item: String,
-    pub(crate) title: String,
+    pub(crate) item: Span,
+    pub(crate) title: Span,
     /// As [`LaidEntry::date`].
     pub(crate) date: i64,
     pub(crate) piece: Option<(usize, usize)>,
-    pub(crate) text: String,
+    pub(crate) text: Span,
 }
 
 impl Layout {
+    /// The name at `span` (empty for a span of another layout: the decoder checked its own).
+    pub(crate) fn name(&self, span: Span) -> &str {
+        self.names
+            .get(span.0 as usize..span.1 as usize)
+            .unwrap_or_default()
+    }
+
     /// The text of `start..end`, if it can be read and is UTF-8.
     fn range(&self, (start, end): (usize, usize)) -> Option<Cow<'_, str>> {
         match &self.text {
@@ -305,8 +320,9 @@ impl Layout {
                 });
             // The writer checked that the range parses to the entry; only a crafted index
             // gets here without one, and gets its heading.
-            let mut x = parsed.unwrap_or_else(|| Entry::from_heading(e.heading.clone()));
-            if let Ok(id) = MemoryId::new(e.id.clone()) {
+            let mut x =
+                parsed.unwrap_or_else(|| Entry::from_heading(self.name(e.heading).to_owned()));
+            if let Ok(id) = MemoryId::new(self.name(e.id)) {
                 x.id = id;
             }
             x.line = e.line;
@@ -553,11 +569,19 @@ fn list_sum(list: &[u8]) -> u32 {
 
 /// Reads a [`Layout`] of `units` units of a text of `text_len` bytes (see [`put_layout`]).
 fn decode_layout(r: &mut Reader<'_>, text_len: usize, units: usize) -> Option<Layout> {
+    // The names, checked as UTF-8 once; each span then only on its character boundaries.
+    let names = r.str()?;
+    let name = |r: &mut Reader<'_>| {
+        let start = r.usize()?;
+        let end = start.checked_add(r.usize()?)?;
+        names.get(start..end)?;
+        Some(Span(u32::try_from(start).ok()?, u32::try_from(end).ok()?))
+    };
     let entry_count = r.count()?;
     let mut entries = Vec::with_capacity(entry_count);
     for _ in 0..entry_count {
-        let id = r.str()?.to_owned();
-        let heading = r.str()?.to_owned();
+        let id = name(r)?;
+        let heading = name(r)?;
         let line = r.usize()?;
         let start = r.usize()?;
         let end = r.usize()?;
@@ -577,8 +601,8 @@ fn decode_layout(r: &mut Reader<'_>, text_len: usize, units: usize) -> Option<La
     let dropped_count = r.count()?;
     let mut dropped = Vec::with_capacity(dropped_count);
     for _ in 0..dropped_count {
-        let item = r.str()?.to_owned();
-        let title = r.str()?.to_owned();
+        let item = name(r)?;
+        let title = name(r)?;
         let bytes = r.usize()?;
         let reason = match r.byte()? {
             0 => Reason::Superseded,
@@ -613,11 +637,11 @@ fn decode_layout(r: &mut Reader<'_>, text_len: usize, units: usize) -> Option<La
             }
             1 => {
                 let line = r.usize()?;
-                let item = r.str()?.to_owned();
-                let title = r.str()?.to_owned();
+                let item = name(r)?;
+                let title = name(r)?;
                 let date = r.date()?;
                 let piece = r.piece()?;
-                let text = r.str()?.to_owned();
+                let text = name(r)?;
                 LaidUnit::Chunk(Box::new(LaidChunk {
                     line,
                     item,
@@ -635,6 +659,7 @@ fn decode_layout(r: &mut Reader<'_>, text_len: usize, units: usize) -> Option<La
         dropped,
         units: laid,
         text: LaidText::None,
+        names: names.to_owned(),
     })
 }
 
@@ -676,11 +701,20 @@ impl<'b> Reader<'b> {
         }
     }
 
+    /// A LEB128 integer: one byte inline (most of an index's integers are small), more in
+    /// [`Reader::u64_var_long`].
+    #[inline]
     fn u64_var(&mut self) -> Option<u64> {
         let b = self.byte()?;
         if b < 0x80 {
             return Some(u64::from(b));
         }
+        self.u64_var_long(b)
+    }
+
+    /// The rest of a LEB128 integer whose first byte is `b`.
+    #[inline(never)]
+    fn u64_var_long(&mut self, b: u8) -> Option<u64> {
         let mut v = u64::from(b & 0x7f);
         for shift in (7..64).step_by(7) {
             let b = self.byte()?;
@@ -749,6 +783,13 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// Appends `s` to a layout's `names` and its place there (start, length) to `out`.
+fn put_name(out: &mut Vec<u8>, names: &mut String, s: &str) {
+    put_var(out, names.len() as u64);
+    put_var(out, s.len() as u64);
+    names.push_str(s);
+}
+
 fn put_date(out: &mut Vec<u8>, d: Option<Timestamp>) {
     match d {
         None => out.push(0),
@@ -770,11 +811,13 @@ fn put_piece(out: &mut Vec<u8>, piece: Option<(usize, usize)>) {
 }
 
 /// Appends the layout of `units` (cut from `doc`, the parse of `text`) and the `dropped`
-/// sections: a byte 1, the entries (count; per entry its id, heading, line, byte range and
-/// date), the dropped sections (count; per section its item, title, bytes and reason), the
-/// units (count; per unit 0, its entry, part and bytes, or 1, its line, item, title, date, part
-/// and text). Appends a byte 0 instead when an entry's range, parsed alone, does not give the
-/// entry (a reader then parses the whole text).
+/// sections: a byte 1, the names (length, UTF-8 bytes: every id, heading, item, title and
+/// chunk text below, one after the other, each named by its start and length in them), the
+/// entries (count; per entry its id, heading, line, byte range and date), the dropped sections
+/// (count; per section its item, title, bytes and reason), the units (count; per unit 0, its
+/// entry, part and bytes, or 1, its line, item, title, date, part and text). Appends a byte 0
+/// instead when an entry's range, parsed alone, does not give the entry (a reader then parses
+/// the whole text).
 fn put_layout(
     out: &mut Vec<u8>,
     text: &str,
@@ -817,6 +860,7 @@ fn layout_bytes(
     }
     let mut entries: Vec<&Entry> = Vec::new();
     let mut ordinal: HashMap<*const Entry, usize> = HashMap::new();
+    let mut names = String::new();
     let mut unit_bytes = Vec::new();
     put_var(&mut unit_bytes, units.len() as u64);
     for u in units {
@@ -835,11 +879,11 @@ fn layout_bytes(
             (None, Text::Owned(t)) => {
                 unit_bytes.push(1);
                 put_var(&mut unit_bytes, u.line as u64);
-                put_str(&mut unit_bytes, &u.item);
-                put_str(&mut unit_bytes, &u.title);
+                put_name(&mut unit_bytes, &mut names, &u.item);
+                put_name(&mut unit_bytes, &mut names, &u.title);
                 put_date(&mut unit_bytes, u.date);
                 put_piece(&mut unit_bytes, u.piece);
-                put_str(&mut unit_bytes, t);
+                put_name(&mut unit_bytes, &mut names, t);
             }
             _ => return None,
         }
@@ -864,8 +908,8 @@ fn layout_bytes(
         if alone != *e {
             return None;
         }
-        put_str(&mut out, e.id.as_str());
-        put_str(&mut out, &e.heading);
+        put_name(&mut out, &mut names, e.id.as_str());
+        put_name(&mut out, &mut names, &e.heading);
         put_var(&mut out, e.line as u64);
         put_var(&mut out, start as u64);
         put_var(&mut out, end as u64);
@@ -873,8 +917,8 @@ fn layout_bytes(
     }
     put_var(&mut out, dropped.len() as u64);
     for d in dropped {
-        put_str(&mut out, &d.item);
-        put_str(&mut out, &d.title);
+        put_name(&mut out, &mut names, &d.item);
+        put_name(&mut out, &mut names, &d.title);
         put_var(&mut out, d.bytes as u64);
         out.push(match d.reason {
             Reason::Superseded => 0,
@@ -883,7 +927,10 @@ fn layout_bytes(
         });
     }
     out.extend_from_slice(&unit_bytes);
-    Some(out)
+    let mut laid = Vec::with_capacity(names.len() + out.len() + 8);
+    put_str(&mut laid, &names);
+    laid.extend_from_slice(&out);
+    Some(laid)
 }
 
 /// The vocabulary being built: each word's id, text, lists and occurrences (encoded).
@@ -1201,7 +1248,7 @@ The deploy, at the end, with no line end",
             let whole = src
                 .doc
                 .find(&parsed.id)
-                .unwrap_or_else(|| panic!("{}", e.id));
+                .unwrap_or_else(|| panic!("{}", layout.name(e.id)));
             assert_eq!(
                 (&parsed.heading, &parsed.body, parsed.date),
                 (&whole.heading, &whole.body, whole.date)

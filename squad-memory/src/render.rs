@@ -318,8 +318,16 @@ impl LeftList {
         self.items.extend(layout.dropped.iter().map(|d| LeftOut {
             tier,
             file: if full { file.to_owned() } else { String::new() },
-            item: if full { d.item.clone() } else { String::new() },
-            title: if full { d.title.clone() } else { String::new() },
+            item: if full {
+                layout.name(d.item).to_owned()
+            } else {
+                String::new()
+            },
+            title: if full {
+                layout.name(d.title).to_owned()
+            } else {
+                String::new()
+            },
             bytes: d.bytes,
             score: None,
             reason: d.reason,
@@ -468,7 +476,7 @@ impl<'a> EntryRef<'a> {
     pub(crate) fn id(self) -> &'a str {
         match self {
             EntryRef::Parsed(e) => e.id.as_str(),
-            EntryRef::Laid(_, e) => &e.id,
+            EntryRef::Laid(l, e) => l.name(e.id),
         }
     }
 
@@ -1269,8 +1277,8 @@ fn laid_units<'a>(
                     tier,
                     &src.path,
                     e.line,
-                    Cow::Borrowed(e.id.as_str()),
-                    Cow::Borrowed(&e.heading),
+                    Cow::Borrowed(layout.name(e.id)),
+                    Cow::Borrowed(layout.name(e.heading)),
                     Text::Laid {
                         entry,
                         piece: *piece,
@@ -1288,9 +1296,9 @@ fn laid_units<'a>(
                     tier,
                     &src.path,
                     c.line,
-                    Cow::Borrowed(&c.item),
-                    Cow::Borrowed(&c.title),
-                    Text::Str(&c.text),
+                    Cow::Borrowed(layout.name(c.item)),
+                    Cow::Borrowed(layout.name(c.title)),
+                    Text::Str(layout.name(c.text)),
                 );
                 u.date_ms = Some(c.date);
                 u.piece = c.piece;
