@@ -70,14 +70,17 @@
 //! inode, length, modification and change times, recorded once the file system's clock has
 //! moved past the file's last change), nor the 434 KB of occurrence lists of the 545 KB index:
 //! it reads the front (111 KB) and the lists of its task's words. The scorer skips building its
-//! text search when fed from indexes, and transparent huge pages are off from the first line
-//! of `main` (five huge pages, 10 MiB, were zeroed for a heap that peaks at 2 MiB). Callgrind:
-//! 6.28 M instructions (8.02 M before). `perf stat -r 300` on the kept files, in turns: 3.46
-//! to 3.48 ms elapsed against 4.46 to 4.82 ms. This bench: p50/p95 3.59/4.52, 3.78/4.66 and
-//! 3.65/4.47 ms with the index change alone (`--version` 2.34 to 2.46 ms, `cat` 1.43 to
-//! 1.47 ms); 3.45/4.54 ms in the full run with every change (`--version` 2.31 ms, `cat`
-//! 1.41 ms). The same run: 93.0 % fewer bytes and recall 33/34 on the fixture, 26/27 held out,
-//! 96.1 % fewer bytes, recall 30/31 and 0 of 2,491 lines lost on the corpus.
+//! text search when fed from indexes; a layout's names are one table, checked as UTF-8 once;
+//! and the `squad` command runs without transparent huge pages from its start (mimalloc built
+//! with `no_thp`, the flag set first thing in `main`: five huge pages, 10 MiB, were zeroed for a
+//! heap that peaks at 2 MiB). Callgrind: 6.05 M instructions (8.02 M before). `perf stat -r
+//! 300` on the kept files, in turns, with the index change alone: 3.46 to 3.48 ms elapsed
+//! against 4.46 to 4.82 ms. This bench: p50/p95 3.59/4.52, 3.78/4.66 and 3.65/4.47 ms with the
+//! index change alone (`--version` 2.34 to 2.46 ms, `cat` 1.43 to 1.47 ms); with every change,
+//! 3.45/4.54 ms (`--version` 2.31 ms, `cat` 1.41 ms) and 3.51/4.17 ms (`--version`
+//! 2.23/2.55 ms, `cat` 1.48/1.72 ms). The same runs: 93.0 % fewer bytes and recall 33/34 on the
+//! fixture, 26/27 held out, 96.1 % fewer bytes, recall 30/31 and 0 of 2,491 lines lost on the
+//! corpus.
 //!
 //! Instructions per spawn (callgrind, `valgrind --tool=callgrind`, where SHA-256 runs without
 //! its CPU extension): 1,000 sections of ~1.8 KB 305 M before (95 M of them hashing the file),
