@@ -115,11 +115,12 @@ pub(crate) fn scan(reader: &dyn DocReader) -> Option<(usize, u64)> {
     Some((usize::try_from(len).ok()?, h.finish()))
 }
 
-/// What an index says of the text it was built from, read from its header alone (not yet
-/// checked against its own hash): the text's length and [`text_hash`], and the document's
-/// stamp when the writer recorded one.
+/// What an index says of itself and of the text it was built from, read from its header
+/// alone (not yet checked against its own hash): the front's length, the text's length and
+/// [`text_hash`], and the document's stamp when the writer recorded one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Head {
+    pub(crate) front_len: u64,
     pub(crate) text_len: usize,
     pub(crate) text_hash: u64,
     pub(crate) stamp: Option<DocStamp>,
@@ -128,23 +129,7 @@ pub(crate) struct Head {
 /// The [`Head`] of the index `bytes`, if they start as an index of this format and crate
 /// version does.
 pub(crate) fn head(bytes: &[u8]) -> Option<Head> {
-    let mut r = Reader { b: bytes, at: 0 };
-    if r.take(MAGIC.len())? != MAGIC || r.byte()? != FORMAT {
-        return None;
-    }
-    r.u64()?;
-    let version_len = r.len()?;
-    if r.take(version_len)? != env!("CARGO_PKG_VERSION").as_bytes() {
-        return None;
-    }
-    let text_len = usize::try_from(r.u64()?).ok()?;
-    let text_hash = r.u64()?;
-    let stamp = r.stamp()?;
-    Some(Head {
-        text_len,
-        text_hash,
-        stamp,
-    })
+    Reader { b: bytes, at: 0 }.head()
 }
 
 /// One text of a unit as the scorer reads it.
@@ -452,20 +437,13 @@ impl SearchIndex {
             return None;
         }
         let mut r = Reader { b: body, at: 0 };
-        if r.take(MAGIC.len())? != MAGIC || r.byte()? != FORMAT {
+        let head = r.head()?;
+        if head.front_len != bytes.len() as u64
+            || head.text_len != text_len
+            || head.text_hash != text_hash
+        {
             return None;
         }
-        if r.u64()? != bytes.len() as u64 {
-            return None;
-        }
-        let version_len = r.len()?;
-        if r.take(version_len)? != env!("CARGO_PKG_VERSION").as_bytes() {
-            return None;
-        }
-        if r.u64()? != text_len as u64 || r.u64()? != text_hash {
-            return None;
-        }
-        r.stamp()?;
         let unit_count = r.count()?;
         let mut units = Vec::with_capacity(unit_count + 1);
         units.push(0u32);
@@ -539,11 +517,7 @@ impl SearchIndex {
 /// The length of the front of an index whose first bytes are `start` (the magic, the format
 /// and the front's length), if they say.
 fn front_len(start: &[u8]) -> Option<usize> {
-    let mut r = Reader { b: start, at: 0 };
-    if r.take(MAGIC.len())? != MAGIC || r.byte()? != FORMAT {
-        return None;
-    }
-    usize::try_from(r.u64()?).ok()
+    usize::try_from(Reader { b: start, at: 0 }.front_len()?).ok()
 }
 
 /// Reads the front of the index `ix` (everything but the occurrence lists, which follow it),
@@ -684,6 +658,29 @@ impl<'b> Reader<'b> {
 
     fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    /// The magic, the format and the front's length: the first bytes of an index.
+    fn front_len(&mut self) -> Option<u64> {
+        if self.take(MAGIC.len())? != MAGIC || self.byte()? != FORMAT {
+            return None;
+        }
+        self.u64()
+    }
+
+    /// An index's header ([`Head`]), the crate version checked.
+    fn head(&mut self) -> Option<Head> {
+        let front_len = self.front_len()?;
+        let version_len = self.len()?;
+        if self.take(version_len)? != env!("CARGO_PKG_VERSION").as_bytes() {
+            return None;
+        }
+        Some(Head {
+            front_len,
+            text_len: usize::try_from(self.u64()?).ok()?,
+            text_hash: self.u64()?,
+            stamp: self.stamp()?,
+        })
     }
 
     /// A byte 0 for no stamp, or 1 and its five parts; `None` for anything else.

@@ -71,13 +71,23 @@ fn read_ranked(
     or_skip(Source::with_decoded(doc.path(), &text, index), skipped)
 }
 
+/// What [`laid_out`] made of a document and its index.
 enum Laid {
+    /// The index lays out the document: its source.
     Source(Source),
+    /// The index matches the document but does not lay it out.
     Matched(Box<SearchIndex>),
+    /// The index does not match the document (or cannot be decoded).
     Stale,
+    /// The document could not be read in parts (missing, refused, not readable, NUL bytes):
+    /// the index, open, for the reader that reads the document whole.
     Unread(Arc<dyn DocReader>),
 }
 
+/// The source of `doc` from its index `ix` when it lays out its sections: the index's front
+/// is read, the document opened ([`MemoryStore::open`]) and, unless it carries the stamp the
+/// index names, read through once in chunks to check that the index matches it (length and
+/// hash); only the sections and occurrence lists a spawn needs are read later.
 fn laid_out(store: &dyn MemoryStore, doc: &DocRef, ix: Arc<dyn DocReader>) -> Laid {
     let Some(reader) = store.open(doc).ok().flatten() else {
         return Laid::Unread(ix);
@@ -109,6 +119,13 @@ fn laid_out(store: &dyn MemoryStore, doc: &DocRef, ix: Arc<dyn DocReader>) -> La
     }
 }
 
+/// Reads a document for a writer: the text it has (`None` when it is missing) and the text
+/// parsed (empty when it is missing).
+///
+/// # Errors
+///
+/// [`ErrorKind::InvalidInput`] with its problems when it cannot be read as a memory file;
+/// [`ErrorKind::Backend`] on storage failure.
 pub(crate) fn read_doc(
     store: &dyn MemoryStore,
     doc: &DocRef,

@@ -350,74 +350,6 @@ fn reindex_never_writes_through_a_symlinked_index_and_says_so() {
     );
 }
 
-/// A store that counts how its documents are read: whole ([`MemoryStore::read`]) or in parts
-/// ([`MemoryStore::open`]).
-#[derive(Debug)]
-struct Counting<'s> {
-    store: &'s FsStore,
-    whole: std::sync::atomic::AtomicUsize,
-    parts: std::sync::atomic::AtomicUsize,
-}
-
-impl MemoryStore for Counting<'_> {
-    fn read(&self, doc: &DocRef) -> squad_memory::Result<Option<String>> {
-        self.whole
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.store.read(doc)
-    }
-    fn write(&self, doc: &DocRef, text: &str) -> squad_memory::Result<()> {
-        self.store.write(doc, text)
-    }
-    fn list(&self, tier: Tier) -> squad_memory::Result<Vec<String>> {
-        self.store.list(tier)
-    }
-    fn lock(&self) -> squad_memory::Result<squad_memory::StoreLock> {
-        self.store.lock()
-    }
-    fn read_index(&self, doc: &DocRef) -> squad_memory::Result<Option<Vec<u8>>> {
-        self.store.read_index(doc)
-    }
-    fn open(&self, doc: &DocRef) -> squad_memory::Result<Option<Box<dyn DocReader>>> {
-        self.parts
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.store.open(doc)
-    }
-}
-
-/// With indexes that lay out the documents, a spawn reads cold and the wiki in parts (hot
-/// whole), with the same output; with a stale index it reads the document whole.
-#[test]
-fn a_laid_out_document_is_read_in_parts_with_the_same_output() {
-    use std::sync::atomic::Ordering::Relaxed;
-    let dir = tempfile::tempdir().unwrap();
-    let (store, cold) = squad(dir.path());
-    let plain = without_indexes(&store);
-    let counting = Counting {
-        store: &store,
-        whole: 0.into(),
-        parts: 0.into(),
-    };
-    assert_eq!(spawn_text(&counting), spawn_text(&plain));
-    // Hot, and the archive (missing: it has no index), are read whole.
-    assert_eq!(
-        (counting.whole.load(Relaxed), counting.parts.load(Relaxed)),
-        (2, 2)
-    );
-    // Edited by hand without changing its length: the index is stale, the document is read
-    // whole, the output is the new text's.
-    let edited = cold.replacen("BlobStorageClient", "QueueStoreClient!", 1);
-    assert_eq!(edited.len(), cold.len());
-    std::fs::write(dir.path().join(".squad/memory/cold/data.md"), &edited).unwrap();
-    counting.whole.store(0, Relaxed);
-    let plain = without_indexes(&store);
-    assert_eq!(spawn_text(&counting), spawn_text(&plain));
-    assert_eq!(counting.whole.load(Relaxed), 3);
-    assert_eq!(
-        store.stale_indexes().unwrap(),
-        [DocRef::Cold(agent("data"))]
-    );
-}
-
 /// A [`DocReader`] that counts the bytes read through it, and shows the inner reader's stamp
 /// or none.
 #[derive(Debug)]
@@ -445,16 +377,34 @@ impl DocReader for CountingReader {
     }
 }
 
-/// An [`FsStore`] whose documents are opened through a [`CountingReader`].
+/// A store that counts how its documents are read: whole ([`MemoryStore::read`]) or in parts
+/// ([`MemoryStore::open`], through a [`CountingReader`] that counts the bytes, and shows the
+/// documents' stamps when `stamped`).
 #[derive(Debug)]
-struct CountingBytes<'s> {
+struct Counting<'s> {
     store: &'s FsStore,
     stamped: bool,
+    whole: std::sync::atomic::AtomicUsize,
+    parts: std::sync::atomic::AtomicUsize,
     read: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
-impl MemoryStore for CountingBytes<'_> {
+impl<'s> Counting<'s> {
+    fn new(store: &'s FsStore, stamped: bool) -> Self {
+        Self {
+            store,
+            stamped,
+            whole: 0.into(),
+            parts: 0.into(),
+            read: Default::default(),
+        }
+    }
+}
+
+impl MemoryStore for Counting<'_> {
     fn read(&self, doc: &DocRef) -> squad_memory::Result<Option<String>> {
+        self.whole
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.store.read(doc)
     }
     fn write(&self, doc: &DocRef, text: &str) -> squad_memory::Result<()> {
@@ -470,6 +420,8 @@ impl MemoryStore for CountingBytes<'_> {
         self.store.read_index(doc)
     }
     fn open(&self, doc: &DocRef) -> squad_memory::Result<Option<Box<dyn DocReader>>> {
+        self.parts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(self.store.open(doc)?.map(|inner| {
             Box::new(CountingReader {
                 inner,
@@ -478,6 +430,36 @@ impl MemoryStore for CountingBytes<'_> {
             }) as Box<dyn DocReader>
         }))
     }
+}
+
+/// With indexes that lay out the documents, a spawn reads cold and the wiki in parts (hot
+/// whole), with the same output; with a stale index it reads the document whole.
+#[test]
+fn a_laid_out_document_is_read_in_parts_with_the_same_output() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let dir = tempfile::tempdir().unwrap();
+    let (store, cold) = squad(dir.path());
+    let plain = without_indexes(&store);
+    let counting = Counting::new(&store, true);
+    assert_eq!(spawn_text(&counting), spawn_text(&plain));
+    // Hot, and the archive (missing: it has no index), are read whole.
+    assert_eq!(
+        (counting.whole.load(Relaxed), counting.parts.load(Relaxed)),
+        (2, 2)
+    );
+    // Edited by hand without changing its length: the index is stale, the document is read
+    // whole, the output is the new text's.
+    let edited = cold.replacen("BlobStorageClient", "QueueStoreClient!", 1);
+    assert_eq!(edited.len(), cold.len());
+    std::fs::write(dir.path().join(".squad/memory/cold/data.md"), &edited).unwrap();
+    counting.whole.store(0, Relaxed);
+    let plain = without_indexes(&store);
+    assert_eq!(spawn_text(&counting), spawn_text(&plain));
+    assert_eq!(counting.whole.load(Relaxed), 3);
+    assert_eq!(
+        store.stale_indexes().unwrap(),
+        [DocRef::Cold(agent("data"))]
+    );
 }
 
 /// On Linux an index names its document's stamp, and a spawn that finds it on the document
@@ -494,11 +476,7 @@ fn a_stamped_index_spares_reading_the_whole_document() {
     assert!(store.open(&doc).unwrap().unwrap().stamp().is_some());
     let mut read = Vec::new();
     for stamped in [true, false] {
-        let counting = CountingBytes {
-            store: &store,
-            stamped,
-            read: Default::default(),
-        };
+        let counting = Counting::new(&store, stamped);
         assert_eq!(spawn_text(&counting), reference, "stamped: {stamped}");
         read.push(counting.read.load(Relaxed));
     }
